@@ -1,0 +1,1 @@
+//! Shared helpers of the benchmarks (the criterion benches are the targets of this crate).

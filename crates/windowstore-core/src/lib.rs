@@ -1,0 +1,11 @@
+//! windowstore-core: Kafka-Streams-grade windows over Arrow record batches.
+//!
+//! The crate is pure Rust and knows nothing of Python or Spark. Its heart is the segmented
+//! [`SessionStore`] of KIP-94 (`store`); the session and sliding window engines build on it.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod store;
+
+pub use error::{Error, Result};
+pub use store::{KeyedSession, Session, SessionStore, StoreMetrics};

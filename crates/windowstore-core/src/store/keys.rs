@@ -1,0 +1,175 @@
+//! The key table: each distinct key's bytes stored once, named by a dense `u32` id.
+//!
+//! Segments refer to keys by id, so a key with many sessions costs its bytes once. An id is
+//! reference-counted by the sessions stored under it and recycled when the last one goes.
+
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+
+use crate::{Error, Result};
+
+/// Dense id of a key in a [`KeyTable`].
+pub type KeyId = u32;
+
+#[derive(Debug, Default)]
+struct Slot {
+    bytes: Box<[u8]>,
+    sessions: u32,
+}
+
+/// Interned key bytes with per-key session counts.
+#[derive(Debug, Default)]
+pub struct KeyTable {
+    index: HashTable<KeyId>,
+    slots: Vec<Slot>,
+    free: Vec<KeyId>,
+    hasher: hashbrown::DefaultHashBuilder,
+    key_bytes: usize,
+}
+
+impl KeyTable {
+    /// The id of `key`, if any session is stored under it.
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<KeyId> {
+        let hash = self.hasher.hash_one(key);
+        self.index
+            .find(hash, |&id| &*self.slots[id as usize].bytes == key)
+            .copied()
+    }
+
+    /// The id of `key`, interning it if new; counts one more session under it.
+    pub fn acquire(&mut self, key: &[u8]) -> Result<KeyId> {
+        let hash = self.hasher.hash_one(key);
+        let slots = &mut self.slots;
+        if let Some(&id) = self.index.find(hash, |&id| &*slots[id as usize].bytes == key) {
+            slots[id as usize].sessions += 1;
+            return Ok(id);
+        }
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                let id = KeyId::try_from(slots.len())
+                    .map_err(|_| Error::Capacity("more than 2^32 distinct live keys".into()))?;
+                slots.push(Slot::default());
+                id
+            }
+        };
+        slots[id as usize] = Slot {
+            bytes: key.into(),
+            sessions: 1,
+        };
+        self.key_bytes += key.len();
+        let hasher = &self.hasher;
+        self.index.insert_unique(hash, id, |&id| {
+            hasher.hash_one(&*slots[id as usize].bytes)
+        });
+        Ok(id)
+    }
+
+    /// Counts one more session under the live key `id`.
+    #[inline]
+    pub fn retain(&mut self, id: KeyId) {
+        self.slots[id as usize].sessions += 1;
+    }
+
+    /// Counts one session fewer under `id`; forgets the key when none is left.
+    pub fn release(&mut self, id: KeyId) {
+        let slot = &mut self.slots[id as usize];
+        slot.sessions -= 1;
+        if slot.sessions > 0 {
+            return;
+        }
+        let bytes = std::mem::take(&mut slot.bytes);
+        let hash = self.hasher.hash_one(&*bytes);
+        if let Ok(entry) = self.index.find_entry(hash, |&other| other == id) {
+            entry.remove();
+        }
+        self.key_bytes -= bytes.len();
+        self.free.push(id);
+    }
+
+    /// The bytes of the key named by `id`.
+    #[inline]
+    pub fn bytes(&self, id: KeyId) -> &[u8] {
+        &self.slots[id as usize].bytes
+    }
+
+    /// Ids of the live keys whose bytes lie in `[from, to]`, in byte order.
+    pub fn range(&self, from: &[u8], to: &[u8]) -> Vec<KeyId> {
+        self.sorted_where(|key| key >= from && key <= to)
+    }
+
+    /// Ids of all live keys, in byte order.
+    pub fn sorted(&self) -> Vec<KeyId> {
+        self.sorted_where(|_| true)
+    }
+
+    /// Ids of the live keys that pass `keep`, in byte order. The table is a hash index, so an
+    /// ordered scan costs a sort; it serves the rare cross-key reads, not the per-record path.
+    fn sorted_where(&self, keep: impl Fn(&[u8]) -> bool) -> Vec<KeyId> {
+        let mut ids: Vec<KeyId> = self
+            .index
+            .iter()
+            .copied()
+            .filter(|&id| keep(self.bytes(id)))
+            .collect();
+        ids.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
+        ids
+    }
+
+    /// Number of distinct live keys.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether no key is live.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Bytes of all live keys.
+    pub fn key_bytes(&self) -> usize {
+        self.key_bytes
+    }
+
+    /// Heap bytes held by the table, key bytes included.
+    pub fn heap_bytes(&self) -> usize {
+        self.index.capacity() * (std::mem::size_of::<KeyId>() + 1)
+            + self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.free.capacity() * std::mem::size_of::<KeyId>()
+            + self.key_bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_shared_counted_and_recycled() {
+        let mut t = KeyTable::default();
+        let a = t.acquire(b"a").unwrap();
+        assert_eq!(t.acquire(b"a").unwrap(), a);
+        let b = t.acquire(b"bb").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(t.key_bytes(), 3);
+        t.release(a);
+        assert_eq!(t.get(b"a"), Some(a));
+        t.release(a);
+        assert_eq!(t.get(b"a"), None);
+        assert_eq!(t.key_bytes(), 2);
+        let c = t.acquire(b"c").unwrap();
+        assert_eq!(c, a, "a freed id is reused");
+        assert_eq!(t.bytes(c), b"c");
+    }
+
+    #[test]
+    fn range_is_inclusive_and_in_byte_order() {
+        let mut t = KeyTable::default();
+        for k in [&b"c"[..], b"a", b"aa", b"b", b"d"] {
+            t.acquire(k).unwrap();
+        }
+        let got: Vec<&[u8]> = t.range(b"aa", b"c").into_iter().map(|id| t.bytes(id)).collect();
+        assert_eq!(got, vec![&b"aa"[..], b"b", b"c"]);
+    }
+}

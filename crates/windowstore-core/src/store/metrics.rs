@@ -1,0 +1,53 @@
+//! Store metrics: a plain snapshot of counters and sizes, read by `SessionStore::metrics`.
+
+/// Counters of what a store did and the size of what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoreMetrics {
+    /// Sessions held, including expired ones whose segment is not dropped yet.
+    pub live_sessions: u64,
+    /// Distinct keys with at least one session held.
+    pub live_keys: u64,
+    /// Segments held.
+    pub segments: u64,
+    /// Bytes of the distinct live keys.
+    pub key_bytes: u64,
+    /// Bytes of the live session values.
+    pub value_bytes: u64,
+    /// Estimated heap bytes of the whole store (keys, index, value arenas).
+    pub bytes: u64,
+    /// Sessions put (new or overwritten).
+    pub puts: u64,
+    /// Sessions removed.
+    pub removes: u64,
+    /// Puts refused because the session had already expired.
+    pub expired_puts: u64,
+    /// Sessions dropped by segment expiry.
+    pub expired_sessions: u64,
+}
+
+/// The counters a store keeps itself; sizes are computed on demand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Counters {
+    pub puts: u64,
+    pub removes: u64,
+    pub expired_puts: u64,
+    pub expired_sessions: u64,
+}
+
+impl StoreMetrics {
+    /// The metrics as `(name, value)` pairs, in a fixed order.
+    pub fn pairs(&self) -> [(&'static str, u64); 10] {
+        [
+            ("live_sessions", self.live_sessions),
+            ("live_keys", self.live_keys),
+            ("segments", self.segments),
+            ("key_bytes", self.key_bytes),
+            ("value_bytes", self.value_bytes),
+            ("bytes", self.bytes),
+            ("puts", self.puts),
+            ("removes", self.removes),
+            ("expired_puts", self.expired_puts),
+            ("expired_sessions", self.expired_sessions),
+        ]
+    }
+}

@@ -1,0 +1,21 @@
+//! The segmented session store of KIP-94, decomposed as Kafka Streams does it.
+//!
+//! - [`key_schema`]: what identifies a session (key bytes, end, start) and how a lookup's
+//!   bounds map onto segments;
+//! - [`keys`]: the key table that stores each distinct key's bytes once;
+//! - [`segment`]: one time bucket of sessions, by key;
+//! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
+//! - [`session_store`]: the store, which tracks observed time and counts what it drops;
+//! - [`metrics`] and [`snapshot`]: layers around the store.
+
+pub mod key_schema;
+pub mod keys;
+pub mod metrics;
+pub mod segment;
+pub mod segments;
+pub mod session_store;
+pub mod snapshot;
+
+pub use key_schema::{KeyedSession, Session};
+pub use metrics::StoreMetrics;
+pub use session_store::SessionStore;

@@ -1,0 +1,354 @@
+//! The segmented session store: observed store time, expiry, and the KIP-94 operations.
+//!
+//! Store time is the largest session end ever put. A session with
+//! `end < store_time - retention + 1` is expired: every read skips it, a put of it is refused and
+//! counted, and its segment is dropped as soon as the whole segment is expired.
+
+use super::key_schema::{KeyedSession, Session, SessionBounds};
+use super::keys::{KeyId, KeyTable};
+use super::metrics::{Counters, StoreMetrics};
+use super::segments::Segments;
+use crate::{Error, Result};
+
+/// What a [`SessionStore::put`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// A new session was stored.
+    Inserted,
+    /// An existing session's value was replaced.
+    Updated,
+    /// The session had expired: nothing was stored (counted as `expired_puts`).
+    Expired,
+}
+
+/// A segmented store of session aggregates keyed by `(key bytes, end, start)` (KIP-94).
+#[derive(Debug)]
+pub struct SessionStore {
+    retention: i64,
+    segments: Segments,
+    keys: KeyTable,
+    store_time: Option<i64>,
+    sessions: u64,
+    counters: Counters,
+}
+
+impl SessionStore {
+    /// An empty store keeping sessions for `retention` ticks past store time, in segments of
+    /// `segment_interval` ticks (default `max(retention / 2, 1)`).
+    pub fn new(retention: i64, segment_interval: Option<i64>) -> Result<Self> {
+        if retention <= 0 {
+            return Err(Error::invalid(
+                "retention",
+                format!("must be > 0, got {retention}"),
+            ));
+        }
+        let interval = segment_interval.unwrap_or((retention / 2).max(1));
+        if interval <= 0 {
+            return Err(Error::invalid(
+                "segment_interval",
+                format!("must be > 0, got {interval}"),
+            ));
+        }
+        Ok(Self {
+            retention,
+            segments: Segments::new(interval),
+            keys: KeyTable::default(),
+            store_time: None,
+            sessions: 0,
+            counters: Counters::default(),
+        })
+    }
+
+    /// Retention in ticks.
+    pub fn retention(&self) -> i64 {
+        self.retention
+    }
+
+    /// Segment interval in ticks.
+    pub fn segment_interval(&self) -> i64 {
+        self.segments.interval()
+    }
+
+    /// The largest session end ever put, or `None` before the first put.
+    pub fn store_time(&self) -> Option<i64> {
+        self.store_time
+    }
+
+    /// The smallest session end still visible: `store_time - retention + 1`.
+    #[inline]
+    pub fn min_live_end(&self) -> i64 {
+        match self.store_time {
+            // retention >= 1, so the subtrahend is >= 0 and saturates only at i64::MIN.
+            Some(t) => t.saturating_sub(self.retention - 1),
+            None => i64::MIN,
+        }
+    }
+
+    /// Stores `value` for the session `[start, end]` of `key`, replacing any value it had.
+    ///
+    /// Advances store time to `end` and drops segments that expire with it. A session that is
+    /// already expired is not stored: the put is counted and [`PutOutcome::Expired`] returned.
+    pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
+        if start > end {
+            return Err(Error::invalid(
+                "start",
+                format!("session start {start} is after its end {end}"),
+            ));
+        }
+        self.observe(end);
+        if end < self.min_live_end() {
+            self.counters.expired_puts += 1;
+            return Ok(PutOutcome::Expired);
+        }
+        let segment = self.segments.get_or_create(end);
+        let inserted = match self.keys.get(key) {
+            Some(id) => {
+                let inserted = segment.put(id, start, end, value)?;
+                if inserted {
+                    self.keys.retain(id);
+                }
+                inserted
+            }
+            None => {
+                let id = self.keys.acquire(key)?;
+                if let Err(e) = segment.put(id, start, end, value) {
+                    self.keys.release(id);
+                    self.segments.drop_if_empty(end);
+                    return Err(e);
+                }
+                true
+            }
+        };
+        self.counters.puts += 1;
+        if inserted {
+            self.sessions += 1;
+            Ok(PutOutcome::Inserted)
+        } else {
+            Ok(PutOutcome::Updated)
+        }
+    }
+
+    /// Removes the session `[start, end]` of `key`; returns whether it was there.
+    ///
+    /// A missing or expired session is a no-op. Removing never moves store time.
+    pub fn remove(&mut self, key: &[u8], start: i64, end: i64) -> bool {
+        if end < self.min_live_end() {
+            return false;
+        }
+        let Some(id) = self.keys.get(key) else {
+            return false;
+        };
+        let Some(segment) = self.segments.get_mut(end) else {
+            return false;
+        };
+        if !segment.remove(id, start, end) {
+            return false;
+        }
+        self.keys.release(id);
+        self.segments.drop_if_empty(end);
+        self.sessions -= 1;
+        self.counters.removes += 1;
+        true
+    }
+
+    /// The value of exactly the session `[start, end]` of `key`, if it is stored and live.
+    pub fn fetch_session(&self, key: &[u8], start: i64, end: i64) -> Option<&[u8]> {
+        if end < self.min_live_end() {
+            return None;
+        }
+        let id = self.keys.get(key)?;
+        let segment = self.segments.get(end)?;
+        let list = segment.sessions_of(id);
+        let i = list
+            .binary_search_by(|e| (e.end, e.start).cmp(&(end, start)))
+            .ok()?;
+        Some(segment.value(&list[i]))
+    }
+
+    /// Every live session of `key` with `end >= earliest_end` and `start <= latest_start`,
+    /// ordered by end, then start. `.rev()` gives Kafka's `backwardFindSessions` order.
+    pub fn find_sessions(
+        &self,
+        key: &[u8],
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
+        let bounds = SessionBounds::find(earliest_end, latest_start).live_from(self.min_live_end());
+        self.keys
+            .get(key)
+            .into_iter()
+            .flat_map(move |id| self.scan_key(id, bounds))
+    }
+
+    /// [`Self::find_sessions`] in reverse order: by end, then start, descending.
+    pub fn backward_find_sessions(
+        &self,
+        key: &[u8],
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> impl Iterator<Item = Session<'_>> + '_ {
+        self.find_sessions(key, earliest_end, latest_start).rev()
+    }
+
+    /// Every live session of `key`, ordered by end, then start.
+    pub fn fetch(&self, key: &[u8]) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
+        self.find_sessions(key, i64::MIN, i64::MAX)
+    }
+
+    /// Every live session of the keys in `[key_from, key_to]` (byte order, both inclusive),
+    /// ordered by key, then end, then start. An inverted range is empty.
+    pub fn fetch_range(&self, key_from: &[u8], key_to: &[u8]) -> Vec<KeyedSession<'_>> {
+        if key_from > key_to {
+            return Vec::new();
+        }
+        self.sessions_of_keys(self.keys.range(key_from, key_to))
+    }
+
+    /// Every live session of every key with `earliest_end <= end <= latest_end`, ordered by
+    /// end, then start, then key. Reads only the segments that can hold such an end.
+    pub fn find_sessions_by_end(
+        &self,
+        earliest_end: i64,
+        latest_end: i64,
+    ) -> Vec<KeyedSession<'_>> {
+        let bounds = SessionBounds::by_end(earliest_end, latest_end).live_from(self.min_live_end());
+        let mut found: Vec<KeyedSession<'_>> = self
+            .segments
+            .search(bounds.earliest_end, bounds.latest_end)
+            .flat_map(|segment| {
+                segment
+                    .iter()
+                    .filter(move |(_, e)| bounds.contains(e.start, e.end))
+                    .map(move |(id, e)| KeyedSession {
+                        key: self.keys.bytes(id),
+                        session: Session {
+                            start: e.start,
+                            end: e.end,
+                            value: segment.value(e),
+                        },
+                    })
+            })
+            .collect();
+        found.sort_unstable_by(|a, b| {
+            (a.session.end, a.session.start, a.key).cmp(&(b.session.end, b.session.start, b.key))
+        });
+        found
+    }
+
+    /// Every live session, ordered by key, then end, then start (what a snapshot holds).
+    pub fn entries(&self) -> Vec<KeyedSession<'_>> {
+        self.sessions_of_keys(self.keys.sorted())
+    }
+
+    /// The store's own counters (what a snapshot carries).
+    pub(crate) fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// An empty store at `store_time` with `counters`, to be filled by [`Self::restore_session`].
+    pub(crate) fn restored(
+        retention: i64,
+        segment_interval: i64,
+        store_time: Option<i64>,
+        counters: Counters,
+    ) -> Result<Self> {
+        let mut store = Self::new(retention, Some(segment_interval))?;
+        store.store_time = store_time;
+        store.counters = counters;
+        Ok(store)
+    }
+
+    /// Puts a session read back from a snapshot: no counter moves, and a session the snapshot
+    /// could not have held (after store time, expired, or twice) is refused with the reason.
+    pub(crate) fn restore_session(
+        &mut self,
+        key: &[u8],
+        start: i64,
+        end: i64,
+        value: &[u8],
+    ) -> Result<(), String> {
+        if start > end {
+            return Err(format!("session [{start}, {end}] starts after it ends"));
+        }
+        if self.store_time.is_none_or(|t| end > t) {
+            return Err(format!("session [{start}, {end}] ends after the store time"));
+        }
+        if end < self.min_live_end() {
+            return Err(format!("session [{start}, {end}] is expired"));
+        }
+        let counters = self.counters;
+        let outcome = self.put(key, start, end, value).map_err(|e| e.to_string())?;
+        self.counters = counters;
+        match outcome {
+            PutOutcome::Inserted => Ok(()),
+            _ => Err(format!("session [{start}, {end}] appears twice")),
+        }
+    }
+
+    /// Counters and sizes of the store.
+    pub fn metrics(&self) -> StoreMetrics {
+        let value_bytes: usize = self.segments.iter().map(|(_, s)| s.value_bytes()).sum();
+        let segment_bytes: usize = self.segments.iter().map(|(_, s)| s.heap_bytes()).sum();
+        StoreMetrics {
+            live_sessions: self.sessions,
+            live_keys: self.keys.len() as u64,
+            segments: self.segments.len() as u64,
+            key_bytes: self.keys.key_bytes() as u64,
+            value_bytes: value_bytes as u64,
+            bytes: (segment_bytes + self.keys.heap_bytes()) as u64,
+            puts: self.counters.puts,
+            removes: self.counters.removes,
+            expired_puts: self.counters.expired_puts,
+            expired_sessions: self.counters.expired_sessions,
+        }
+    }
+
+    /// The live sessions of the keys `ids`, in the order of `ids`, then end, then start.
+    fn sessions_of_keys(&self, ids: Vec<KeyId>) -> Vec<KeyedSession<'_>> {
+        let bounds = SessionBounds::find(i64::MIN, i64::MAX).live_from(self.min_live_end());
+        ids.into_iter()
+            .flat_map(|id| {
+                let key = self.keys.bytes(id);
+                self.scan_key(id, bounds)
+                    .map(move |session| KeyedSession { key, session })
+            })
+            .collect()
+    }
+
+    /// The sessions of key `id` within `bounds`, ordered by end, then start.
+    fn scan_key(
+        &self,
+        id: KeyId,
+        bounds: SessionBounds,
+    ) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
+        self.segments
+            .search(bounds.earliest_end, bounds.latest_end)
+            .flat_map(move |segment| {
+                segment
+                    .sessions_of(id)
+                    .iter()
+                    .filter(move |e| bounds.contains(e.start, e.end))
+                    .map(move |e| Session {
+                        start: e.start,
+                        end: e.end,
+                        value: segment.value(e),
+                    })
+            })
+    }
+
+    /// Advances store time to `end` if it is later, dropping the segments that expire.
+    fn observe(&mut self, end: i64) {
+        if self.store_time.is_some_and(|t| t >= end) {
+            return;
+        }
+        self.store_time = Some(end);
+        for segment in self.segments.expire(self.min_live_end()) {
+            for (id, _) in segment.iter() {
+                self.keys.release(id);
+            }
+            let n = segment.len() as u64;
+            self.sessions -= n;
+            self.counters.expired_sessions += n;
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Snapshots: a store written to one file and read back whole, or refused.
+//!
+//! File layout: a 20-byte header, then an Arrow IPC stream.
+//!
+//! | bytes  | content                                              |
+//! |--------|------------------------------------------------------|
+//! | 0..8   | magic `WSSNAP\0\x01` (format version 1)              |
+//! | 8..16  | payload length, u64 little-endian                    |
+//! | 16..20 | CRC-32 of the payload, u32 little-endian             |
+//! | 20..   | Arrow IPC stream: `key`, `start`, `end`, `value`     |
+//!
+//! The stream's schema metadata carries retention, segment interval, store time, the store's
+//! counters, and whatever the caller adds (processors keep their own state there). pyarrow reads
+//! the payload with `pyarrow.ipc.open_stream(data[20:])`.
+//!
+//! Writes are atomic: a temporary file beside the target, fsync, rename, fsync of the folder. A
+//! restore checks length and checksum before parsing and validates every row before it returns
+//! a store, so a damaged file is refused and never half-loaded.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::builder::{Int64Builder, LargeBinaryBuilder};
+use arrow_array::{Array, ArrayRef, Int64Array, LargeBinaryArray, RecordBatch};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::metrics::Counters;
+use super::session_store::SessionStore;
+use crate::{Error, Result};
+
+/// First bytes of every snapshot file: a name and the format version.
+pub const MAGIC: [u8; 8] = *b"WSSNAP\x00\x01";
+/// Bytes before the Arrow IPC payload.
+pub const HEADER_LEN: usize = 20;
+/// Rows per record batch in the payload.
+const BATCH_ROWS: usize = 65_536;
+
+const FORMAT: &str = "windowstore.format";
+const FORMAT_VALUE: &str = "session-store/1";
+const RETENTION: &str = "windowstore.retention";
+const SEGMENT_INTERVAL: &str = "windowstore.segment_interval";
+const STORE_TIME: &str = "windowstore.store_time";
+const PUTS: &str = "windowstore.puts";
+const REMOVES: &str = "windowstore.removes";
+const EXPIRED_PUTS: &str = "windowstore.expired_puts";
+const EXPIRED_SESSIONS: &str = "windowstore.expired_sessions";
+
+/// The Arrow schema of a snapshot's rows (and of [`entries_batches`]).
+pub fn entries_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("key", DataType::LargeBinary, false),
+        Field::new("start", DataType::Int64, false),
+        Field::new("end", DataType::Int64, false),
+        Field::new("value", DataType::LargeBinary, false),
+    ])
+}
+
+/// The store's live sessions as record batches of [`entries_schema`], by key, end, start.
+pub fn entries_batches(store: &SessionStore) -> Result<Vec<RecordBatch>> {
+    entries_batches_with(store, Arc::new(entries_schema()))
+}
+
+fn entries_batches_with(store: &SessionStore, schema: SchemaRef) -> Result<Vec<RecordBatch>> {
+    let entries = store.entries();
+    let mut batches = Vec::with_capacity(entries.len().div_ceil(BATCH_ROWS).max(1));
+    for chunk in entries.chunks(BATCH_ROWS) {
+        let mut keys = LargeBinaryBuilder::with_capacity(chunk.len(), 0);
+        let mut starts = Int64Builder::with_capacity(chunk.len());
+        let mut ends = Int64Builder::with_capacity(chunk.len());
+        let mut values = LargeBinaryBuilder::with_capacity(chunk.len(), 0);
+        for e in chunk {
+            keys.append_value(e.key);
+            starts.append_value(e.session.start);
+            ends.append_value(e.session.end);
+            values.append_value(e.session.value);
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(keys.finish()),
+            Arc::new(starts.finish()),
+            Arc::new(ends.finish()),
+            Arc::new(values.finish()),
+        ];
+        batches.push(
+            RecordBatch::try_new(schema.clone(), columns)
+                .map_err(|e| Error::Capacity(format!("building snapshot rows: {e}")))?,
+        );
+    }
+    if batches.is_empty() {
+        batches.push(RecordBatch::new_empty(schema));
+    }
+    Ok(batches)
+}
+
+/// Encodes `store` and the caller's `extra` metadata as snapshot file bytes.
+pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<Vec<u8>> {
+    let counters = store.counters();
+    let mut metadata = extra.clone();
+    for (k, v) in [
+        (FORMAT, FORMAT_VALUE.to_string()),
+        (RETENTION, store.retention().to_string()),
+        (SEGMENT_INTERVAL, store.segment_interval().to_string()),
+        (
+            STORE_TIME,
+            store.store_time().map_or(String::new(), |t| t.to_string()),
+        ),
+        (PUTS, counters.puts.to_string()),
+        (REMOVES, counters.removes.to_string()),
+        (EXPIRED_PUTS, counters.expired_puts.to_string()),
+        (EXPIRED_SESSIONS, counters.expired_sessions.to_string()),
+    ] {
+        metadata.insert(k.to_string(), v);
+    }
+    let schema = Arc::new(entries_schema().with_metadata(metadata));
+    let ipc_error = |e: arrow_schema::ArrowError| Error::Capacity(format!("encoding snapshot: {e}"));
+    let mut out = Vec::new();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(ipc_error)?;
+    for batch in entries_batches_with(store, schema.clone())? {
+        writer.write(&batch).map_err(ipc_error)?;
+    }
+    writer.finish().map_err(ipc_error)?;
+    drop(writer);
+    let payload_len = (out.len() - HEADER_LEN) as u64;
+    let crc = crc32fast::hash(&out[HEADER_LEN..]);
+    out[0..8].copy_from_slice(&MAGIC);
+    out[8..16].copy_from_slice(&payload_len.to_le_bytes());
+    out[16..20].copy_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// Decodes snapshot file bytes into a store and the caller's extra metadata.
+///
+/// `path` only names the file in errors.
+pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String, String>)> {
+    let refuse = |reason: String| Error::snapshot(path, reason);
+    if bytes.len() < HEADER_LEN {
+        return Err(refuse(format!(
+            "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
+            bytes.len()
+        )));
+    }
+    if bytes[0..8] != MAGIC {
+        return Err(refuse(
+            "not a windowstore snapshot (bad magic bytes or unknown format version)".into(),
+        ));
+    }
+    let declared = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    let found = (bytes.len() - HEADER_LEN) as u64;
+    if declared != found {
+        let what = if found < declared { "truncated" } else { "trailing bytes" };
+        return Err(refuse(format!(
+            "{what}: header declares {declared} payload bytes, file has {found}"
+        )));
+    }
+    let stored_crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    let crc = crc32fast::hash(&bytes[HEADER_LEN..]);
+    if stored_crc != crc {
+        return Err(refuse(format!(
+            "checksum mismatch: header has {stored_crc:#010x}, content hashes to {crc:#010x} \
+             (the file was altered)"
+        )));
+    }
+    let reader = StreamReader::try_new(&bytes[HEADER_LEN..], None)
+        .map_err(|e| refuse(format!("unreadable Arrow IPC payload: {e}")))?;
+    let schema = reader.schema();
+    let expected = entries_schema();
+    if schema.fields() != expected.fields() {
+        return Err(refuse(format!(
+            "unexpected columns {:?}, expected {:?}",
+            schema.fields(),
+            expected.fields()
+        )));
+    }
+    let mut metadata = schema.metadata().clone();
+    let mut take = |name: &str| {
+        metadata
+            .remove(name)
+            .ok_or_else(|| refuse(format!("metadata {name} is missing")))
+    };
+    let format = take(FORMAT)?;
+    if format != FORMAT_VALUE {
+        return Err(refuse(format!(
+            "unsupported format {format:?}, expected {FORMAT_VALUE:?}"
+        )));
+    }
+    let retention = parse::<i64>(&take(RETENTION)?, RETENTION).map_err(refuse)?;
+    let interval = parse::<i64>(&take(SEGMENT_INTERVAL)?, SEGMENT_INTERVAL).map_err(refuse)?;
+    let store_time = match take(STORE_TIME)?.as_str() {
+        "" => None,
+        t => Some(parse::<i64>(t, STORE_TIME).map_err(refuse)?),
+    };
+    let counters = Counters {
+        puts: parse(&take(PUTS)?, PUTS).map_err(refuse)?,
+        removes: parse(&take(REMOVES)?, REMOVES).map_err(refuse)?,
+        expired_puts: parse(&take(EXPIRED_PUTS)?, EXPIRED_PUTS).map_err(refuse)?,
+        expired_sessions: parse(&take(EXPIRED_SESSIONS)?, EXPIRED_SESSIONS).map_err(refuse)?,
+    };
+    let mut store = SessionStore::restored(retention, interval, store_time, counters)
+        .map_err(|e| refuse(format!("bad store parameters: {e}")))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| refuse(format!("unreadable record batch: {e}")))?;
+        restore_batch(&mut store, &batch).map_err(refuse)?;
+    }
+    Ok((store, metadata))
+}
+
+fn restore_batch(store: &mut SessionStore, batch: &RecordBatch) -> Result<(), String> {
+    if let Some((i, _)) = batch
+        .columns()
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.null_count() > 0)
+    {
+        return Err(format!("column {} holds nulls", batch.schema().field(i).name()));
+    }
+    let column = |i: usize| batch.column(i).as_any();
+    let (Some(keys), Some(starts), Some(ends), Some(values)) = (
+        column(0).downcast_ref::<LargeBinaryArray>(),
+        column(1).downcast_ref::<Int64Array>(),
+        column(2).downcast_ref::<Int64Array>(),
+        column(3).downcast_ref::<LargeBinaryArray>(),
+    ) else {
+        return Err("columns of unexpected types".into());
+    };
+    for row in 0..batch.num_rows() {
+        store.restore_session(
+            keys.value(row),
+            starts.value(row),
+            ends.value(row),
+            values.value(row),
+        )?;
+    }
+    Ok(())
+}
+
+fn parse<T: std::str::FromStr>(text: &str, name: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("metadata {name} is not a number: {text:?}"))
+}
+
+/// Writes `store` to `path` atomically, with `extra` metadata for the caller.
+pub fn write(store: &SessionStore, path: &Path, extra: &HashMap<String, String>) -> Result<()> {
+    let bytes = encode(store, extra)?;
+    let staged = stage(path, &bytes)?;
+    commit(&staged, path)
+}
+
+/// Reads the snapshot at `path`: the store and the caller's extra metadata.
+pub fn read(path: &Path) -> Result<(SessionStore, HashMap<String, String>)> {
+    let bytes = fs::read(path).map_err(|e| Error::snapshot(path, format!("cannot read: {e}")))?;
+    decode(path, &bytes)
+}
+
+/// Writes `bytes` to a new temporary file beside `path` and fsyncs it; returns its path.
+pub fn stage(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::snapshot(path, "the path names no file"))?
+        .to_string_lossy();
+    let tmp = path.with_file_name(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::snapshot(path, format!("cannot write {}: {e}", tmp.display())));
+    }
+    Ok(tmp)
+}
+
+/// Renames a staged file over `path` and fsyncs the folder, making the new snapshot durable.
+pub fn commit(staged: &Path, path: &Path) -> Result<()> {
+    if let Err(e) = fs::rename(staged, path) {
+        let _ = fs::remove_file(staged);
+        return Err(Error::snapshot(path, format!("cannot rename into place: {e}")));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // Persist the rename itself; a folder that cannot be opened for fsync (some platforms)
+    // leaves the file durable but the rename possibly not, which is the best available there.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+impl SessionStore {
+    /// Writes the store to `path` atomically (see the module docs for the format).
+    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
+        write(self, path.as_ref(), &HashMap::new())
+    }
+
+    /// Reads a store written by [`SessionStore::snapshot`]; refuses a damaged file whole.
+    pub fn restore(path: impl AsRef<Path>) -> Result<Self> {
+        read(path.as_ref()).map(|(store, _)| store)
+    }
+}

@@ -1,0 +1,138 @@
+//! Snapshots: round trip, and every kind of damage refused whole with a reason.
+
+use std::collections::HashMap;
+use std::fs;
+
+use windowstore_core::store::snapshot::{self, HEADER_LEN};
+use windowstore_core::{Error, SessionStore};
+
+fn sample() -> SessionStore {
+    let mut s = SessionStore::new(100, Some(10)).unwrap();
+    for i in 0..200i64 {
+        let key = format!("user-{}", i % 17);
+        s.put(key.as_bytes(), i * 3, i * 3 + i % 5, &i.to_le_bytes()).unwrap();
+    }
+    s.remove(b"user-3", 3 * 3, 3 * 3 + 3);
+    s.put(b"late", 0, 0, b"expired").unwrap();
+    s
+}
+
+fn reason(err: Error) -> String {
+    match err {
+        Error::Snapshot { reason, .. } => reason,
+        other => panic!("expected a snapshot error, got {other:?}"),
+    }
+}
+
+#[test]
+fn round_trip_keeps_sessions_store_time_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.snap");
+    let store = sample();
+    store.snapshot(&path).unwrap();
+    let back = SessionStore::restore(&path).unwrap();
+    let rows = |s: &SessionStore| -> Vec<(Vec<u8>, i64, i64, Vec<u8>)> {
+        s.entries()
+            .iter()
+            .map(|k| (k.key.to_vec(), k.session.start, k.session.end, k.session.value.to_vec()))
+            .collect()
+    };
+    assert!(!rows(&store).is_empty());
+    assert_eq!(rows(&back), rows(&store));
+    assert_eq!(back.store_time(), store.store_time());
+    assert_eq!(back.retention(), 100);
+    assert_eq!(back.segment_interval(), 10);
+    let (m, b) = (store.metrics(), back.metrics());
+    assert_eq!(
+        (b.puts, b.removes, b.expired_puts, b.expired_sessions),
+        (m.puts, m.removes, m.expired_puts, m.expired_sessions)
+    );
+    assert_eq!(m.expired_puts, 1);
+    assert_eq!(b.live_sessions as usize, rows(&store).len());
+    // Restored stores keep working: expiry continues from the restored store time.
+    let mut back = back;
+    back.put(b"x", 5000, 5000, b"").unwrap();
+    assert_eq!(back.entries().len(), 1);
+}
+
+#[test]
+fn extra_metadata_round_trips_and_payload_is_plain_arrow_ipc() {
+    let store = sample();
+    let extra = HashMap::from([("windowstore.processor.stream_time".to_string(), "42".to_string())]);
+    let bytes = snapshot::encode(&store, &extra).unwrap();
+    let (_, got) = snapshot::decode("mem".as_ref(), &bytes).unwrap();
+    assert_eq!(got, extra);
+    let reader = arrow_ipc::reader::StreamReader::try_new(&bytes[HEADER_LEN..], None).unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, store.entries().len());
+}
+
+#[test]
+fn truncated_at_every_tenth_is_refused() {
+    let bytes = snapshot::encode(&sample(), &HashMap::new()).unwrap();
+    for tenth in 0..10 {
+        let cut = bytes.len() * tenth / 10;
+        let why = reason(snapshot::decode("t".as_ref(), &bytes[..cut]).unwrap_err());
+        assert!(why.contains("truncated"), "cut at {cut}: {why}");
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_refused() {
+    let mut s = SessionStore::new(100, None).unwrap();
+    s.put(b"k", 1, 2, b"v").unwrap();
+    let bytes = snapshot::encode(&s, &HashMap::new()).unwrap();
+    for i in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[i] ^= 0x40;
+        let why = reason(snapshot::decode("f".as_ref(), &damaged).unwrap_err());
+        assert!(!why.is_empty(), "byte {i}");
+    }
+    let mut damaged = bytes.clone();
+    damaged[HEADER_LEN + 7] ^= 1;
+    let why = reason(snapshot::decode("f".as_ref(), &damaged).unwrap_err());
+    assert!(why.contains("checksum mismatch"), "{why}");
+}
+
+#[test]
+fn trailing_bytes_and_foreign_files_are_refused() {
+    let mut bytes = snapshot::encode(&sample(), &HashMap::new()).unwrap();
+    bytes.push(0);
+    assert!(reason(snapshot::decode("x".as_ref(), &bytes).unwrap_err()).contains("trailing"));
+    let why = reason(snapshot::decode("x".as_ref(), b"PAR1 this is not a snapshot").unwrap_err());
+    assert!(why.contains("not a windowstore snapshot"), "{why}");
+    let dir = tempfile::tempdir().unwrap();
+    let why = reason(SessionStore::restore(dir.path().join("missing")).unwrap_err());
+    assert!(why.contains("cannot read"), "{why}");
+}
+
+#[test]
+fn crash_between_temp_write_and_rename_leaves_old_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.snap");
+    let mut store = SessionStore::new(1000, None).unwrap();
+    store.put(b"k", 0, 1, b"old").unwrap();
+    store.snapshot(&path).unwrap();
+    store.put(b"k", 0, 1, b"new").unwrap();
+    // The writer dies after staging and before the rename.
+    let bytes = snapshot::encode(&store, &HashMap::new()).unwrap();
+    let staged = snapshot::stage(&path, &bytes).unwrap();
+    assert!(staged.exists());
+    let back = SessionStore::restore(&path).unwrap();
+    assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"old"[..]));
+    // The next snapshot replaces the old one; a leftover temp file is harmless.
+    store.snapshot(&path).unwrap();
+    let back = SessionStore::restore(&path).unwrap();
+    assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"new"[..]));
+    let _ = fs::remove_file(staged);
+}
+
+#[test]
+fn empty_store_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.snap");
+    SessionStore::new(5, None).unwrap().snapshot(&path).unwrap();
+    let back = SessionStore::restore(&path).unwrap();
+    assert_eq!(back.store_time(), None);
+    assert_eq!(back.entries().len(), 0);
+}

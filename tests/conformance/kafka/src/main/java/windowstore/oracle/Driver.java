@@ -1,0 +1,342 @@
+package windowstore.oracle;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Stream;
+
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.LongSerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.test.TestRecord;
+
+/**
+ * Kafka Streams conformance oracle.
+ *
+ * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}. IN is a JSON array of cases,
+ * OUT receives a JSON array with, per case, the list of records Kafka forwarded to the output
+ * topic, in forwarding order. See {@link CaseSpec} for the input format; each output record is
+ * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long}}.
+ *
+ * <p>Every case gets a fresh {@link TopologyTestDriver} (closed afterwards) so cases never share
+ * state, but all cases run in one JVM because JVM start-up dominates the cost of a case.
+ *
+ * <p>Any malformed case or unexpected Kafka behaviour makes the whole run fail with a non-zero
+ * exit status and a message on stderr; nothing is written to OUT in that case.
+ */
+public final class Driver {
+
+    private static final String INPUT_TOPIC = "input";
+    private static final String OUTPUT_TOPIC = "output";
+
+    private Driver() {
+    }
+
+    public static void main(final String[] args) {
+        if (args.length != 2) {
+            System.err.println("usage: java -jar kafka-oracle.jar IN.json OUT.json");
+            System.exit(2);
+        }
+        Path stateDir = null;
+        int exit = 0;
+        try {
+            final ObjectMapper mapper = new ObjectMapper();
+            final JsonNode root = mapper.readTree(Paths.get(args[0]).toFile());
+            if (root == null || !root.isArray()) {
+                throw new IllegalArgumentException("input must be a JSON array of cases");
+            }
+            stateDir = Files.createTempDirectory("kafka-oracle-state");
+            final List<List<Map<String, Object>>> results = new ArrayList<>();
+            for (int i = 0; i < root.size(); i++) {
+                final CaseSpec spec;
+                try {
+                    spec = CaseSpec.parse(root.get(i));
+                } catch (final RuntimeException e) {
+                    throw new IllegalArgumentException("case " + i + ": " + e.getMessage(), e);
+                }
+                try {
+                    results.add(runCase(spec, stateDir, i));
+                } catch (final RuntimeException e) {
+                    throw new IllegalStateException("case " + i + " failed: " + e, e);
+                }
+            }
+            mapper.disable(SerializationFeature.INDENT_OUTPUT);
+            mapper.writeValue(Paths.get(args[1]).toFile(), results);
+        } catch (final Exception e) {
+            System.err.println("kafka-oracle: " + e.getMessage());
+            e.printStackTrace(System.err);
+            exit = 1;
+        } finally {
+            if (stateDir != null) {
+                deleteRecursively(stateDir);
+            }
+        }
+        // Exit explicitly: Kafka may leave non-daemon threads behind.
+        System.exit(exit);
+    }
+
+    /** The aggregation-specific part of a topology: value serde and the aggregate call. */
+    private interface Agg<V> {
+        Serde<V> serde();
+
+        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed);
+
+        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed);
+    }
+
+    private static final Agg<Long> COUNT = new Agg<>() {
+        @Override
+        public Serde<Long> serde() {
+            return Serdes.Long();
+        }
+
+        @Override
+        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
+            return w.count();
+        }
+
+        @Override
+        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
+            return w.count();
+        }
+    };
+
+    private static final Agg<Long> SUM = new Agg<>() {
+        @Override
+        public Serde<Long> serde() {
+            return Serdes.Long();
+        }
+
+        @Override
+        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
+            return w.aggregate(
+                () -> 0L,
+                (key, value, agg) -> agg + value,
+                (key, left, right) -> left + right,
+                Materialized.with(Serdes.String(), Serdes.Long()));
+        }
+
+        @Override
+        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
+            return w.aggregate(
+                () -> 0L,
+                (key, value, agg) -> agg + value,
+                Materialized.with(Serdes.String(), Serdes.Long()));
+        }
+    };
+
+    private static final Agg<String> CONCAT = new Agg<>() {
+        @Override
+        public Serde<String> serde() {
+            return Serdes.String();
+        }
+
+        @Override
+        public KTable<Windowed<String>, String> session(
+                final SessionWindowedKStream<String, Long> w) {
+            return w.aggregate(
+                () -> "",
+                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
+                (key, left, right) -> joinCsv(left, right),
+                Materialized.with(Serdes.String(), Serdes.String()));
+        }
+
+        @Override
+        public KTable<Windowed<String>, String> sliding(
+                final TimeWindowedKStream<String, Long> w) {
+            return w.aggregate(
+                () -> "",
+                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
+                Materialized.with(Serdes.String(), Serdes.String()));
+        }
+    };
+
+    /** "a" + "b" -> "a,b"; an empty side contributes nothing (the initializer is ""). */
+    static String joinCsv(final String left, final String right) {
+        if (left.isEmpty()) {
+            return right;
+        }
+        if (right.isEmpty()) {
+            return left;
+        }
+        return left + "," + right;
+    }
+
+    private static List<Map<String, Object>> runCase(
+            final CaseSpec spec, final Path stateDir, final int index) {
+        switch (spec.agg) {
+            case "count":
+                return runTyped(spec, COUNT, stateDir, index);
+            case "sum":
+                return runTyped(spec, SUM, stateDir, index);
+            case "concat":
+                return runTyped(spec, CONCAT, stateDir, index);
+            default:
+                throw new IllegalArgumentException("unknown agg " + spec.agg);
+        }
+    }
+
+    /** A window as seen inside the topology, before serialization. */
+    private record SeenWindow(String key, long start, long end) {
+    }
+
+    private static <V> List<Map<String, Object>> runTyped(
+            final CaseSpec spec, final Agg<V> agg, final Path stateDir, final int index) {
+        final boolean session = spec.window.equals("session");
+        final boolean emitFinal = spec.emit.equals("final");
+
+        final StreamsBuilder builder = new StreamsBuilder();
+        final KGroupedStream<String, Long> grouped = builder
+            .stream(INPUT_TOPIC, Consumed.with(Serdes.String(), Serdes.Long()))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()));
+
+        final KTable<Windowed<String>, V> table;
+        final Serde<Windowed<String>> windowedSerde;
+        if (session) {
+            SessionWindowedKStream<String, Long> windowed = grouped.windowedBy(
+                SessionWindows.ofInactivityGapAndGrace(
+                    Duration.ofMillis(spec.gap), Duration.ofMillis(spec.grace)));
+            if (emitFinal) {
+                windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
+            }
+            table = agg.session(windowed);
+            windowedSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
+        } else {
+            TimeWindowedKStream<String, Long> windowed = grouped.windowedBy(
+                SlidingWindows.ofTimeDifferenceAndGrace(
+                    Duration.ofMillis(spec.timeDifference), Duration.ofMillis(spec.grace)));
+            if (emitFinal) {
+                windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
+            }
+            table = agg.sliding(windowed);
+            // A time-windowed key is serialized as (key, start) only; the deserializer rebuilds
+            // end = start + windowSize. For sliding windows Kafka's TimeWindow is built as
+            // [start, start + timeDifference] (both ends inclusive in sliding semantics), so
+            // windowSize = timeDifference. The ends seen inside the topology are cross-checked
+            // against the deserialized ones below.
+            windowedSerde = WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.timeDifference);
+        }
+
+        final List<SeenWindow> seen = new ArrayList<>();
+        table.toStream()
+            .peek((k, v) -> seen.add(new SeenWindow(k.key(), k.window().start(), k.window().end())))
+            .to(OUTPUT_TOPIC, Produced.with(windowedSerde, agg.serde()));
+        final Topology topology = builder.build();
+
+        final Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "windowstore-oracle-" + index);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle.invalid:9092");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        // Emit "update" = every update forwarded: record cache disabled (Kafka 4.x name).
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        // Emit "final" (onWindowClose) checks for closed windows at most once per this many
+        // *wall-clock* ms (internal config, default 1000). TopologyTestDriver's wall clock
+        // does not move by itself, so with the default only the first check would ever run.
+        // 0 makes Kafka check for closed windows after every input record.
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+
+        final List<Map<String, Object>> out = new ArrayList<>();
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
+            final TestInputTopic<String, Long> input = driver.createInputTopic(
+                INPUT_TOPIC, new StringSerializer(), new LongSerializer());
+            for (final InputRecord r : spec.records) {
+                input.pipeInput(r.key, r.value, r.timestamp);
+            }
+            final TestOutputTopic<Windowed<String>, V> output = driver.createOutputTopic(
+                OUTPUT_TOPIC,
+                session
+                    ? new SessionWindowedDeserializer<>(new StringDeserializer())
+                    : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
+                agg.serde().deserializer());
+            final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
+            if (records.size() != seen.size()) {
+                throw new IllegalStateException("forwarded " + seen.size()
+                    + " records but output topic holds " + records.size());
+            }
+            for (int i = 0; i < records.size(); i++) {
+                final TestRecord<Windowed<String>, V> rec = records.get(i);
+                final Windowed<String> wk = rec.key();
+                final SeenWindow inTopology = seen.get(i);
+                final SeenWindow deserialized =
+                    new SeenWindow(wk.key(), wk.window().start(), wk.window().end());
+                if (!inTopology.equals(deserialized)) {
+                    throw new IllegalStateException("window mismatch: topology forwarded "
+                        + inTopology + " but output topic decoded " + deserialized);
+                }
+                final Map<String, Object> o = new LinkedHashMap<>();
+                o.put("key", wk.key());
+                o.put("start", wk.window().start());
+                // Session: window end = last event time (inclusive).
+                // Sliding: Kafka reports Window.end() = start + timeDifference, which is the
+                // inclusive end of a sliding window; written unchanged.
+                o.put("end", wk.window().end());
+                o.put("value", rec.value());
+                o.put("timestamp", rec.timestamp());
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
+    private static void deleteRecursively(final Path dir) {
+        try (Stream<Path> walk = Files.walk(dir)) {
+            walk.sorted(Comparator.reverseOrder()).forEach(p -> {
+                try {
+                    Files.deleteIfExists(p);
+                } catch (final IOException ignored) {
+                    // best effort
+                }
+            });
+        } catch (final IOException ignored) {
+            // best effort
+        }
+    }
+
+    /** One input record: key, event time (ms), value. */
+    static final class InputRecord {
+        final String key;
+        final long timestamp;
+        final long value;
+
+        InputRecord(final String key, final long timestamp, final long value) {
+            this.key = key;
+            this.timestamp = timestamp;
+            this.value = value;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+"""Kafka Streams conformance oracle: Python side.
+
+The oracle is a small Maven project in ``kafka/`` that pipes record streams through Kafka
+Streams' ``TopologyTestDriver`` (no broker) and writes every record Kafka forwarded to the
+output topic. This module builds its runnable jar (once, when missing or stale) and runs it
+over many cases in a single JVM.
+
+Case format (input), one dict per case::
+
+    {"window": "session" | "sliding",
+     "gap": ms,                 # session only
+     "time_difference": ms,     # sliding only
+     "grace": ms,
+     "agg": "count" | "sum" | "concat",
+     "emit": "update" | "final",
+     "records": [[key, timestamp_ms, value], ...]}   # arrival order
+
+Output, per case, the list of records in the order Kafka forwarded them::
+
+    {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int}
+
+``value`` None is a tombstone (a session window deleted by a merge). ``end`` is inclusive for
+both window kinds (sessions: last event time; sliding: start + time_difference, which is what
+Kafka's ``Window.end()`` reports for sliding windows).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypedDict, cast
+
+ORACLE_DIR = Path(__file__).resolve().parent / "kafka"
+JAR_PATH = ORACLE_DIR / "target" / "kafka-oracle.jar"
+
+BUILD_TIMEOUT_S = 1800
+RUN_TIMEOUT_S = 1800
+
+
+class OracleRecord(TypedDict):
+    """One record Kafka forwarded to the output topic."""
+
+    key: str
+    start: int
+    end: int
+    value: int | str | None
+    timestamp: int
+
+
+class OracleError(RuntimeError):
+    """The oracle could not be built or failed on its input."""
+
+
+def _source_files() -> Iterator[Path]:
+    yield ORACLE_DIR / "pom.xml"
+    src = ORACLE_DIR / "src"
+    if src.is_dir():
+        yield from (p for p in src.rglob("*") if p.is_file())
+
+
+def _jar_is_fresh() -> bool:
+    if not JAR_PATH.is_file():
+        return False
+    jar_mtime = JAR_PATH.stat().st_mtime
+    return all(p.stat().st_mtime <= jar_mtime for p in _source_files())
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise OracleError(f"'{tool}' not on PATH (the oracle needs Java 17 + Maven)")
+    return path
+
+
+def build_oracle() -> Path:
+    """Build ``kafka/target/kafka-oracle.jar`` unless it is newer than every source file.
+
+    Uses the ordinary ``mvn`` with the user's existing ``~/.m2``. A file lock keeps concurrent
+    callers (e.g. several pytest workers) from building at the same time.
+    """
+    if _jar_is_fresh():
+        return JAR_PATH
+    mvn = _require("mvn")
+    JAR_PATH.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = JAR_PATH.parent / ".build.lock"
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if _jar_is_fresh():  # someone else built it while we waited
+                return JAR_PATH
+            proc = subprocess.run(
+                [mvn, "-q", "-B", "package", "-DskipTests"],
+                cwd=ORACLE_DIR,
+                capture_output=True,
+                text=True,
+                timeout=BUILD_TIMEOUT_S,
+                check=False,
+            )
+            if proc.returncode != 0 or not JAR_PATH.is_file():
+                raise OracleError(
+                    f"building the Kafka oracle failed (exit {proc.returncode}):\n"
+                    f"{proc.stdout}\n{proc.stderr}"
+                )
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return JAR_PATH
+
+
+def run_oracle(cases: Sequence[Mapping[str, Any]]) -> list[list[OracleRecord]]:
+    """Run every case through Kafka Streams in one JVM; return per-case output records."""
+    if not cases:
+        return []
+    jar = build_oracle()
+    java = _require("java")
+    with tempfile.TemporaryDirectory(prefix="kafka-oracle-") as tmp:
+        in_path = Path(tmp) / "in.json"
+        out_path = Path(tmp) / "out.json"
+        in_path.write_text(json.dumps(list(cases)), encoding="utf-8")
+        proc = subprocess.run(
+            [java, "-jar", str(jar), str(in_path), str(out_path)],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise OracleError(
+                f"Kafka oracle failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
+        raw: object = json.loads(out_path.read_text(encoding="utf-8"))
+    if not isinstance(raw, list) or len(raw) != len(cases):
+        raise OracleError(f"Kafka oracle returned {raw!r:.200} for {len(cases)} cases")
+    return cast("list[list[OracleRecord]]", raw)
