@@ -1,1 +1,14 @@
-//! bindings
+//! The `windowstore._core` extension module: converts types and maps errors, nothing else.
+
+mod errors;
+mod store;
+
+use pyo3::prelude::*;
+
+/// Compiled core of windowstore.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<store::PySessionStore>()?;
+    Ok(())
+}

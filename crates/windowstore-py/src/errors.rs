@@ -1,0 +1,42 @@
+//! Maps each windowstore-core error to its Python exception, on purpose, one arm per variant.
+//!
+//! The exception classes are defined in `windowstore/exceptions.py` (so that `InvalidWindowSpec`
+//! can subclass both `WindowStoreError` and `ValueError`) and imported lazily here.
+
+use pyo3::prelude::*;
+use windowstore_core::Error;
+
+mod py {
+    pyo3::import_exception!(windowstore.exceptions, WindowStoreError);
+    pyo3::import_exception!(windowstore.exceptions, InvalidWindowSpec);
+    pyo3::import_exception!(windowstore.exceptions, SnapshotError);
+    pyo3::import_exception!(windowstore.exceptions, StoreCapacityError);
+}
+
+/// Converts a core error into the matching Python exception.
+pub fn to_py(err: Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        Error::InvalidWindowSpec { parameter, .. } => {
+            py::InvalidWindowSpec::new_err((message, parameter))
+        }
+        Error::Snapshot { path, .. } => {
+            py::SnapshotError::new_err((message, path.to_string_lossy().into_owned()))
+        }
+        Error::Capacity(_) => py::StoreCapacityError::new_err(message),
+        // A variant added to the core later still reaches Python under the common base.
+        _ => py::WindowStoreError::new_err(message),
+    }
+}
+
+/// `Result<T, core::Error>` into `PyResult<T>`.
+pub trait IntoPyResult<T> {
+    /// Maps the error with [`to_py`].
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for windowstore_core::Result<T> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}

@@ -1,0 +1,126 @@
+"""Store snapshots from Python: round trip, damage refused whole, and real crashes mid-write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from windowstore import SessionStore, SnapshotError
+
+HEADER_LEN = 20
+
+
+def sample() -> SessionStore:
+    store = SessionStore(100, segment_interval=10)
+    for i in range(300):
+        store.put(f"user-{i % 13}", i * 3, i * 3 + i % 4, i.to_bytes(8, "little"))
+    store.put("late", 0, 0, b"expired")
+    return store
+
+
+def rows(store: SessionStore) -> list[tuple[bytes, int, int, bytes]]:
+    return store.fetch_range(b"", b"\xff" * 16)
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    store = sample()
+    path = tmp_path / "s.snap"
+    store.snapshot(path)
+    back = SessionStore.restore(str(path))
+    assert rows(back) == rows(store)
+    assert rows(store)
+    assert back.store_time == store.store_time
+    assert (back.retention, back.segment_interval) == (100, 10)
+    for name in ("puts", "removes", "expired_puts", "expired_sessions"):
+        assert back.metrics()[name] == store.metrics()[name], name
+    assert back.metrics()["expired_puts"] == 1
+
+
+def test_payload_is_arrow_ipc(tmp_path: Path) -> None:
+    path = tmp_path / "s.snap"
+    sample().snapshot(path)
+    table = pa.ipc.open_stream(path.read_bytes()[HEADER_LEN:]).read_all()
+    assert table.column_names == ["key", "start", "end", "value"]
+    assert table.num_rows == len(rows(sample()))
+    assert table.schema.metadata[b"windowstore.retention"] == b"100"
+
+
+@pytest.mark.parametrize("tenth", range(10))
+def test_truncated_file_is_refused(tmp_path: Path, tenth: int) -> None:
+    path = tmp_path / "s.snap"
+    sample().snapshot(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) * tenth // 10])
+    with pytest.raises(SnapshotError, match="truncated") as info:
+        SessionStore.restore(path)
+    assert info.value.path == str(path)
+
+
+@pytest.mark.parametrize("where", [0, 9, 17, HEADER_LEN + 3, -100, -1])
+def test_flipped_byte_is_refused(tmp_path: Path, where: int) -> None:
+    path = tmp_path / "s.snap"
+    sample().snapshot(path)
+    data = bytearray(path.read_bytes())
+    data[where] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(SnapshotError):
+        SessionStore.restore(path)
+
+
+def test_missing_and_foreign_files(tmp_path: Path) -> None:
+    with pytest.raises(SnapshotError, match="cannot read"):
+        SessionStore.restore(tmp_path / "nope")
+    (tmp_path / "x.parquet").write_bytes(b"PAR1" + b"\0" * 64)
+    with pytest.raises(SnapshotError, match="not a windowstore snapshot"):
+        SessionStore.restore(tmp_path / "x.parquet")
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from windowstore import SessionStore
+    path = sys.argv[1]
+    stores = []
+    for tag in (b"A", b"B"):
+        s = SessionStore(10**12)
+        for i in range(200_000):
+            s.put(b"key-%d" % (i % 5000), i, i, tag * 64)
+        stores.append(s)
+    stores[0].snapshot(path)
+    print("ready", flush=True)
+    i = 1
+    while True:
+        stores[i % 2].snapshot(path)
+        i += 1
+    """
+)
+
+
+def test_killed_writer_never_leaves_a_damaged_snapshot(tmp_path: Path) -> None:
+    """SIGKILL a process that snapshots in a loop: every restore gives one whole snapshot."""
+    path = tmp_path / "s.snap"
+    seen: set[bytes] = set()
+    for delay in (0.0, 0.05, 0.13, 0.31, 0.6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        store = SessionStore.restore(path)
+        values = {v for _, _, _, v in store.find_sessions_by_end(0, 10**9)}
+        assert len(values) == 1, "one snapshot, not a mix"
+        assert store.metrics()["live_sessions"] == 200_000
+        seen |= values
+    assert seen <= {b"A" * 64, b"B" * 64}
