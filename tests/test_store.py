@@ -76,7 +76,11 @@ def test_fetch_range_and_arrow_export() -> None:
     store.put("a", 7, 9, b"y")
     store.put("a", 1, 2, b"z")
     store.put("c", 0, 0, b"w")
-    assert store.fetch_range("a", "b") == [(b"a", 1, 2, b"z"), (b"a", 7, 9, b"y"), (b"b", 5, 6, b"x")]
+    assert store.fetch_range("a", "b") == [
+        (b"a", 1, 2, b"z"),
+        (b"a", 7, 9, b"y"),
+        (b"b", 5, 6, b"x"),
+    ]
     assert store.fetch_range("c", "a") == []
     table = store.to_arrow()
     assert isinstance(table, pa.Table)

@@ -7,7 +7,7 @@ I/O is wrong, and no conformance comparison built on it can be trusted.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,11 +20,10 @@ Window = tuple[str, int, int]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def oracle_jar() -> Iterator[None]:
+def oracle_jar() -> None:
     # Builds the jar once (if missing or stale). Without java/mvn this errors loudly rather
     # than skipping; deselect with `-m "not conformance"` on machines without a JDK.
     build_oracle()
-    yield
 
 
 def last_by_start(records: Sequence[OracleRecord]) -> dict[int, int | str | None]:

@@ -1,4 +1,5 @@
 //! Snapshots: round trip, and every kind of damage refused whole with a reason.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use std::collections::HashMap;
 use std::fs;
@@ -10,7 +11,8 @@ fn sample() -> SessionStore {
     let mut s = SessionStore::new(100, Some(10)).unwrap();
     for i in 0..200i64 {
         let key = format!("user-{}", i % 17);
-        s.put(key.as_bytes(), i * 3, i * 3 + i % 5, &i.to_le_bytes()).unwrap();
+        s.put(key.as_bytes(), i * 3, i * 3 + i % 5, &i.to_le_bytes())
+            .unwrap();
     }
     s.remove(b"user-3", 3 * 3, 3 * 3 + 3);
     s.put(b"late", 0, 0, b"expired").unwrap();
@@ -34,7 +36,14 @@ fn round_trip_keeps_sessions_store_time_and_metrics() {
     let rows = |s: &SessionStore| -> Vec<(Vec<u8>, i64, i64, Vec<u8>)> {
         s.entries()
             .iter()
-            .map(|k| (k.key.to_vec(), k.session.start, k.session.end, k.session.value.to_vec()))
+            .map(|k| {
+                (
+                    k.key.to_vec(),
+                    k.session.start,
+                    k.session.end,
+                    k.session.value.to_vec(),
+                )
+            })
             .collect()
     };
     assert!(!rows(&store).is_empty());
@@ -58,7 +67,10 @@ fn round_trip_keeps_sessions_store_time_and_metrics() {
 #[test]
 fn extra_metadata_round_trips_and_payload_is_plain_arrow_ipc() {
     let store = sample();
-    let extra = HashMap::from([("windowstore.processor.stream_time".to_string(), "42".to_string())]);
+    let extra = HashMap::from([(
+        "windowstore.processor.stream_time".to_string(),
+        "42".to_string(),
+    )]);
     let bytes = snapshot::encode(&store, &extra).unwrap();
     let (_, got) = snapshot::decode("mem".as_ref(), &bytes).unwrap();
     assert_eq!(got, extra);

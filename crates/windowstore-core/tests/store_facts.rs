@@ -1,4 +1,5 @@
 //! Every session-store fact of SEMANTICS.md section 3, most of them from Kafka's own store tests.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use windowstore_core::store::session_store::PutOutcome;
 use windowstore_core::{Error, SessionStore};
@@ -16,7 +17,10 @@ fn default_segment_interval_is_half_the_retention_at_least_one() {
     assert_eq!(store(1000).segment_interval(), 500);
     assert_eq!(store(1).segment_interval(), 1);
     assert_eq!(store(3).segment_interval(), 1);
-    assert_eq!(SessionStore::new(1000, Some(7)).unwrap().segment_interval(), 7);
+    assert_eq!(
+        SessionStore::new(1000, Some(7)).unwrap().segment_interval(),
+        7
+    );
 }
 
 #[test]
@@ -35,7 +39,10 @@ fn find_sessions_matches_end_and_start_bounds() {
     for (a, b) in [(0, 99), (101, 200), (201, 300), (301, 400)] {
         s.put(b"a", a, b, b"1").unwrap();
     }
-    assert_eq!(windows(s.find_sessions(b"a", 150, 300)), vec![(101, 200), (201, 300)]);
+    assert_eq!(
+        windows(s.find_sessions(b"a", 150, 300)),
+        vec![(101, 200), (201, 300)]
+    );
 }
 
 #[test]
@@ -44,7 +51,10 @@ fn find_sessions_across_segments() {
     for (a, b) in [(10, 10), (500, 1000), (1500, 2000), (2500, 3000)] {
         s.put(b"a", a, b, b"1").unwrap();
     }
-    assert_eq!(windows(s.find_sessions(b"a", 0, 1000)), vec![(10, 10), (500, 1000)]);
+    assert_eq!(
+        windows(s.find_sessions(b"a", 0, 1000)),
+        vec![(10, 10), (500, 1000)]
+    );
     assert_eq!(windows(s.find_sessions(b"a", 400, 600)), vec![(500, 1000)]);
     assert_eq!(
         windows(s.backward_find_sessions(b"a", 0, 1000)),
@@ -75,7 +85,10 @@ fn time_range_scan_by_end_across_keys() {
     s.put(b"b", 10, 20, b"b").unwrap();
     s.put(b"c", 30, 40, b"c").unwrap();
     let keys = |from, to| -> Vec<Vec<u8>> {
-        s.find_sessions_by_end(from, to).iter().map(|k| k.key.to_vec()).collect()
+        s.find_sessions_by_end(from, to)
+            .iter()
+            .map(|k| k.key.to_vec())
+            .collect()
     };
     assert_eq!(keys(0, 20), vec![b"a".to_vec(), b"b".to_vec()]);
     assert_eq!(keys(0, 19), vec![b"a".to_vec()]);
@@ -97,8 +110,14 @@ fn fetch_and_fetch_range_order_by_key_then_end() {
         .iter()
         .map(|k| (k.key.to_vec(), k.session.start))
         .collect();
-    assert_eq!(got, vec![(b"a".to_vec(), 1), (b"a".to_vec(), 7), (b"b".to_vec(), 5)]);
-    assert!(s.fetch_range(b"c", b"a").is_empty(), "an inverted range is empty");
+    assert_eq!(
+        got,
+        vec![(b"a".to_vec(), 1), (b"a".to_vec(), 7), (b"b".to_vec(), 5)]
+    );
+    assert!(
+        s.fetch_range(b"c", b"a").is_empty(),
+        "an inverted range is empty"
+    );
 }
 
 #[test]
@@ -113,7 +132,10 @@ fn put_overwrites_and_remove_of_missing_is_a_no_op() {
     assert!(!s.remove(b"k", 0, 5));
     assert_eq!(s.fetch(b"k").count(), 0);
     let m = s.metrics();
-    assert_eq!((m.live_sessions, m.live_keys, m.puts, m.removes), (0, 0, 2, 1));
+    assert_eq!(
+        (m.live_sessions, m.live_keys, m.puts, m.removes),
+        (0, 0, 2, 1)
+    );
 }
 
 #[test]
@@ -127,7 +149,10 @@ fn expired_sessions_are_invisible_and_expired_puts_counted() {
     s.put(b"k", 100, 100, b"new").unwrap();
     assert_eq!(windows(s.fetch(b"k")), vec![(0, 99), (100, 100)]);
     assert_eq!(s.fetch_session(b"k", 0, 0), None);
-    assert!(!s.remove(b"k", 0, 0), "an expired session cannot be removed");
+    assert!(
+        !s.remove(b"k", 0, 0),
+        "an expired session cannot be removed"
+    );
     assert_eq!(s.put(b"k", 0, 0, b"again").unwrap(), PutOutcome::Expired);
     assert_eq!(s.metrics().expired_puts, 1);
     assert_eq!(s.fetch_session(b"k", 0, 0), None);
@@ -135,11 +160,18 @@ fn expired_sessions_are_invisible_and_expired_puts_counted() {
     assert_eq!(s.metrics().expired_sessions, 0);
     assert_eq!(s.metrics().live_sessions, 3, "held until its segment goes");
     s.put(b"k", 108, 108, b"").unwrap();
-    assert_eq!(s.metrics().expired_sessions, 0, "min live end 9: segment 0 still partly live");
+    assert_eq!(
+        s.metrics().expired_sessions,
+        0,
+        "min live end 9: segment 0 still partly live"
+    );
     s.put(b"k", 109, 109, b"").unwrap();
     assert_eq!(s.metrics().expired_sessions, 1);
     assert_eq!(s.metrics().segments, 2);
-    assert_eq!(windows(s.fetch(b"k")), vec![(0, 99), (100, 100), (108, 108), (109, 109)]);
+    assert_eq!(
+        windows(s.fetch(b"k")),
+        vec![(0, 99), (100, 100), (108, 108), (109, 109)]
+    );
 }
 
 #[test]
@@ -169,7 +201,10 @@ fn bad_parameters_name_themselves() {
     let mut s = store(10);
     assert!(matches!(
         s.put(b"k", 5, 4, b""),
-        Err(Error::InvalidWindowSpec { parameter: "start", .. })
+        Err(Error::InvalidWindowSpec {
+            parameter: "start",
+            ..
+        })
     ));
 }
 

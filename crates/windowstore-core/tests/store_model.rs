@@ -1,4 +1,5 @@
 //! Random operation sequences against an obviously-correct model: a plain Vec of sessions that
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 //! applies the retention rule on every read. Every read of the store must equal the model's.
 
 use proptest::prelude::*;
@@ -47,7 +48,11 @@ impl Model {
         self.puts += 1;
         let min = self.min_live();
         self.rows.retain(|r| (r.2 as i128) >= min);
-        match self.rows.iter_mut().find(|r| r.0 == k && r.1 == s && r.2 == e) {
+        match self
+            .rows
+            .iter_mut()
+            .find(|r| r.0 == k && r.1 == s && r.2 == e)
+        {
             Some(r) => {
                 r.3 = v.to_vec();
                 PutOutcome::Updated
@@ -111,7 +116,14 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn owned(rows: impl IntoIterator<Item = windowstore_core::KeyedSession<'static>>) -> Vec<Row> {
     rows.into_iter()
-        .map(|k| (k.key.to_vec(), k.session.start, k.session.end, k.session.value.to_vec()))
+        .map(|k| {
+            (
+                k.key.to_vec(),
+                k.session.start,
+                k.session.end,
+                k.session.value.to_vec(),
+            )
+        })
         .collect()
 }
 
@@ -128,15 +140,25 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
     for op in ops {
         match op {
             Op::Put(k, s, e, v) => {
-                prop_assert_eq!(store.put(&k, s, e, &v).expect("put"), model.put(&k, s, e, &v));
+                prop_assert_eq!(
+                    store.put(&k, s, e, &v).expect("put"),
+                    model.put(&k, s, e, &v)
+                );
             }
             Op::Remove(k, s, e) => prop_assert_eq!(store.remove(&k, s, e), model.remove(&k, s, e)),
             Op::FetchSession(k, s, e) => {
-                let want = model.live().find(|r| r.0 == k && r.1 == s && r.2 == e).map(|r| r.3.clone());
+                let want = model
+                    .live()
+                    .find(|r| r.0 == k && r.1 == s && r.2 == e)
+                    .map(|r| r.3.clone());
                 prop_assert_eq!(store.fetch_session(&k, s, e).map(<[u8]>::to_vec), want);
             }
             Op::Find(k, ee, ls) => {
-                let want: Vec<Row> = model.live().filter(|r| r.0 == k && r.2 >= ee && r.1 <= ls).cloned().collect();
+                let want: Vec<Row> = model
+                    .live()
+                    .filter(|r| r.0 == k && r.2 >= ee && r.1 <= ls)
+                    .cloned()
+                    .collect();
                 let want = Model::sorted(want, |r| (r.2, r.1, vec![]));
                 let got: Vec<Row> = store
                     .find_sessions(&k, ee, ls)
@@ -153,17 +175,28 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
             Op::Fetch(k) => {
                 let want: Vec<Row> = model.live().filter(|r| r.0 == k).cloned().collect();
                 let want = Model::sorted(want, |r| (r.2, r.1, vec![]));
-                let got: Vec<Row> = store.fetch(&k).map(|s| (k.clone(), s.start, s.end, s.value.to_vec())).collect();
+                let got: Vec<Row> = store
+                    .fetch(&k)
+                    .map(|s| (k.clone(), s.start, s.end, s.value.to_vec()))
+                    .collect();
                 prop_assert_eq!(got, want);
             }
             Op::FetchRange(a, b) => {
-                let mut want: Vec<Row> = model.live().filter(|r| r.0 >= a && r.0 <= b).cloned().collect();
+                let mut want: Vec<Row> = model
+                    .live()
+                    .filter(|r| r.0 >= a && r.0 <= b)
+                    .cloned()
+                    .collect();
                 want.sort_by(|x, y| (&x.0, x.2, x.1).cmp(&(&y.0, y.2, y.1)));
                 let got = owned(store.fetch_range(&a, &b).into_iter().map(extend));
                 prop_assert_eq!(got, want);
             }
             Op::ByEnd(ee, le) => {
-                let want: Vec<Row> = model.live().filter(|r| r.2 >= ee && r.2 <= le).cloned().collect();
+                let want: Vec<Row> = model
+                    .live()
+                    .filter(|r| r.2 >= ee && r.2 <= le)
+                    .cloned()
+                    .collect();
                 let want = Model::sorted(want, |r| (r.2, r.1, r.0.clone()));
                 let got = owned(store.find_sessions_by_end(ee, le).into_iter().map(extend));
                 prop_assert_eq!(got, want);
@@ -180,7 +213,10 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
         }
         let m = store.metrics();
         prop_assert_eq!(store.store_time(), model.store_time);
-        prop_assert_eq!((m.puts, m.removes, m.expired_puts), (model.puts, model.removes, model.expired_puts));
+        prop_assert_eq!(
+            (m.puts, m.removes, m.expired_puts),
+            (model.puts, model.removes, model.expired_puts)
+        );
         prop_assert!(m.live_sessions as usize >= model.live().count());
     }
     Ok(())

@@ -94,11 +94,13 @@ impl PySessionStore {
         value: &[u8],
     ) -> PyResult<&'static str> {
         use windowstore_core::store::session_store::PutOutcome;
-        Ok(match self.inner.put(&key_bytes(key)?, start, end, value).py()? {
-            PutOutcome::Inserted => "inserted",
-            PutOutcome::Updated => "updated",
-            PutOutcome::Expired => "expired",
-        })
+        Ok(
+            match self.inner.put(&key_bytes(key)?, start, end, value).py()? {
+                PutOutcome::Inserted => "inserted",
+                PutOutcome::Updated => "updated",
+                PutOutcome::Expired => "expired",
+            },
+        )
     }
 
     fn remove(&mut self, key: &Bound<'_, PyAny>, start: i64, end: i64) -> PyResult<bool> {
@@ -127,7 +129,10 @@ impl PySessionStore {
         latest_start: i64,
     ) -> PyResult<Bound<'py, PyList>> {
         let key = key_bytes(key)?;
-        session_list(py, self.inner.find_sessions(&key, earliest_end, latest_start))
+        session_list(
+            py,
+            self.inner.find_sessions(&key, earliest_end, latest_start),
+        )
     }
 
     fn backward_find_sessions<'py>(
@@ -145,7 +150,11 @@ impl PySessionStore {
         )
     }
 
-    fn fetch<'py>(&'py self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn fetch<'py>(
+        &'py self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let key = key_bytes(key)?;
         session_list(py, self.inner.fetch(&key))
     }

@@ -41,7 +41,10 @@ impl KeyTable {
     pub fn acquire(&mut self, key: &[u8]) -> Result<KeyId> {
         let hash = self.hasher.hash_one(key);
         let slots = &mut self.slots;
-        if let Some(&id) = self.index.find(hash, |&id| &*slots[id as usize].bytes == key) {
+        if let Some(&id) = self
+            .index
+            .find(hash, |&id| &*slots[id as usize].bytes == key)
+        {
             slots[id as usize].sessions += 1;
             return Ok(id);
         }
@@ -60,9 +63,8 @@ impl KeyTable {
         };
         self.key_bytes += key.len();
         let hasher = &self.hasher;
-        self.index.insert_unique(hash, id, |&id| {
-            hasher.hash_one(&*slots[id as usize].bytes)
-        });
+        self.index
+            .insert_unique(hash, id, |&id| hasher.hash_one(&*slots[id as usize].bytes));
         Ok(id)
     }
 
@@ -169,7 +171,11 @@ mod tests {
         for k in [&b"c"[..], b"a", b"aa", b"b", b"d"] {
             t.acquire(k).unwrap();
         }
-        let got: Vec<&[u8]> = t.range(b"aa", b"c").into_iter().map(|id| t.bytes(id)).collect();
+        let got: Vec<&[u8]> = t
+            .range(b"aa", b"c")
+            .into_iter()
+            .map(|id| t.bytes(id))
+            .collect();
         assert_eq!(got, vec![&b"aa"[..], b"b", b"c"]);
     }
 }

@@ -83,7 +83,9 @@ impl Segments {
             _ => return Vec::new(),
         }
         let live = self.map.split_off(&first_live);
-        std::mem::replace(&mut self.map, live).into_values().collect()
+        std::mem::replace(&mut self.map, live)
+            .into_values()
+            .collect()
     }
 
     /// Drops the segment for `end` if it holds no session any more.

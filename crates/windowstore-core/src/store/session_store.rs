@@ -271,13 +271,17 @@ impl SessionStore {
             return Err(format!("session [{start}, {end}] starts after it ends"));
         }
         if self.store_time.is_none_or(|t| end > t) {
-            return Err(format!("session [{start}, {end}] ends after the store time"));
+            return Err(format!(
+                "session [{start}, {end}] ends after the store time"
+            ));
         }
         if end < self.min_live_end() {
             return Err(format!("session [{start}, {end}] is expired"));
         }
         let counters = self.counters;
-        let outcome = self.put(key, start, end, value).map_err(|e| e.to_string())?;
+        let outcome = self
+            .put(key, start, end, value)
+            .map_err(|e| e.to_string())?;
         self.counters = counters;
         match outcome {
             PutOutcome::Inserted => Ok(()),

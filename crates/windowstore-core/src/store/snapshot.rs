@@ -117,7 +117,8 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
         metadata.insert(k.to_string(), v);
     }
     let schema = Arc::new(entries_schema().with_metadata(metadata));
-    let ipc_error = |e: arrow_schema::ArrowError| Error::Capacity(format!("encoding snapshot: {e}"));
+    let ipc_error =
+        |e: arrow_schema::ArrowError| Error::Capacity(format!("encoding snapshot: {e}"));
     let mut out = Vec::new();
     out.extend_from_slice(&[0; HEADER_LEN]);
     let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(ipc_error)?;
@@ -153,7 +154,11 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
     let declared = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes"));
     let found = (bytes.len() - HEADER_LEN) as u64;
     if declared != found {
-        let what = if found < declared { "truncated" } else { "trailing bytes" };
+        let what = if found < declared {
+            "truncated"
+        } else {
+            "trailing bytes"
+        };
         return Err(refuse(format!(
             "{what}: header declares {declared} payload bytes, file has {found}"
         )));
@@ -217,7 +222,10 @@ fn restore_batch(store: &mut SessionStore, batch: &RecordBatch) -> Result<(), St
         .enumerate()
         .find(|(_, c)| c.null_count() > 0)
     {
-        return Err(format!("column {} holds nulls", batch.schema().field(i).name()));
+        return Err(format!(
+            "column {} holds nulls",
+            batch.schema().field(i).name()
+        ));
     }
     let column = |i: usize| batch.column(i).as_any();
     let (Some(keys), Some(starts), Some(ends), Some(values)) = (
@@ -275,7 +283,10 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
     });
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
-        return Err(Error::snapshot(path, format!("cannot write {}: {e}", tmp.display())));
+        return Err(Error::snapshot(
+            path,
+            format!("cannot write {}: {e}", tmp.display()),
+        ));
     }
     Ok(tmp)
 }
@@ -284,7 +295,10 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
 pub fn commit(staged: &Path, path: &Path) -> Result<()> {
     if let Err(e) = fs::rename(staged, path) {
         let _ = fs::remove_file(staged);
-        return Err(Error::snapshot(path, format!("cannot rename into place: {e}")));
+        return Err(Error::snapshot(
+            path,
+            format!("cannot rename into place: {e}"),
+        ));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
