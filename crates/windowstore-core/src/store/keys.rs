@@ -4,6 +4,7 @@
 //! reference-counted by the sessions stored under it and recycled when the last one goes.
 
 use hashbrown::HashTable;
+use smallvec::SmallVec;
 use std::hash::BuildHasher;
 
 use crate::{Error, Result};
@@ -11,10 +12,15 @@ use crate::{Error, Result};
 /// Dense id of a key in a [`KeyTable`].
 pub type KeyId = u32;
 
+/// Key bytes, inline up to 16 bytes: a lookup then costs no pointer chase for short keys.
+type KeyBytes = SmallVec<[u8; 16]>;
+
 #[derive(Debug, Default)]
 struct Slot {
-    bytes: Box<[u8]>,
+    bytes: KeyBytes,
     sessions: u32,
+    /// No session of the key ends later (a bound: removals do not lower it).
+    max_end: i64,
 }
 
 /// Interned key bytes with per-key session counts.
@@ -35,6 +41,20 @@ impl KeyTable {
         self.index
             .find(hash, |&id| &*self.slots[id as usize].bytes == key)
             .copied()
+    }
+
+    /// An upper bound of the ends of the sessions stored under `id`. A lookup whose earliest
+    /// end is above it cannot match, and segments past it hold nothing of the key.
+    #[inline]
+    pub fn max_end(&self, id: KeyId) -> i64 {
+        self.slots[id as usize].max_end
+    }
+
+    /// Records that a session of `id` ends at `end`.
+    #[inline]
+    pub fn note_end(&mut self, id: KeyId, end: i64) {
+        let slot = &mut self.slots[id as usize];
+        slot.max_end = slot.max_end.max(end);
     }
 
     /// The id of `key`, interning it if new; counts one more session under it.
@@ -58,8 +78,9 @@ impl KeyTable {
             }
         };
         slots[id as usize] = Slot {
-            bytes: key.into(),
+            bytes: KeyBytes::from_slice(key),
             sessions: 1,
+            max_end: i64::MIN,
         };
         self.key_bytes += key.len();
         let hasher = &self.hasher;
@@ -139,7 +160,12 @@ impl KeyTable {
         self.index.capacity() * (std::mem::size_of::<KeyId>() + 1)
             + self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.free.capacity() * std::mem::size_of::<KeyId>()
-            + self.key_bytes
+            + self
+                .slots
+                .iter()
+                .filter(|s| s.bytes.spilled())
+                .map(|s| s.bytes.capacity())
+                .sum::<usize>()
     }
 }
 

@@ -106,6 +106,7 @@ impl SessionStore {
                 let inserted = segment.put(id, start, end, value)?;
                 if inserted {
                     self.keys.retain(id);
+                    self.keys.note_end(id, end);
                 }
                 inserted
             }
@@ -116,6 +117,7 @@ impl SessionStore {
                     self.segments.drop_if_empty(end);
                     return Err(e);
                 }
+                self.keys.note_end(id, end);
                 true
             }
         };
@@ -325,8 +327,11 @@ impl SessionStore {
         id: KeyId,
         bounds: SessionBounds,
     ) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
+        // Segments past the key's largest end hold none of its sessions: skipping them spares
+        // a hash probe per segment, and all of them when the key has nothing late enough.
+        let latest_end = bounds.latest_end.min(self.keys.max_end(id));
         self.segments
-            .search(bounds.earliest_end, bounds.latest_end)
+            .search(bounds.earliest_end, latest_end)
             .flat_map(move |segment| {
                 segment
                     .sessions_of(id)
