@@ -7,6 +7,8 @@ use std::fs;
 use windowstore_core::store::snapshot::{self, HEADER_LEN};
 use windowstore_core::{Error, SessionStore};
 
+mod common;
+
 fn sample() -> SessionStore {
     let mut s = SessionStore::new(100, Some(10)).unwrap();
     for i in 0..200i64 {
@@ -33,19 +35,7 @@ fn round_trip_keeps_sessions_store_time_and_metrics() {
     let store = sample();
     store.snapshot(&path).unwrap();
     let back = SessionStore::restore(&path).unwrap();
-    let rows = |s: &SessionStore| -> Vec<(Vec<u8>, i64, i64, Vec<u8>)> {
-        s.entries()
-            .iter()
-            .map(|k| {
-                (
-                    k.key.to_vec(),
-                    k.session.start,
-                    k.session.end,
-                    k.session.value.to_vec(),
-                )
-            })
-            .collect()
-    };
+    let rows = |s: &SessionStore| common::rows(&s.entries());
     assert!(!rows(&store).is_empty());
     assert_eq!(rows(&back), rows(&store));
     assert_eq!(back.store_time(), store.store_time());

@@ -7,7 +7,8 @@ use windowstore_core::store::session_store::PutOutcome;
 use windowstore_core::store::snapshot;
 use windowstore_core::SessionStore;
 
-type Row = (Vec<u8>, i64, i64, Vec<u8>); // key, start, end, value
+mod common;
+use common::{rows, Row};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -114,19 +115,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn owned(rows: impl IntoIterator<Item = windowstore_core::KeyedSession<'static>>) -> Vec<Row> {
-    rows.into_iter()
-        .map(|k| {
-            (
-                k.key.to_vec(),
-                k.session.start,
-                k.session.end,
-                k.session.value.to_vec(),
-            )
-        })
-        .collect()
-}
-
 fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut store = SessionStore::new(retention, interval).expect("valid");
     let mut model = Model {
@@ -188,7 +176,7 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
                     .cloned()
                     .collect();
                 want.sort_by(|x, y| (&x.0, x.2, x.1).cmp(&(&y.0, y.2, y.1)));
-                let got = owned(store.fetch_range(&a, &b).into_iter().map(extend));
+                let got = rows(&store.fetch_range(&a, &b));
                 prop_assert_eq!(got, want);
             }
             Op::ByEnd(ee, le) => {
@@ -198,7 +186,7 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
                     .cloned()
                     .collect();
                 let want = Model::sorted(want, |r| (r.2, r.1, r.0.clone()));
-                let got = owned(store.find_sessions_by_end(ee, le).into_iter().map(extend));
+                let got = rows(&store.find_sessions_by_end(ee, le));
                 prop_assert_eq!(got, want);
             }
             Op::SnapshotRestore => {
@@ -220,19 +208,6 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
         prop_assert!(m.live_sessions as usize >= model.live().count());
     }
     Ok(())
-}
-
-/// Detaches a borrowed session from the store's lifetime for comparison (copies happen in
-/// `owned` right after; the store is not touched in between).
-fn extend(k: windowstore_core::KeyedSession<'_>) -> windowstore_core::KeyedSession<'static> {
-    windowstore_core::KeyedSession {
-        key: Box::leak(k.key.to_vec().into_boxed_slice()),
-        session: windowstore_core::Session {
-            start: k.session.start,
-            end: k.session.end,
-            value: Box::leak(k.session.value.to_vec().into_boxed_slice()),
-        },
-    }
 }
 
 proptest! {

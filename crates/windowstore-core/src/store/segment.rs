@@ -56,6 +56,7 @@ impl Segment {
                 let list = self.by_key.get_mut(&key).expect("list exists");
                 list[i].offset = offset;
                 list[i].len = len;
+                self.compact_if_worth_it();
                 Ok(false)
             }
             Err(i) => {
@@ -92,9 +93,7 @@ impl Segment {
         }
         self.sessions -= 1;
         self.garbage += old.len as usize;
-        if self.garbage >= MIN_COMPACTION_BYTES && self.garbage > self.value_bytes() {
-            self.compact();
-        }
+        self.compact_if_worth_it();
         true
     }
 
@@ -162,6 +161,14 @@ impl Segment {
         Ok(offset)
     }
 
+    /// Compacts once garbage outweighs the live bytes: each byte is then moved at most once per
+    /// byte freed, so the cost stays proportional to the writes.
+    fn compact_if_worth_it(&mut self) {
+        if self.garbage >= MIN_COMPACTION_BYTES && self.garbage > self.value_bytes() {
+            self.compact();
+        }
+    }
+
     /// Rewrites the arena with live values only.
     fn compact(&mut self) {
         let mut arena = Vec::with_capacity(self.value_bytes());
@@ -201,6 +208,16 @@ mod tests {
         assert!(!s.remove(2, 0, 10));
         assert_eq!(s.len(), 2);
         assert_eq!(s.value_bytes(), 2);
+    }
+
+    #[test]
+    fn resizing_overwrites_alone_do_not_grow_garbage_without_bound() {
+        let mut s = Segment::default();
+        for i in 0..10_000usize {
+            s.put(0, 0, 10, &vec![1u8; 1 + i % 50]).unwrap();
+        }
+        assert!(s.arena.len() < 2 * MIN_COMPACTION_BYTES + 100, "{}", s.arena.len());
+        assert_eq!(s.value(&s.sessions_of(0)[0]), &vec![1u8; 1 + 9_999 % 50][..]);
     }
 
     #[test]
