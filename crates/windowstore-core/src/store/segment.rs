@@ -216,8 +216,15 @@ mod tests {
         for i in 0..10_000usize {
             s.put(0, 0, 10, &vec![1u8; 1 + i % 50]).unwrap();
         }
-        assert!(s.arena.len() < 2 * MIN_COMPACTION_BYTES + 100, "{}", s.arena.len());
-        assert_eq!(s.value(&s.sessions_of(0)[0]), &vec![1u8; 1 + 9_999 % 50][..]);
+        assert!(
+            s.arena.len() < 2 * MIN_COMPACTION_BYTES + 100,
+            "{}",
+            s.arena.len()
+        );
+        assert_eq!(
+            s.value(&s.sessions_of(0)[0]),
+            &vec![1u8; 1 + 9_999 % 50][..]
+        );
     }
 
     #[test]
