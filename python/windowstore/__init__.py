@@ -5,19 +5,30 @@ Importing ``windowstore`` never imports pyspark; the Spark adapters live in ``wi
 
 from __future__ import annotations
 
+from windowstore import agg
 from windowstore._core import SessionStore, __version__
 from windowstore.exceptions import (
+    InvalidRecordError,
     InvalidWindowSpec,
+    SchemaError,
+    SessionOverflowError,
     SnapshotError,
     StoreCapacityError,
     WindowStoreError,
 )
+from windowstore.sessions import SessionWindowProcessor, session_windows
 
 __all__ = [
+    "InvalidRecordError",
     "InvalidWindowSpec",
+    "SchemaError",
+    "SessionOverflowError",
     "SessionStore",
+    "SessionWindowProcessor",
     "SnapshotError",
     "StoreCapacityError",
     "WindowStoreError",
     "__version__",
+    "agg",
+    "session_windows",
 ]

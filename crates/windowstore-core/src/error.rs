@@ -14,6 +14,36 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// An input column is missing or of a type the operation cannot use.
+    #[error("column {column:?}: {reason}")]
+    Schema {
+        /// The column at fault, by its name in the input.
+        column: String,
+        /// What is wrong with it (the type found and the types accepted).
+        reason: String,
+    },
+    /// A bounded `collect` overflowed under `overflow="fail"`.
+    #[error("collect({column}) overflowed max_size {max_size} in the window [{start}, {end}] of key {key}")]
+    SessionOverflow {
+        /// The key, rendered for people.
+        key: String,
+        /// The window start.
+        start: i64,
+        /// The window end.
+        end: i64,
+        /// The collected column.
+        column: String,
+        /// The bound that was exceeded.
+        max_size: usize,
+    },
+    /// A record could not be processed under `on_invalid="error"`.
+    #[error("invalid record {row} of the batch: {reason}")]
+    InvalidRecord {
+        /// The row index within the batch.
+        row: usize,
+        /// Why (the rejection reason: null_key, null_time, invalid_gap, time_overflow, late).
+        reason: String,
+    },
     /// A snapshot file could not be written, or was refused on restore.
     #[error("snapshot {path}: {reason}")]
     Snapshot {
@@ -32,6 +62,14 @@ impl Error {
     pub fn invalid(parameter: &'static str, reason: impl Into<String>) -> Self {
         Self::InvalidWindowSpec {
             parameter,
+            reason: reason.into(),
+        }
+    }
+
+    /// An [`Error::Schema`] for `column`.
+    pub fn schema(column: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Schema {
+            column: column.into(),
             reason: reason.into(),
         }
     }

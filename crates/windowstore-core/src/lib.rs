@@ -4,8 +4,16 @@
 //! [`SessionStore`] of KIP-94 (`store`); the session and sliding window engines build on it.
 #![deny(missing_docs)]
 
+pub mod agg;
+pub mod emit;
 pub mod error;
+pub mod input;
+pub mod output;
+pub mod reject;
+pub mod session;
+pub mod state;
 pub mod store;
+pub mod time;
 
 pub use error::{Error, Result};
 pub use store::{KeyedSession, Session, SessionStore, StoreMetrics};

@@ -11,6 +11,9 @@ mod py {
     pyo3::import_exception!(windowstore.exceptions, InvalidWindowSpec);
     pyo3::import_exception!(windowstore.exceptions, SnapshotError);
     pyo3::import_exception!(windowstore.exceptions, StoreCapacityError);
+    pyo3::import_exception!(windowstore.exceptions, SchemaError);
+    pyo3::import_exception!(windowstore.exceptions, SessionOverflowError);
+    pyo3::import_exception!(windowstore.exceptions, InvalidRecordError);
 }
 
 /// Converts a core error into the matching Python exception.
@@ -24,6 +27,13 @@ pub fn to_py(err: Error) -> PyErr {
             py::SnapshotError::new_err((message, path.to_string_lossy().into_owned()))
         }
         Error::Capacity(_) => py::StoreCapacityError::new_err(message),
+        Error::Schema { column, .. } => py::SchemaError::new_err((message, column)),
+        Error::SessionOverflow {
+            key, start, end, ..
+        } => py::SessionOverflowError::new_err((message, key, start, end)),
+        Error::InvalidRecord { row, reason } => {
+            py::InvalidRecordError::new_err((message, row, reason))
+        }
         // A variant added to the core later still reaches Python under the common base.
         _ => py::WindowStoreError::new_err(message),
     }

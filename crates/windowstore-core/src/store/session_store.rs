@@ -214,6 +214,32 @@ impl SessionStore {
         latest_end: i64,
     ) -> Vec<KeyedSession<'_>> {
         let bounds = SessionBounds::by_end(earliest_end, latest_end).live_from(self.min_live_end());
+        self.scan_by_end(bounds)
+    }
+
+    /// Like [`Self::find_sessions_by_end`], but also returns sessions that are expired and not
+    /// dropped yet. An engine uses it to emit closed sessions that expiry has made invisible.
+    pub fn held_sessions_by_end(
+        &self,
+        earliest_end: i64,
+        latest_end: i64,
+    ) -> Vec<KeyedSession<'_>> {
+        self.scan_by_end(SessionBounds::by_end(earliest_end, latest_end))
+    }
+
+    /// Whether a put of a session ending at `end` would drop segments (and what they hold).
+    pub fn put_would_drop_segments(&self, end: i64) -> bool {
+        if self.store_time.is_some_and(|t| t >= end) {
+            return false;
+        }
+        let min_live_end = end.saturating_sub(self.retention - 1);
+        self.segments
+            .iter()
+            .next()
+            .is_some_and(|(first, _)| first < self.segments.segment_id(min_live_end))
+    }
+
+    fn scan_by_end(&self, bounds: SessionBounds) -> Vec<KeyedSession<'_>> {
         let mut found: Vec<KeyedSession<'_>> = self
             .segments
             .search(bounds.earliest_end, bounds.latest_end)

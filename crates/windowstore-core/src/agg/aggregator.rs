@@ -1,0 +1,206 @@
+//! [`Aggregator`]: specs bound to a schema, with the record/merge/finish path and the fast path.
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{FieldRef, Schema};
+use hashbrown::HashSet;
+
+use super::finish::finish_slot;
+use super::runs::{first_overflow, run_slot};
+use super::slot::{Op, Slot};
+use super::spec::AggSpec;
+use super::state::{encode, merge, open, segment, VERSION};
+use super::value::Value;
+use crate::{Error, Result};
+
+/// Aggregations bound to an input schema.
+///
+/// States are opaque byte strings (layout in [`super::state`], version byte first): build one
+/// per record with [`Aggregator::encode_row`], combine with [`Aggregator::merge`] (in any
+/// grouping and order: merging equals aggregating the union of the records), and turn many into
+/// output columns with [`Aggregator::finish`]. [`Aggregator::aggregate_runs`] computes the same
+/// outputs from complete windows of a batch, columnar.
+#[derive(Debug, Clone)]
+pub struct Aggregator {
+    slots: Vec<Slot>,
+}
+
+impl Aggregator {
+    /// Validates specs against the schema: missing column / unsupported type ->
+    /// [`Error::Schema`] naming the column; duplicate output names, `count` with a column or
+    /// another function without one, `max_size` of 0 -> [`Error::InvalidWindowSpec`] with
+    /// parameter `aggs`.
+    pub fn try_new(specs: Vec<AggSpec>, schema: &Schema) -> Result<Self> {
+        let slots = specs
+            .iter()
+            .map(|spec| Slot::compile(spec, schema))
+            .collect::<Result<Vec<_>>>()?;
+        let mut names = HashSet::with_capacity(slots.len());
+        for slot in &slots {
+            if !names.insert(slot.field.name().as_str()) {
+                return Err(Error::invalid(
+                    "aggs",
+                    format!(
+                        "duplicate output name {:?}; give one of the aggregations an alias",
+                        slot.field.name()
+                    ),
+                ));
+            }
+        }
+        drop(names);
+        Ok(Self { slots })
+    }
+
+    /// Output fields, one per spec, in spec order (name, type, nullable true except count).
+    pub fn output_fields(&self) -> Vec<FieldRef> {
+        self.slots.iter().map(|s| s.field.clone()).collect()
+    }
+
+    /// The number of specs (and of output columns).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there are no specs (states then hold only the version byte).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Appends to `out` the encoded state of ONE record: row `row` of `batch`, with event time
+    /// `time` and arrival sequence `seq`.
+    ///
+    /// Precondition: `batch` has the schema given to [`Aggregator::try_new`] (same column
+    /// order and types) and `row < batch.num_rows()`. This is not checked per row (the fast
+    /// path checks it per batch); if broken, the affected values read as null — never a panic.
+    pub fn encode_row(&self, batch: &RecordBatch, row: usize, time: i64, seq: u64, out: &mut Vec<u8>) {
+        out.push(VERSION);
+        for slot in &self.slots {
+            let value = match (slot.op, batch.columns().get(slot.index)) {
+                (Op::Count, _) | (_, None) => Value::Null,
+                (_, Some(column)) => Value::of_row(column.as_ref(), &slot.data_type, kind(&slot.op), row),
+            };
+            encode(&slot.op, value, time, seq, out);
+        }
+    }
+
+    /// Appends to `out` the state merging states `a` and `b` (as produced by
+    /// `encode_row`/`merge`). Merging is associative and commutative in the results it leads
+    /// to (float sums up to rounding).
+    ///
+    /// Errors: [`Error::SessionOverflow`] when a `collect` under `Fail` would exceed its bound
+    /// (key and window empty: fill them with [`super::fill_overflow`]); an
+    /// [`Error::InvalidWindowSpec`] with parameter `state` for corrupted input. On error, `out`
+    /// is left as it was.
+    pub fn merge(&self, a: &[u8], b: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let len = out.len();
+        let result = self.merge_into(a, b, out);
+        if result.is_err() {
+            out.truncate(len);
+        }
+        result
+    }
+
+    fn merge_into(&self, a: &[u8], b: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let (mut ra, mut rb) = (open(a)?, open(b)?);
+        out.push(VERSION);
+        for slot in &self.slots {
+            merge(slot, &mut ra, &mut rb, out)?;
+        }
+        Ok(())
+    }
+
+    /// One output array per spec (in spec order), one row per state.
+    ///
+    /// Errors: an integer `sum` that does not fit Int64 ([`Error::Schema`] naming the column);
+    /// an [`Error::InvalidWindowSpec`] with parameter `state` for corrupted states.
+    pub fn finish(&self, states: &[&[u8]]) -> Result<Vec<ArrayRef>> {
+        let mut segments: Vec<Vec<&[u8]>> = self.slots.iter().map(|_| Vec::with_capacity(states.len())).collect();
+        for state in states {
+            let mut r = open(state)?;
+            for (slot, segs) in self.slots.iter().zip(&mut segments) {
+                segs.push(segment(&slot.op, &mut r)?);
+            }
+        }
+        self.slots
+            .iter()
+            .zip(&segments)
+            .map(|(slot, segs)| finish_slot(slot, segs))
+            .collect()
+    }
+
+    /// Complete-data fast path: `order` lists row indices of `batch` grouped into windows;
+    /// window `w` holds `order[offsets[w]..offsets[w+1]]` (`offsets.len() == windows + 1`;
+    /// windows may share rows), each window's rows already in (time, arrival) order, with
+    /// `times[row]` the event time of each row and arrival = row index. Returns one array per
+    /// spec, one row per window, equal to what `encode_row`/`merge`/`finish` give with
+    /// `seq = row`. `times` is not read: the order already encodes it.
+    ///
+    /// Errors: [`Error::Schema`] if `batch` does not match the schema given to `try_new`;
+    /// [`Error::InvalidWindowSpec`] (`offsets`/`order`) for decreasing offsets, offsets beyond
+    /// `order` or rows beyond the batch; integer sum overflow as in `finish`; a `collect` under
+    /// `Fail` beyond its bound as in `merge` ([`Aggregator::first_overflow`] tells the window).
+    pub fn aggregate_runs(
+        &self,
+        batch: &RecordBatch,
+        times: &[i64],
+        order: &[u32],
+        offsets: &[usize],
+    ) -> Result<Vec<ArrayRef>> {
+        self.check_runs(batch, order, offsets)?;
+        let _ = times;
+        self.slots
+            .iter()
+            .map(|slot| run_slot(slot, batch.columns().get(slot.index), order, offsets))
+            .collect()
+    }
+
+    /// The first window of [`Aggregator::aggregate_runs`]'s arguments in which a `collect`
+    /// under `Fail` exceeds its bound, with the offending column (to locate the
+    /// [`Error::SessionOverflow`] that `aggregate_runs` returned). `None` if there is none or
+    /// the arguments are invalid.
+    pub fn first_overflow(&self, batch: &RecordBatch, order: &[u32], offsets: &[usize]) -> Option<(usize, &str)> {
+        self.check_runs(batch, order, offsets).ok()?;
+        self.slots
+            .iter()
+            .filter_map(|slot| {
+                first_overflow(slot, batch.columns().get(slot.index), order, offsets)
+                    .map(|w| (w, slot.column.as_str()))
+            })
+            .min_by_key(|(w, _)| *w)
+    }
+
+    /// Checks the batch's columns against the slots and the runs against `order` and the batch.
+    fn check_runs(&self, batch: &RecordBatch, order: &[u32], offsets: &[usize]) -> Result<()> {
+        for slot in self.slots.iter().filter(|s| s.op != Op::Count) {
+            match batch.columns().get(slot.index) {
+                Some(c) if c.data_type() == &slot.data_type => {}
+                Some(c) => {
+                    return Err(Error::schema(
+                        slot.column.clone(),
+                        format!("batch column has type {}, the aggregator expects {}", c.data_type(), slot.data_type),
+                    ))
+                }
+                None => return Err(Error::schema(slot.column.clone(), "no such column in the batch")),
+            }
+        }
+        if offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::invalid("offsets", "offsets must not decrease"));
+        }
+        if offsets.last().is_some_and(|&end| end > order.len()) {
+            return Err(Error::invalid("offsets", format!("offsets go beyond order's {} rows", order.len())));
+        }
+        let rows = batch.num_rows();
+        if order.iter().fold(0u32, |m, &i| m.max(i)) as usize >= rows && !order.is_empty() {
+            return Err(Error::invalid("order", format!("row index beyond the batch's {rows} rows")));
+        }
+        Ok(())
+    }
+}
+
+/// The value kind of a non-count op.
+fn kind(op: &Op) -> super::kind::Kind {
+    match *op {
+        Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
+        Op::Collect { kind, .. } => kind,
+        Op::Count => super::kind::Kind::Bool,
+    }
+}

@@ -1,0 +1,125 @@
+//! The slow path's last step: one output array per spec from the specs' segments of many states.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray};
+use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field};
+
+use super::build::build;
+use super::codec::Reader;
+use super::kind::Kind;
+use super::slot::{Op, Slot};
+use super::state::{read_best, read_stamped, Stamped, OVERFLOWED, SEEN};
+use super::value::Value;
+use crate::{Error, Result};
+
+/// The error of an integer sum that does not fit the Int64 output.
+pub(crate) fn sum_overflow(slot: &Slot, sum: Option<i128>) -> Error {
+    let exact = sum.map_or_else(|| "beyond ±2^127".to_string(), |s| s.to_string());
+    Error::schema(
+        slot.column.clone(),
+        format!(
+            "sum overflows Int64: the exact sum ({exact}) is out of Int64's range; \
+             cast the column to Float64 to sum it approximately"
+        ),
+    )
+}
+
+/// The output array of `slot`, one row per segment (each a segment of `slot.op`).
+pub(crate) fn finish_slot(slot: &Slot, segments: &[&[u8]]) -> Result<ArrayRef> {
+    let readers = || segments.iter().map(|s| Reader::new(s));
+    Ok(match slot.op {
+        Op::Count => {
+            let mut counts = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                counts.push(i64::try_from(r.u64()?).unwrap_or(i64::MAX));
+            }
+            Arc::new(Int64Array::from(counts))
+        }
+        Op::Sum(kind) if kind.is_integer() => {
+            let mut sums = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                let (flags, sum) = (r.u8()?, r.i128()?);
+                if flags & OVERFLOWED != 0 {
+                    return Err(sum_overflow(slot, None));
+                }
+                let value = i64::try_from(sum).map_err(|_| sum_overflow(slot, Some(sum)))?;
+                sums.push((flags & SEEN != 0).then_some(value));
+            }
+            Arc::new(Int64Array::from(sums))
+        }
+        Op::Sum(_) => {
+            let mut sums = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                let (flags, sum) = (r.u8()?, r.f64()?);
+                sums.push((flags & SEEN != 0).then_some(sum));
+            }
+            Arc::new(Float64Array::from(sums))
+        }
+        Op::Mean(kind) => {
+            let mut means = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                let sum = if kind.is_integer() {
+                    r.i128()? as f64
+                } else {
+                    r.f64()?
+                };
+                let n = r.u64()?;
+                means.push((n > 0).then(|| sum / n as f64));
+            }
+            Arc::new(Float64Array::from(means))
+        }
+        Op::Min(kind) | Op::Max(kind) => {
+            let mut values = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                values.push(read_best(kind, &mut r)?);
+            }
+            build(&slot.data_type, &values, true)?
+        }
+        Op::First(kind) | Op::Last(kind) => {
+            let mut values = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                values.push(match read_stamped(kind, &mut r)? {
+                    Some(s) => s.value(kind)?,
+                    None => Value::Null,
+                });
+            }
+            build(&slot.data_type, &values, false)?
+        }
+        Op::Collect { kind, .. } => finish_lists(slot, kind, segments)?,
+    })
+}
+
+/// The List array of `collect` states.
+fn finish_lists(slot: &Slot, kind: Kind, segments: &[&[u8]]) -> Result<ArrayRef> {
+    let mut values = Vec::new();
+    let mut offsets = Vec::with_capacity(segments.len() + 1);
+    offsets.push(0i32);
+    for segment in segments {
+        let mut r = Reader::new(segment);
+        let n = r.varint()?;
+        for _ in 0..n {
+            values.push(Stamped::read(kind, &mut r)?.value(kind)?);
+        }
+        offsets.push(list_offset(values.len())?);
+    }
+    let child = build(&slot.data_type, &values, false)?;
+    list_array(&slot.data_type, offsets, child)
+}
+
+/// A list offset, or a capacity error beyond `i32`.
+pub(crate) fn list_offset(len: usize) -> Result<i32> {
+    i32::try_from(len).map_err(|_| {
+        Error::Capacity("collect output of more than 2^31 - 1 values in one batch".into())
+    })
+}
+
+/// A List array of `child` (of `data_type`) cut at `offsets` (monotone, starting at 0).
+pub(crate) fn list_array(data_type: &DataType, offsets: Vec<i32>, child: ArrayRef) -> Result<ArrayRef> {
+    let field = Arc::new(Field::new_list_field(data_type.clone(), true));
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    let list = ListArray::try_new(field, offsets, child, None)
+        .map_err(|e| Error::Capacity(format!("collect output: {e}")))?;
+    Ok(Arc::new(list))
+}

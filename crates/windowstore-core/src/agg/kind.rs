@@ -1,0 +1,73 @@
+//! Value kinds: how an accepted Arrow type is held in a state, and which types each function accepts.
+
+use arrow_schema::DataType;
+
+/// How the values of an input column are held in a state.
+///
+/// Fixed kinds hold one value in a little-endian `u64` "word" (see [`super::native::Num`]):
+/// signed integers and temporal types as `i64`, unsigned integers as `u64`, `Float32` as its
+/// bits in the low half, `Float64` as its bits. `Bool` takes one byte, `Bytes` a varint length
+/// and the bytes (UTF-8 for the string types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Int8..Int64, Timestamp (any unit, any time zone), Date32, Date64, Duration (any unit).
+    Signed,
+    /// UInt8..UInt64.
+    Unsigned,
+    /// Float32.
+    F32,
+    /// Float64.
+    F64,
+    /// Boolean.
+    Bool,
+    /// Utf8, LargeUtf8, Binary, LargeBinary.
+    Bytes,
+}
+
+impl Kind {
+    /// The kind of a type that `min`, `max`, `first`, `last` and `collect` accept, if any.
+    pub(crate) fn of_orderable(data_type: &DataType) -> Option<Self> {
+        use DataType as D;
+        Some(match data_type {
+            D::Int8 | D::Int16 | D::Int32 | D::Int64 => Self::Signed,
+            D::Timestamp(_, _) | D::Date32 | D::Date64 | D::Duration(_) => Self::Signed,
+            D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64 => Self::Unsigned,
+            D::Float32 => Self::F32,
+            D::Float64 => Self::F64,
+            D::Boolean => Self::Bool,
+            D::Utf8 | D::LargeUtf8 | D::Binary | D::LargeBinary => Self::Bytes,
+            _ => return None,
+        })
+    }
+
+    /// The kind of a type that `sum` and `mean` accept (integers and floats), if any.
+    pub(crate) fn of_numeric(data_type: &DataType) -> Option<Self> {
+        use DataType as D;
+        Some(match data_type {
+            D::Int8 | D::Int16 | D::Int32 | D::Int64 => Self::Signed,
+            D::UInt8 | D::UInt16 | D::UInt32 | D::UInt64 => Self::Unsigned,
+            D::Float32 => Self::F32,
+            D::Float64 => Self::F64,
+            _ => return None,
+        })
+    }
+
+    /// Whether values of this kind are held in one `u64` word.
+    pub(crate) fn is_word(self) -> bool {
+        matches!(self, Self::Signed | Self::Unsigned | Self::F32 | Self::F64)
+    }
+
+    /// Whether this numeric kind sums exactly in an `i128` (integers) rather than in an `f64`.
+    pub(crate) fn is_integer(self) -> bool {
+        matches!(self, Self::Signed | Self::Unsigned)
+    }
+}
+
+/// The types `sum` and `mean` accept, for error messages.
+pub(crate) const NUMERIC_TYPES: &str = "integer (Int8..Int64, UInt8..UInt64) or floating-point \
+                                        (Float32, Float64) columns";
+
+/// The types `min`, `max`, `first`, `last` and `collect` accept, for error messages.
+pub(crate) const ORDERABLE_TYPES: &str = "integer, floating-point, Boolean, Utf8, LargeUtf8, \
+                                          Binary, LargeBinary, Timestamp, Date32, Date64 or \
+                                          Duration columns";

@@ -1,0 +1,43 @@
+//! Mergeable aggregations of a window's records, over Arrow columns.
+//!
+//! A user asks for [`AggSpec`]s; an [`Aggregator`] binds them to an input schema. Each record
+//! becomes a compact state ([`Aggregator::encode_row`]); states merge as KIP-94's `Merger`
+//! does ([`Aggregator::merge`]: merging two states equals aggregating the union of their
+//! records) and turn into output columns ([`Aggregator::finish`]). Complete windows of a batch
+//! take a columnar fast path ([`Aggregator::aggregate_runs`]) with the same results.
+//!
+//! Conventions:
+//! - nulls in a value column are skipped, as SQL does; `count` counts records, nulls included;
+//!   `sum`, `min`, `max`, `mean`, `first`, `last` of a window without non-null values are null;
+//!   `collect` of such a window is an empty list (never null);
+//! - floats order by IEEE total order with NaN canonical: NaN is greater than every number,
+//!   `-0.0 < +0.0`; `min`/`max` emit NaN as the canonical NaN ([`native`] has the details);
+//! - `first`/`last`/`collect` order records by `(time, seq)`, `seq` being the arrival number;
+//! - strings compare byte-wise (code point order), as Arrow sorts them;
+//! - integer sums are exact (`i128`); one that does not fit the Int64 output is an error;
+//!   float sums add in `f64`, so their last bits depend on the merge grouping.
+//!
+//! Modules: [`spec`] (what is asked), [`kind`] (accepted types), [`native`] (primitive order),
+//! [`slot`] (a spec bound to a schema), [`value`], [`codec`] and [`state`] (the state layout),
+//! [`build`] and [`finish`] (states to arrays), [`runs`] (the fast path), [`aggregator`],
+//! [`overflow`].
+
+pub mod aggregator;
+pub(crate) mod build;
+pub(crate) mod codec;
+pub(crate) mod finish;
+pub(crate) mod kind;
+pub(crate) mod native;
+pub mod overflow;
+pub(crate) mod runs;
+pub(crate) mod slot;
+pub mod spec;
+pub(crate) mod state;
+pub(crate) mod value;
+
+#[cfg(test)]
+mod tests;
+
+pub use aggregator::Aggregator;
+pub use overflow::fill_overflow;
+pub use spec::{AggFunc, AggSpec, Overflow};

@@ -1,0 +1,196 @@
+//! Primitive natives as the aggregations see them: a total order, a state word, a sum term.
+//!
+//! The order of floats is IEEE `totalOrder` with every NaN mapped to the positive quiet NaN,
+//! as Polars and Spark do: NaN is greater than every number (+inf included), all NaNs are equal,
+//! and `-0.0 < +0.0`. Min and max emit NaN as the canonical `f64::NAN` / `f32::NAN`, so their
+//! results do not depend on which NaN payload came first. Other functions keep values bit-exact.
+
+use arrow_buffer::ArrowNativeType;
+
+/// A primitive native type of an accepted column.
+pub(crate) trait Num: ArrowNativeType {
+    /// The total-order key of a value (see the module docs for floats).
+    type Key: Ord + Copy;
+    /// The total-order key of `self`.
+    fn key(self) -> Self::Key;
+    /// `self`, with any NaN replaced by the canonical NaN.
+    fn canon(self) -> Self;
+    /// The value as a state word (see [`super::kind::Kind`]).
+    fn to_word(self) -> u64;
+    /// The value of a state word (truncating garbage words, never failing).
+    fn from_word(word: u64) -> Self;
+    /// The value as an exact integer sum term (integers only; floats truncate, unused).
+    fn to_i128(self) -> i128;
+    /// The value as a floating-point sum term.
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! impl_int {
+    ($($t:ty => $key:ty),*) => {$(
+        impl Num for $t {
+            type Key = $key;
+            #[inline(always)]
+            fn key(self) -> $key {
+                self as $key
+            }
+            #[inline(always)]
+            fn canon(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn to_word(self) -> u64 {
+                self as $key as u64
+            }
+            #[inline(always)]
+            fn from_word(word: u64) -> Self {
+                word as $key as $t
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+
+impl_int!(i8 => i64, i16 => i64, i32 => i64, i64 => i64, u8 => u64, u16 => u64, u32 => u64, u64 => u64);
+
+/// The total-order key of an `f64` (NaN canonical, hence greatest).
+#[inline(always)]
+pub(crate) fn f64_key(x: f64) -> i64 {
+    let x = if x.is_nan() { f64::NAN } else { x };
+    let bits = x.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+/// The total-order key of an `f32` (NaN canonical, hence greatest).
+#[inline(always)]
+pub(crate) fn f32_key(x: f32) -> i32 {
+    let x = if x.is_nan() { f32::NAN } else { x };
+    let bits = x.to_bits() as i32;
+    bits ^ (((bits >> 31) as u32) >> 1) as i32
+}
+
+impl Num for f64 {
+    type Key = i64;
+    #[inline(always)]
+    fn key(self) -> i64 {
+        f64_key(self)
+    }
+    #[inline(always)]
+    fn canon(self) -> Self {
+        if self.is_nan() {
+            f64::NAN
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        self.to_bits()
+    }
+    #[inline(always)]
+    fn from_word(word: u64) -> Self {
+        f64::from_bits(word)
+    }
+    #[inline(always)]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl Num for f32 {
+    type Key = i32;
+    #[inline(always)]
+    fn key(self) -> i32 {
+        f32_key(self)
+    }
+    #[inline(always)]
+    fn canon(self) -> Self {
+        if self.is_nan() {
+            f32::NAN
+        } else {
+            self
+        }
+    }
+    #[inline(always)]
+    fn to_word(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    #[inline(always)]
+    fn from_word(word: u64) -> Self {
+        f32::from_bits(word as u32)
+    }
+    #[inline(always)]
+    fn to_i128(self) -> i128 {
+        self as i128
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+/// Runs `$body` with `$T` the `ArrowPrimitiveType` of a word-kind data type (integers,
+/// floats, timestamps, dates, durations); evaluates `$other` for any other type.
+macro_rules! dispatch_word {
+    ($dt:expr, |$T:ident| $body:expr, _ => $other:expr) => {{
+        use arrow_array::types as t;
+        use arrow_schema::{DataType as D, TimeUnit as U};
+        match $dt {
+            D::Int8 => { type $T = t::Int8Type; $body }
+            D::Int16 => { type $T = t::Int16Type; $body }
+            D::Int32 => { type $T = t::Int32Type; $body }
+            D::Int64 => { type $T = t::Int64Type; $body }
+            D::UInt8 => { type $T = t::UInt8Type; $body }
+            D::UInt16 => { type $T = t::UInt16Type; $body }
+            D::UInt32 => { type $T = t::UInt32Type; $body }
+            D::UInt64 => { type $T = t::UInt64Type; $body }
+            D::Float32 => { type $T = t::Float32Type; $body }
+            D::Float64 => { type $T = t::Float64Type; $body }
+            D::Timestamp(U::Second, _) => { type $T = t::TimestampSecondType; $body }
+            D::Timestamp(U::Millisecond, _) => { type $T = t::TimestampMillisecondType; $body }
+            D::Timestamp(U::Microsecond, _) => { type $T = t::TimestampMicrosecondType; $body }
+            D::Timestamp(U::Nanosecond, _) => { type $T = t::TimestampNanosecondType; $body }
+            D::Date32 => { type $T = t::Date32Type; $body }
+            D::Date64 => { type $T = t::Date64Type; $body }
+            D::Duration(U::Second) => { type $T = t::DurationSecondType; $body }
+            D::Duration(U::Millisecond) => { type $T = t::DurationMillisecondType; $body }
+            D::Duration(U::Microsecond) => { type $T = t::DurationMicrosecondType; $body }
+            D::Duration(U::Nanosecond) => { type $T = t::DurationNanosecondType; $body }
+            _ => $other,
+        }
+    }};
+}
+
+/// Runs `$body` with `$T` the `ArrowPrimitiveType` of a numeric data type (integers, floats);
+/// evaluates `$other` for any other type.
+macro_rules! dispatch_numeric {
+    ($dt:expr, |$T:ident| $body:expr, _ => $other:expr) => {{
+        use arrow_array::types as t;
+        use arrow_schema::DataType as D;
+        match $dt {
+            D::Int8 => { type $T = t::Int8Type; $body }
+            D::Int16 => { type $T = t::Int16Type; $body }
+            D::Int32 => { type $T = t::Int32Type; $body }
+            D::Int64 => { type $T = t::Int64Type; $body }
+            D::UInt8 => { type $T = t::UInt8Type; $body }
+            D::UInt16 => { type $T = t::UInt16Type; $body }
+            D::UInt32 => { type $T = t::UInt32Type; $body }
+            D::UInt64 => { type $T = t::UInt64Type; $body }
+            D::Float32 => { type $T = t::Float32Type; $body }
+            D::Float64 => { type $T = t::Float64Type; $body }
+            _ => $other,
+        }
+    }};
+}
+
+pub(crate) use {dispatch_numeric, dispatch_word};

@@ -1,0 +1,22 @@
+//! Filling in the window of a `collect` overflow error, which only the caller knows.
+
+use crate::Error;
+
+/// Returns `err` with `key`, `start` and `end` filled in if it is an [`Error::SessionOverflow`]
+/// (as returned, with an empty key and a `[0, 0]` window, by
+/// [`super::Aggregator::merge`] and [`super::Aggregator::aggregate_runs`]); any other error is
+/// returned unchanged.
+pub fn fill_overflow(err: Error, key: impl Into<String>, start: i64, end: i64) -> Error {
+    match err {
+        Error::SessionOverflow {
+            column, max_size, ..
+        } => Error::SessionOverflow {
+            key: key.into(),
+            start,
+            end,
+            column,
+            max_size,
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,155 @@
+//! A spec bound to an input schema: the checked column, its value kind and the output field.
+
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, FieldRef, Schema};
+
+use super::kind::{Kind, NUMERIC_TYPES, ORDERABLE_TYPES};
+use super::spec::{AggFunc, AggSpec, Overflow};
+use crate::{Error, Result};
+
+/// A function resolved against its input type: everything the state layout depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `count`.
+    Count,
+    /// `sum` of a numeric kind.
+    Sum(Kind),
+    /// `mean` of a numeric kind.
+    Mean(Kind),
+    /// `min`.
+    Min(Kind),
+    /// `max`.
+    Max(Kind),
+    /// `first`.
+    First(Kind),
+    /// `last`.
+    Last(Kind),
+    /// `collect`.
+    Collect {
+        /// The values' kind.
+        kind: Kind,
+        /// The bound, if any (at least 1).
+        max_size: Option<usize>,
+        /// What to do beyond the bound.
+        overflow: Overflow,
+    },
+}
+
+/// One compiled spec.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    /// The resolved function.
+    pub(crate) op: Op,
+    /// The input column's index in the schema (0 for `count`, which reads no column).
+    pub(crate) index: usize,
+    /// The input column's name (empty for `count`).
+    pub(crate) column: String,
+    /// The input column's type (`Null` for `count`).
+    pub(crate) data_type: DataType,
+    /// The output field.
+    pub(crate) field: FieldRef,
+}
+
+impl Slot {
+    /// Checks `spec` against `schema` and resolves it.
+    pub(crate) fn compile(spec: &AggSpec, schema: &Schema) -> Result<Self> {
+        let name = spec.output_name();
+        let func = spec.func;
+        let column = match (func, &spec.column) {
+            (AggFunc::Count, None) => {
+                return Ok(Self {
+                    op: Op::Count,
+                    index: 0,
+                    column: String::new(),
+                    data_type: DataType::Null,
+                    field: Arc::new(Field::new(name, DataType::Int64, false)),
+                });
+            }
+            (AggFunc::Count, Some(column)) => {
+                return Err(Error::invalid(
+                    "aggs",
+                    format!("count takes no column (it counts records), got column {column:?}"),
+                ))
+            }
+            (_, None) => {
+                return Err(Error::invalid(
+                    "aggs",
+                    format!("{} needs a column", func.name()),
+                ))
+            }
+            (_, Some(column)) => column,
+        };
+        if let AggFunc::Collect {
+            max_size: Some(0), ..
+        } = func
+        {
+            return Err(Error::invalid(
+                "aggs",
+                format!("collect({column}): max_size must be at least 1, got 0"),
+            ));
+        }
+        let index = schema
+            .index_of(column)
+            .map_err(|_| Error::schema(column, "no such column in the input schema"))?;
+        let data_type = schema.field(index).data_type().clone();
+        let numeric = || {
+            Kind::of_numeric(&data_type).ok_or_else(|| {
+                let what = match func {
+                    AggFunc::Sum => "cannot be summed",
+                    _ => "has no mean",
+                };
+                Error::schema(
+                    column,
+                    format!(
+                        "type {data_type} {what}; {} takes {NUMERIC_TYPES}",
+                        func.name()
+                    ),
+                )
+            })
+        };
+        let orderable = || {
+            Kind::of_orderable(&data_type).ok_or_else(|| {
+                Error::schema(
+                    column,
+                    format!(
+                        "type {data_type} is not supported by {0}; {0} takes {ORDERABLE_TYPES}",
+                        func.name()
+                    ),
+                )
+            })
+        };
+        let (op, out_type) = match func {
+            AggFunc::Count => unreachable!("count returned above"),
+            AggFunc::Sum => {
+                let kind = numeric()?;
+                let out = if kind.is_integer() {
+                    DataType::Int64
+                } else {
+                    DataType::Float64
+                };
+                (Op::Sum(kind), out)
+            }
+            AggFunc::Mean => (Op::Mean(numeric()?), DataType::Float64),
+            AggFunc::Min => (Op::Min(orderable()?), data_type.clone()),
+            AggFunc::Max => (Op::Max(orderable()?), data_type.clone()),
+            AggFunc::First => (Op::First(orderable()?), data_type.clone()),
+            AggFunc::Last => (Op::Last(orderable()?), data_type.clone()),
+            AggFunc::Collect { max_size, overflow } => (
+                Op::Collect {
+                    kind: orderable()?,
+                    max_size,
+                    overflow,
+                },
+                DataType::List(Arc::new(Field::new_list_field(data_type.clone(), true))),
+            ),
+        };
+        Ok(Self {
+            op,
+            index,
+            column: column.clone(),
+            data_type,
+            field: Arc::new(Field::new(name, out_type, true)),
+        })
+    }
+}

@@ -1,0 +1,145 @@
+//! What the user asks for: [`AggSpec`] = an [`AggFunc`] over an optional column, with an alias.
+
+/// What a bounded `collect` does when a window holds more than `max_size` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Overflow {
+    /// Keep the newest `max_size` values by `(time, seq)`.
+    DropOldest,
+    /// Keep the oldest `max_size` values by `(time, seq)`.
+    DropNewest,
+    /// Fail with [`crate::Error::SessionOverflow`].
+    Fail,
+}
+
+impl Overflow {
+    /// The public (Python) spelling: `drop_oldest`, `drop_newest` or `fail`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DropOldest => "drop_oldest",
+            Self::DropNewest => "drop_newest",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+/// An aggregation function of a window's records. All of them are mergeable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AggFunc {
+    /// Number of records (rows, nulls included) → Int64.
+    Count,
+    /// Sum of the non-null values → Int64 (integer input) or Float64 (floating input).
+    Sum,
+    /// Smallest non-null value → the input type.
+    Min,
+    /// Largest non-null value → the input type.
+    Max,
+    /// Mean of the non-null values → Float64.
+    Mean,
+    /// Value of the non-null record with the smallest `(time, seq)` → the input type.
+    First,
+    /// Value of the non-null record with the largest `(time, seq)` → the input type.
+    Last,
+    /// The non-null values in `(time, seq)` order → List of the input type.
+    Collect {
+        /// At most this many values are kept (`None`: unbounded; `Some(0)` is refused).
+        max_size: Option<usize>,
+        /// What to do beyond `max_size`.
+        overflow: Overflow,
+    },
+}
+
+impl AggFunc {
+    /// The function's public name, also the prefix of default output names.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Count => "count",
+            Self::Sum => "sum",
+            Self::Min => "min",
+            Self::Max => "max",
+            Self::Mean => "mean",
+            Self::First => "first",
+            Self::Last => "last",
+            Self::Collect { .. } => "collect",
+        }
+    }
+}
+
+/// One requested aggregation: a function, its input column (`None` only for `Count`) and an
+/// optional output name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AggSpec {
+    /// The function.
+    pub func: AggFunc,
+    /// The input column; `None` for `Count`, `Some` for every other function.
+    pub column: Option<String>,
+    /// The output name; `None` for the default (`count`, `sum_<col>`, ...).
+    pub alias: Option<String>,
+}
+
+impl AggSpec {
+    /// A spec of `func` over `column`, without alias.
+    pub fn new(func: AggFunc, column: Option<String>) -> Self {
+        Self {
+            func,
+            column,
+            alias: None,
+        }
+    }
+
+    /// `count`: the number of records.
+    pub fn count() -> Self {
+        Self::new(AggFunc::Count, None)
+    }
+
+    /// `sum(column)`.
+    pub fn sum(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::Sum, Some(column.into()))
+    }
+
+    /// `min(column)`.
+    pub fn min(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::Min, Some(column.into()))
+    }
+
+    /// `max(column)`.
+    pub fn max(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::Max, Some(column.into()))
+    }
+
+    /// `mean(column)`.
+    pub fn mean(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::Mean, Some(column.into()))
+    }
+
+    /// `first(column)`.
+    pub fn first(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::First, Some(column.into()))
+    }
+
+    /// `last(column)`.
+    pub fn last(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::Last, Some(column.into()))
+    }
+
+    /// `collect(column, max_size, overflow)`.
+    pub fn collect(column: impl Into<String>, max_size: Option<usize>, overflow: Overflow) -> Self {
+        Self::new(AggFunc::Collect { max_size, overflow }, Some(column.into()))
+    }
+
+    /// The same spec, output under `alias`.
+    pub fn with_alias(mut self, alias: impl Into<String>) -> Self {
+        self.alias = Some(alias.into());
+        self
+    }
+
+    /// The output column name: the alias if any, else `count` or `<func>_<column>`.
+    pub fn output_name(&self) -> String {
+        if let Some(alias) = &self.alias {
+            return alias.clone();
+        }
+        match (&self.func, &self.column) {
+            (AggFunc::Count, _) | (_, None) => self.func.name().to_string(),
+            (func, Some(column)) => format!("{}_{column}", func.name()),
+        }
+    }
+}

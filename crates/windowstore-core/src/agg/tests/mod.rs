@@ -1,0 +1,94 @@
+//! Tests of the aggregations, and the helpers they share: batches, the slow path
+//! (encode_row/merge/finish) and the fast path (aggregate_runs) over the same windows.
+
+mod functions;
+mod model;
+mod ordering;
+mod props;
+mod specs;
+mod states;
+mod timing;
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{Field, Schema};
+
+use super::{AggSpec, Aggregator};
+use crate::Result;
+
+/// A batch of the named columns (all nullable).
+pub(super) fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, a)| Field::new(*name, a.data_type().clone(), true))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, a)| a).collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("valid test batch")
+}
+
+/// An aggregator of `specs` over `batch`'s schema.
+pub(super) fn aggregator(specs: Vec<AggSpec>, batch: &RecordBatch) -> Aggregator {
+    Aggregator::try_new(specs, &batch.schema()).expect("valid test specs")
+}
+
+/// The state of one window: records `(row, time, seq)`, encoded and merged left to right.
+pub(super) fn fold(agg: &Aggregator, batch: &RecordBatch, records: &[(usize, i64, u64)]) -> Result<Vec<u8>> {
+    let mut state: Option<Vec<u8>> = None;
+    for &(row, time, seq) in records {
+        let mut one = Vec::new();
+        agg.encode_row(batch, row, time, seq, &mut one);
+        state = Some(match state {
+            None => one,
+            Some(acc) => {
+                let mut out = Vec::new();
+                agg.merge(&acc, &one, &mut out)?;
+                out
+            }
+        });
+    }
+    Ok(state.expect("a window has at least one record"))
+}
+
+/// The slow path over windows of rows (seq = row index, time = `times[row]`).
+pub(super) fn slow(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Result<Vec<ArrayRef>> {
+    let states = windows
+        .iter()
+        .map(|rows| {
+            let records: Vec<_> = rows.iter().map(|&r| (r, times[r], r as u64)).collect();
+            fold(agg, batch, &records)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&[u8]> = states.iter().map(Vec::as_slice).collect();
+    agg.finish(&refs)
+}
+
+/// The fast path over windows of rows; each window is sorted by (time, row) first.
+pub(super) fn fast(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Result<Vec<ArrayRef>> {
+    let mut order = Vec::new();
+    let mut offsets = vec![0];
+    for rows in windows {
+        let mut rows = rows.clone();
+        rows.sort_by_key(|&r| (times[r], r));
+        order.extend(rows.iter().map(|&r| r as u32));
+        offsets.push(order.len());
+    }
+    agg.aggregate_runs(batch, times, &order, &offsets)
+}
+
+/// Both paths, checked equal; returns the result.
+pub(super) fn both(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Vec<ArrayRef> {
+    let s = slow(agg, batch, times, windows).expect("slow path");
+    let f = fast(agg, batch, times, windows).expect("fast path");
+    assert_eq!(s.len(), f.len());
+    for (i, (a, b)) in s.iter().zip(&f).enumerate() {
+        assert_same(a, b, &format!("output {i}: slow vs fast"));
+    }
+    s
+}
+
+/// Asserts two arrays equal (types, nulls and values bit for bit).
+pub(super) fn assert_same(got: &ArrayRef, want: &ArrayRef, what: &str) {
+    assert_eq!(got.data_type(), want.data_type(), "{what}: types");
+    assert_eq!(got.to_data(), want.to_data(), "{what}:\n got {got:?}\nwant {want:?}");
+}

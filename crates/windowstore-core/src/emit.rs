@@ -1,0 +1,151 @@
+//! Emit modes and the changelog of one processed batch.
+//!
+//! `final` emits each window once, when it closes. `updates` and `changes` emit a changelog of
+//! `upsert` and `delete` rows: `changes` keeps every change record by record (Kafka without a
+//! cache), `updates` keeps only the last change of each window within a batch (Kafka's cache),
+//! and drops a window created and deleted within the same batch altogether.
+
+use std::collections::HashMap;
+
+use crate::{Error, Result};
+
+/// When windows are emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmitMode {
+    /// Each window once, when it closes (and every open window at end of input).
+    Final,
+    /// A changelog, coalesced to the last change per window within a batch.
+    Updates,
+    /// A changelog of every single change, record by record.
+    Changes,
+}
+
+impl EmitMode {
+    /// Parses `final`, `updates` or `changes`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "final" => Ok(Self::Final),
+            "updates" => Ok(Self::Updates),
+            "changes" => Ok(Self::Changes),
+            other => Err(Error::invalid(
+                "emit",
+                format!("unknown emit mode {other:?}; expected final, updates or changes"),
+            )),
+        }
+    }
+
+    /// The mode's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Final => "final",
+            Self::Updates => "updates",
+            Self::Changes => "changes",
+        }
+    }
+}
+
+/// One output row: a window, its aggregate state, and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Encoded key.
+    pub key: Vec<u8>,
+    /// Window start.
+    pub start: i64,
+    /// Window end.
+    pub end: i64,
+    /// The window's extra output time (sliding windows' `window_time`), or the end.
+    pub time: i64,
+    /// Aggregate state (for a delete: the state the window had).
+    pub state: Vec<u8>,
+    /// `true` for a delete, `false` for an upsert (or a final row).
+    pub delete: bool,
+}
+
+type Window = (Vec<u8>, i64, i64);
+
+/// The changes of one batch, in the order they happened.
+#[derive(Debug)]
+pub struct Changelog {
+    mode: EmitMode,
+    changes: Vec<Option<Change>>,
+    last: HashMap<Window, (usize, bool)>,
+}
+
+impl Changelog {
+    /// An empty changelog for `mode` (`updates` or `changes`).
+    pub fn new(mode: EmitMode) -> Self {
+        Self {
+            mode,
+            changes: Vec::new(),
+            last: HashMap::new(),
+        }
+    }
+
+    /// Records a change. `created` says that the window did not exist before this change.
+    pub fn push(&mut self, change: Change, created: bool) {
+        if self.mode != EmitMode::Updates {
+            self.changes.push(Some(change));
+            return;
+        }
+        let window = (change.key.clone(), change.start, change.end);
+        let delete = change.delete;
+        let created_in_batch = match self.last.get(&window) {
+            Some(&(at, created_before)) => {
+                self.changes[at] = None;
+                created_before
+            }
+            None => created && !delete,
+        };
+        if delete && created_in_batch {
+            // Created and deleted within the batch: nobody downstream has seen it.
+            self.last.remove(&window);
+            return;
+        }
+        self.last.insert(window, (self.changes.len(), created_in_batch));
+        self.changes.push(Some(change));
+    }
+
+    /// The batch's changes, in order (coalesced in `updates` mode); empties the log.
+    pub fn take(&mut self) -> Vec<Change> {
+        self.last.clear();
+        self.changes.drain(..).flatten().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(start: i64, end: i64, state: u8, delete: bool) -> Change {
+        Change {
+            key: b"k".to_vec(),
+            start,
+            end,
+            time: end,
+            state: vec![state],
+            delete,
+        }
+    }
+
+    #[test]
+    fn updates_keep_the_last_change_per_window_and_elide_short_lived_windows() {
+        let mut log = Changelog::new(EmitMode::Updates);
+        log.push(change(0, 0, 1, false), true);
+        log.push(change(0, 0, 1, true), false);
+        log.push(change(0, 5, 2, false), true);
+        log.push(change(9, 9, 1, true), false); // existed before the batch: kept
+        log.push(change(0, 5, 3, false), false);
+        let got = log.take();
+        assert_eq!(got, vec![change(9, 9, 1, true), change(0, 5, 3, false)]);
+        assert!(log.take().is_empty());
+    }
+
+    #[test]
+    fn changes_keep_everything() {
+        let mut log = Changelog::new(EmitMode::Changes);
+        log.push(change(0, 0, 1, false), true);
+        log.push(change(0, 0, 1, true), false);
+        assert_eq!(log.take().len(), 2);
+        assert!(EmitMode::parse("eventually").is_err());
+    }
+}

@@ -1,0 +1,199 @@
+//! The time column: read as `i64` ticks, written back in the column's own type.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{Array, ArrayRef, Int64Array, PrimitiveArray, RecordBatch};
+use arrow_schema::{DataType, Schema, TimeUnit};
+
+use super::column_index;
+use crate::{Error, Result};
+
+/// The time column of the input and the unit of its ticks.
+#[derive(Debug, Clone)]
+pub struct TimeColumn {
+    index: usize,
+    name: String,
+    data_type: DataType,
+    unit: TimeUnit,
+}
+
+/// The times of one batch.
+#[derive(Debug)]
+pub struct BatchTimes {
+    /// Ticks per row (unspecified where `valid` is false).
+    pub ticks: Vec<i64>,
+    /// Per row: `Some(reason)` when the time cannot be used.
+    pub invalid: Vec<Option<TimeProblem>>,
+}
+
+/// Why a row's time cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeProblem {
+    /// The time is null.
+    Null,
+    /// The time does not fit an `i64` tick count.
+    Overflow,
+}
+
+impl TimeColumn {
+    /// Binds column `name`; `unit` is the tick of an integer column (default milliseconds).
+    pub fn try_new(name: &str, unit: Option<TimeUnit>, schema: &Schema) -> Result<Self> {
+        let index = column_index(schema, name)?;
+        let data_type = schema.field(index).data_type().clone();
+        let unit = match &data_type {
+            DataType::Timestamp(u, _) => *u,
+            t if t.is_integer() => unit.unwrap_or(TimeUnit::Millisecond),
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                return Err(Error::schema(
+                    name,
+                    format!(
+                        "type {data_type} is a string; parse it into a timestamp first \
+                         (time columns are timestamps or integer epoch ticks)"
+                    ),
+                ))
+            }
+            other => {
+                return Err(Error::schema(
+                    name,
+                    format!(
+                        "type {other} cannot be a time column; use a timestamp of any unit or \
+                         integer epoch ticks (milliseconds unless time_unit says otherwise)"
+                    ),
+                ))
+            }
+        };
+        Ok(Self {
+            index,
+            name: name.to_string(),
+            data_type,
+            unit,
+        })
+    }
+
+    /// The unit of a tick.
+    pub fn unit(&self) -> TimeUnit {
+        self.unit
+    }
+
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The column's type (the type of `session_start`/`session_end` in the output).
+    pub fn data_type(&self) -> &DataType {
+        &self.data_type
+    }
+
+    /// Reads the times of `batch`.
+    pub fn read(&self, batch: &RecordBatch) -> BatchTimes {
+        let column = batch.column(self.index);
+        let n = column.len();
+        let mut invalid = vec![None; n];
+        let ticks: Vec<i64> = match column.data_type() {
+            DataType::UInt64 => {
+                let a = column.as_primitive::<UInt64Type>();
+                a.values()
+                    .iter()
+                    .enumerate()
+                    .map(|(row, &v)| {
+                        i64::try_from(v).unwrap_or_else(|_| {
+                            invalid[row] = Some(TimeProblem::Overflow);
+                            0
+                        })
+                    })
+                    .collect()
+            }
+            _ => match arrow_cast::cast(column, &DataType::Int64) {
+                Ok(a) => a.as_primitive::<Int64Type>().values().to_vec(),
+                // Every accepted type casts to Int64; a failure here would be an arrow bug.
+                Err(_) => vec![0; n],
+            },
+        };
+        if let Some(nulls) = column.logical_nulls() {
+            for (row, valid) in nulls.iter().enumerate() {
+                if !valid {
+                    invalid[row] = Some(TimeProblem::Null);
+                }
+            }
+        }
+        BatchTimes { ticks, invalid }
+    }
+
+    /// An array of the column's type holding `ticks`.
+    pub fn to_array(&self, ticks: Vec<i64>) -> ArrayRef {
+        match &self.data_type {
+            DataType::Timestamp(unit, tz) => {
+                let tz = tz.clone();
+                match unit {
+                    TimeUnit::Second => Arc::new(
+                        PrimitiveArray::<TimestampSecondType>::from(ticks).with_timezone_opt(tz),
+                    ),
+                    TimeUnit::Millisecond => Arc::new(
+                        PrimitiveArray::<TimestampMillisecondType>::from(ticks)
+                            .with_timezone_opt(tz),
+                    ),
+                    TimeUnit::Microsecond => Arc::new(
+                        PrimitiveArray::<TimestampMicrosecondType>::from(ticks)
+                            .with_timezone_opt(tz),
+                    ),
+                    TimeUnit::Nanosecond => Arc::new(
+                        PrimitiveArray::<TimestampNanosecondType>::from(ticks)
+                            .with_timezone_opt(tz),
+                    ),
+                }
+            }
+            DataType::Int64 => Arc::new(Int64Array::from(ticks)),
+            // Narrower integers: every tick came from the column, so it fits its type again.
+            other => arrow_cast::cast(&Int64Array::from(ticks), other)
+                .unwrap_or_else(|_| Arc::new(Int64Array::from(Vec::<i64>::new()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Int32Array, StringArray, TimestampMicrosecondArray, UInt64Array};
+    use arrow_schema::Field;
+
+    fn one(col: ArrayRef) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("ts", col.data_type().clone(), true)]));
+        RecordBatch::try_new(schema, vec![col]).unwrap()
+    }
+
+    #[test]
+    fn timestamps_keep_unit_and_zone() {
+        let col: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![Some(5), None]).with_timezone("Europe/Paris"),
+        );
+        let b = one(col);
+        let t = TimeColumn::try_new("ts", None, &b.schema()).unwrap();
+        assert_eq!(t.unit(), TimeUnit::Microsecond);
+        let read = t.read(&b);
+        assert_eq!(read.ticks[0], 5);
+        assert_eq!(read.invalid, vec![None, Some(TimeProblem::Null)]);
+        assert_eq!(t.to_array(vec![7]).data_type(), b.schema().field(0).data_type());
+    }
+
+    #[test]
+    fn integers_are_ticks_in_the_given_unit() {
+        let b = one(Arc::new(Int32Array::from(vec![1, 2])));
+        let t = TimeColumn::try_new("ts", Some(TimeUnit::Second), &b.schema()).unwrap();
+        assert_eq!(t.unit(), TimeUnit::Second);
+        assert_eq!(t.read(&b).ticks, vec![1, 2]);
+        assert_eq!(t.to_array(vec![3]).data_type(), &DataType::Int32);
+        let b = one(Arc::new(UInt64Array::from(vec![u64::MAX, 1])));
+        let t = TimeColumn::try_new("ts", None, &b.schema()).unwrap();
+        assert_eq!(t.read(&b).invalid[0], Some(TimeProblem::Overflow));
+    }
+
+    #[test]
+    fn strings_are_refused_with_advice() {
+        let b = one(Arc::new(StringArray::from(vec!["2024-01-01"])));
+        let err = TimeColumn::try_new("ts", None, &b.schema()).unwrap_err();
+        assert!(err.to_string().contains("parse it into a timestamp"), "{err}");
+    }
+}

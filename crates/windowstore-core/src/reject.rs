@@ -1,0 +1,135 @@
+//! Rejected records: why a record was not used, counts per reason, and the rows themselves.
+//!
+//! Nothing is dropped silently: every rejected input row is counted under its reason and kept,
+//! with a `reason` column, until the caller drains it.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::{Error, Result};
+
+/// Why a record was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// It arrived after its window closed.
+    Late,
+    /// Its dynamic gap is null, zero, negative or not a whole number of ticks.
+    InvalidGap,
+    /// A key column is null.
+    NullKey,
+    /// The time is null.
+    NullTime,
+    /// Its time arithmetic (`t + gap`, ...) overflows `i64`.
+    TimeOverflow,
+}
+
+impl Reason {
+    /// Every reason, in the order of their counters.
+    pub const ALL: [Reason; 5] = [
+        Reason::Late,
+        Reason::InvalidGap,
+        Reason::NullKey,
+        Reason::NullTime,
+        Reason::TimeOverflow,
+    ];
+
+    /// The reason's name, as it appears in the `reason` column and in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Late => "late",
+            Reason::InvalidGap => "invalid_gap",
+            Reason::NullKey => "null_key",
+            Reason::NullTime => "null_time",
+            Reason::TimeOverflow => "time_overflow",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Name of the column that carries the reason in rejected output.
+pub const REASON_COLUMN: &str = "reason";
+
+/// Rejected rows of the batches processed so far, and counts per reason.
+#[derive(Debug, Default)]
+pub struct Rejections {
+    counts: [u64; 5],
+    current: Vec<(u32, Reason)>,
+    kept: Vec<RecordBatch>,
+}
+
+impl Rejections {
+    /// Rejects row `row` of the batch being processed.
+    pub fn reject(&mut self, row: usize, reason: Reason) {
+        self.counts[reason.index()] += 1;
+        // Batches are indexed by u32 in arrow's take; rows beyond that cannot occur in one batch
+        // of a supported size, and are clamped rather than panicking.
+        self.current
+            .push((u32::try_from(row).unwrap_or(u32::MAX), reason));
+    }
+
+    /// Copies the rejected rows of `batch` (the batch just processed) aside with their reason.
+    pub fn finish_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        if self.current.is_empty() {
+            return Ok(());
+        }
+        let rows = UInt32Array::from_iter_values(self.current.iter().map(|(r, _)| *r));
+        let reasons: ArrayRef = Arc::new(StringArray::from_iter_values(
+            self.current.iter().map(|(_, reason)| reason.as_str()),
+        ));
+        let mut columns = arrow_select::take::take_arrays(batch.columns(), &rows, None)
+            .map_err(|e| Error::Capacity(format!("copying rejected rows: {e}")))?;
+        columns.push(reasons);
+        let rejected = RecordBatch::try_new(rejected_schema(&batch.schema()), columns)
+            .map_err(|e| Error::Capacity(format!("copying rejected rows: {e}")))?;
+        self.kept.push(rejected);
+        self.current.clear();
+        Ok(())
+    }
+
+    /// Forgets the current batch's rejections (the batch failed as a whole and changed nothing).
+    pub fn abandon_batch(&mut self) {
+        for (_, reason) in self.current.drain(..) {
+            self.counts[reason.index()] -= 1;
+        }
+    }
+
+    /// Takes every rejected row kept so far, as one batch of `input` columns plus `reason`.
+    pub fn drain(&mut self, input: &SchemaRef) -> Result<RecordBatch> {
+        let schema = rejected_schema(input);
+        let kept = std::mem::take(&mut self.kept);
+        arrow_select::concat::concat_batches(&schema, &kept)
+            .map_err(|e| Error::Capacity(format!("collecting rejected rows: {e}")))
+    }
+
+    /// Rows counted under `reason` so far (drained or not).
+    pub fn count(&self, reason: Reason) -> u64 {
+        self.counts[reason.index()]
+    }
+
+    /// All rows rejected so far.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Sets the counters (restoring a snapshot).
+    pub fn set_count(&mut self, reason: Reason, count: u64) {
+        self.counts[reason.index()] = count;
+    }
+}
+
+/// The schema of rejected rows: the input's columns, then `reason` (a string).
+pub fn rejected_schema(input: &Schema) -> SchemaRef {
+    let mut fields: Vec<Arc<Field>> = input.fields().iter().cloned().collect();
+    let name = if input.field_with_name(REASON_COLUMN).is_ok() {
+        "windowstore_reason"
+    } else {
+        REASON_COLUMN
+    };
+    fields.push(Arc::new(Field::new(name, DataType::Utf8, false)));
+    Arc::new(Schema::new(fields))
+}

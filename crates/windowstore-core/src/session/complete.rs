@@ -1,0 +1,242 @@
+//! Complete-data session windows: bounded input, no lateness, no store.
+//!
+//! Records are grouped by key (a dense id per key in order of first appearance, then a stable
+//! counting sort, so time-ordered input needs no further sorting; only key groups that are out of
+//! time order get sorted by time and row), then one pass cuts each group into sessions wherever
+//! a record starts after the running reach `max(t + g)`. Aggregates are computed column by
+//! column over the resulting runs. The sessions equal what the streaming processor gives for
+//! the same records in time order.
+
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow_schema::SchemaRef;
+use hashbrown::HashMap;
+
+use super::spec::{GapSpec, OnInvalid};
+use crate::agg::{AggSpec, Aggregator};
+use crate::input::time::TimeProblem;
+use crate::input::{BoundInput, InputSpec};
+use crate::output::{Layout, OutputBuilder};
+use crate::reject::{Reason, Rejections};
+use crate::{Error, Result};
+
+/// Sessions of bounded input, and the rows that could not be used.
+#[derive(Debug)]
+pub struct CompleteSessions {
+    /// One row per session: keys, `session_start`, `session_end`, aggregates.
+    pub windows: RecordBatch,
+    /// Rejected input rows with their `reason` (empty under `on_invalid="error"`).
+    pub rejected: RecordBatch,
+    /// Dynamic gaps clamped to `max_gap`.
+    pub gap_clamped: u64,
+}
+
+/// Session windows of `batches` (all of `schema`) in one pass after a sort by key and time.
+pub fn session_windows(
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    input: InputSpec,
+    gap: GapSpec,
+    aggs: Vec<AggSpec>,
+    on_invalid: OnInvalid,
+) -> Result<CompleteSessions> {
+    let input = InputSpec {
+        gap: match &gap {
+            GapSpec::Column { column, .. } => Some(column.clone()),
+            GapSpec::Fixed(_) => None,
+        },
+        ..input
+    };
+    let bound = BoundInput::try_new(&input, schema.clone())?;
+    let unit = bound.time.unit();
+    let (fixed_gap, max_gap) = match &gap {
+        GapSpec::Fixed(g) => {
+            let g = g.to_ticks(unit, "gap")?;
+            (Some(g), g)
+        }
+        GapSpec::Column { max_gap, .. } => (None, max_gap.to_ticks(unit, "max_gap")?),
+    };
+    if max_gap <= 0 {
+        let name = if fixed_gap.is_some() { "gap" } else { "max_gap" };
+        return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
+    }
+    let aggregator = Aggregator::try_new(aggs, &schema)?;
+    let layout = Layout {
+        start: "session_start",
+        end: "session_end",
+        time: None,
+        op: false,
+    };
+    let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
+    for b in batches {
+        bound.check(b)?;
+    }
+    let batch = match batches {
+        [one] => one.clone(),
+        many => arrow_select::concat::concat_batches(&schema, many)
+            .map_err(|e| Error::Capacity(format!("concatenating the input: {e}")))?,
+    };
+    let n = batch.num_rows();
+    if u32::try_from(n).is_err() {
+        return Err(Error::Capacity(format!(
+            "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
+        )));
+    }
+
+    let keys = bound.keys.encode(&batch)?;
+    let times = bound.time.read(&batch);
+    let gaps = bound.gap.as_ref().map(|g| g.read(&batch));
+    let mut rejections = Rejections::default();
+    let mut record_gap = vec![0i64; n];
+    let mut gap_clamped = 0u64;
+    let mut valid = vec![true; n];
+    for row in 0..n {
+        let reason = if keys.null[row] {
+            Some(Reason::NullKey)
+        } else if let Some(p) = times.invalid[row] {
+            Some(match p {
+                TimeProblem::Null => Reason::NullTime,
+                TimeProblem::Overflow => Reason::TimeOverflow,
+            })
+        } else {
+            let g = match (fixed_gap, &gaps) {
+                (Some(g), _) => Some(g),
+                (None, Some(gaps)) => match gaps[row] {
+                    Some(g) if g > max_gap => {
+                        gap_clamped += 1;
+                        Some(max_gap)
+                    }
+                    Some(g) if g > 0 => Some(g),
+                    _ => None,
+                },
+                (None, None) => None,
+            };
+            match g {
+                None => Some(Reason::InvalidGap),
+                Some(g) if times.ticks[row].checked_add(g).is_none() => Some(Reason::TimeOverflow),
+                Some(g) => {
+                    record_gap[row] = g;
+                    None
+                }
+            }
+        };
+        if let Some(reason) = reason {
+            if on_invalid == OnInvalid::Error {
+                return Err(Error::InvalidRecord {
+                    row,
+                    reason: reason.as_str().to_string(),
+                });
+            }
+            valid[row] = false;
+            rejections.reject(row, reason);
+        }
+    }
+    rejections.finish_batch(&batch)?;
+
+    let (order, runs) = group_by_key_then_time(&keys.rows, &valid, &times.ticks);
+    // Cut each key group into sessions: a record after the running reach starts a new one.
+    let t = &times.ticks;
+    let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
+    offsets.push(0usize);
+    for group in runs.windows(2) {
+        let (lo, hi) = (group[0], group[1]);
+        let mut reach = i64::MIN;
+        for (i, &row) in order.iter().enumerate().take(hi).skip(lo) {
+            let row = row as usize;
+            if i > lo && t[row] > reach {
+                offsets.push(i);
+                reach = i64::MIN;
+            }
+            reach = reach.max(t[row] + record_gap[row]);
+        }
+        if hi > lo {
+            offsets.push(hi);
+        }
+    }
+    let windows = offsets.len() - 1;
+    let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
+    let mut columns: Vec<ArrayRef> = bound
+        .keys
+        .columns()
+        .iter()
+        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
+    columns.push(
+        bound
+            .time
+            .to_array(firsts.values().iter().map(|&r| t[r as usize]).collect()),
+    );
+    columns.push(
+        bound.time.to_array(
+            offsets[1..]
+                .iter()
+                .map(|&end| t[order[end - 1] as usize])
+                .collect(),
+        ),
+    );
+    columns.extend(aggregator.aggregate_runs(&batch, t, &order, &offsets)?);
+    let windows = RecordBatch::try_new(output.schema().clone(), columns)
+        .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
+    Ok(CompleteSessions {
+        windows,
+        rejected: rejections.drain(&schema)?,
+        gap_clamped,
+    })
+}
+
+/// Valid rows grouped by key (groups in order of first appearance), each group in (time, row)
+/// order; returns the rows and the group boundaries (`runs[g]..runs[g + 1]`).
+fn group_by_key_then_time(
+    keys: &arrow_row::Rows,
+    valid: &[bool],
+    times: &[i64],
+) -> (Vec<u32>, Vec<usize>) {
+    let n = valid.len();
+    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut row_id = vec![u32::MAX; n];
+    let mut sizes: Vec<usize> = Vec::new();
+    for row in 0..n {
+        if !valid[row] {
+            continue;
+        }
+        let next = ids.len() as u32;
+        let id = *ids.entry(keys.row(row).data()).or_insert(next);
+        if id == next {
+            sizes.push(0);
+        }
+        sizes[id as usize] += 1;
+        row_id[row] = id;
+    }
+    let mut runs = Vec::with_capacity(sizes.len() + 1);
+    let mut at = 0usize;
+    runs.push(0);
+    let mut next_slot: Vec<usize> = sizes
+        .iter()
+        .map(|&s| {
+            let start = at;
+            at += s;
+            runs.push(at);
+            start
+        })
+        .collect();
+    let mut order = vec![0u32; at];
+    for (row, &id) in row_id.iter().enumerate() {
+        if id != u32::MAX {
+            let slot = &mut next_slot[id as usize];
+            order[*slot] = row as u32;
+            *slot += 1;
+        }
+    }
+    for group in runs.windows(2) {
+        let rows = &mut order[group[0]..group[1]];
+        if rows.windows(2).any(|w| times[w[0] as usize] > times[w[1] as usize]) {
+            rows.sort_unstable_by_key(|&r| (times[r as usize], r));
+        }
+    }
+    (order, runs)
+}
+
+/// The schema of rejected rows for an input schema (input columns plus `reason`).
+pub fn rejected_schema(input: &SchemaRef) -> SchemaRef {
+    crate::reject::rejected_schema(input)
+}

@@ -1,0 +1,564 @@
+//! The streaming session processor: records one by one, in batch order, against the store.
+//!
+//! Each stored session's value is its reach (`max(t + gap)`, 8 bytes little-endian) followed by
+//! its aggregate state. Per record (SEMANTICS.md section 2, streaming):
+//!
+//! 1. stream time becomes `max(stream time, t)`;
+//! 2. the candidates are the key's sessions whose coverage `[start, reach]` meets `[t, t + g]`
+//!    (one hop suffices: the covered sessions' union with `[t, t + g]` is one interval);
+//! 3. the record is late if the merged session would be closed (`reach + grace < stream time`)
+//!    or if it touches a closed session still in the store;
+//! 4. otherwise the candidates are removed and the merged session is put, with Kafka's
+//!    forwarding rule in `changes` mode (no delete when the merged window is `[t, t]`).
+//!
+//! `final` emits a session once it closes: at the end of each batch, and before any put that
+//! would drop segments (every session expiry drops is closed by then, so none is lost).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+
+use super::spec::{OnInvalid, Resolved, SessionSpec};
+use crate::agg::{AggSpec, Aggregator};
+use crate::emit::{Change, Changelog, EmitMode};
+use crate::input::time::TimeProblem;
+use crate::input::{BoundInput, InputSpec};
+use crate::output::{Layout, OutputBuilder};
+use crate::reject::{Reason, Rejections};
+use crate::state;
+use crate::store::session_store::PutOutcome;
+use crate::store::snapshot;
+use crate::{Error, Result, SessionStore};
+
+const LAYOUT: Layout = Layout {
+    start: "session_start",
+    end: "session_end",
+    time: None,
+    op: false,
+};
+
+/// Counters of a processor, beyond the rejections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Input records seen.
+    pub records: u64,
+    /// Records aggregated into a session.
+    pub accepted: u64,
+    /// Dynamic gaps clamped to `max_gap`.
+    pub gap_clamped: u64,
+    /// Output rows emitted (final windows, or changelog rows).
+    pub emitted: u64,
+}
+
+/// Everything that exists once the input schema is known.
+#[derive(Debug)]
+struct Bound {
+    input: BoundInput,
+    aggs: Aggregator,
+    output: OutputBuilder,
+    store: SessionStore,
+    ticks: Resolved,
+}
+
+/// A session window processor over a stream of Arrow record batches.
+#[derive(Debug)]
+pub struct SessionProcessor {
+    spec: SessionSpec,
+    input: InputSpec,
+    agg_specs: Vec<AggSpec>,
+    bound: Option<Bound>,
+    stream_time: Option<i64>,
+    /// Every session with `reach < emitted_below` has been emitted (final mode).
+    emitted_below: i64,
+    seq: u64,
+    rejections: Rejections,
+    counters: Counters,
+    flushed: bool,
+    failed: Option<String>,
+}
+
+/// A candidate session for a record: its window, reach, and where its state lies in scratch.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    start: i64,
+    end: i64,
+    reach: i64,
+    state: (usize, usize),
+}
+
+impl SessionProcessor {
+    /// A processor for `spec` over input columns `input`, computing `aggs`.
+    pub fn new(spec: SessionSpec, input: InputSpec, aggs: Vec<AggSpec>) -> Result<Self> {
+        spec.validate()?;
+        let input = InputSpec {
+            gap: spec.gap_column().map(str::to_string),
+            ..input
+        };
+        Ok(Self {
+            spec,
+            input,
+            agg_specs: aggs,
+            bound: None,
+            stream_time: None,
+            emitted_below: i64::MIN,
+            seq: 0,
+            rejections: Rejections::default(),
+            counters: Counters::default(),
+            flushed: false,
+            failed: None,
+        })
+    }
+
+    /// Binds the processor to an input schema now (the first batch does it otherwise).
+    pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
+        if self.bound.is_some() {
+            return Ok(());
+        }
+        let input = BoundInput::try_new(&self.input, schema.clone())?;
+        let ticks = self.spec.resolve(input.time.unit())?;
+        let aggs = Aggregator::try_new(self.agg_specs.clone(), &schema)?;
+        let layout = Layout {
+            op: self.spec.emit != EmitMode::Final,
+            ..LAYOUT
+        };
+        let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
+        // The store keeps `end >= store time - retention`, which is what the contract asks.
+        let store = SessionStore::new(ticks.retention.saturating_add(1), None)?;
+        self.bound = Some(Bound {
+            input,
+            aggs,
+            output,
+            store,
+            ticks,
+        });
+        Ok(())
+    }
+
+    /// The output schema, once bound.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.output.schema().clone())
+    }
+
+    /// The input schema, once bound.
+    pub fn input_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.input.schema().clone())
+    }
+
+    /// Stream time: the largest record time looked at.
+    pub fn stream_time(&self) -> Option<i64> {
+        self.stream_time
+    }
+
+    /// The processor's counters.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Rejected records counted under `reason`.
+    pub fn rejected_count(&self, reason: Reason) -> u64 {
+        self.rejections.count(reason)
+    }
+
+    /// Metrics of the underlying store, once bound.
+    pub fn store_metrics(&self) -> Option<crate::StoreMetrics> {
+        self.bound.as_ref().map(|b| b.store.metrics())
+    }
+
+    /// Processes one batch, record by record in row order; returns the batch's output.
+    pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        self.check_usable()?;
+        self.bind(batch.schema())?;
+        let result = self.process_bound(batch);
+        if let Err(Error::SessionOverflow { .. }) = &result {
+            self.failed = Some(format!("{:?}", result.as_ref().err()));
+        }
+        result
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(Error::invalid(
+                "process",
+                format!("the processor failed earlier and holds a partial batch ({why}); restore a snapshot"),
+            ));
+        }
+        if self.flushed {
+            return Err(Error::invalid(
+                "process",
+                "the processor was flushed (end of input); create a new one for more input",
+            ));
+        }
+        Ok(())
+    }
+
+    fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let bound = self.bound.as_mut().expect("bound above");
+        bound.input.check(batch)?;
+        let n = batch.num_rows();
+        let keys = bound.input.keys.encode(batch)?;
+        let times = bound.input.time.read(batch);
+        let gaps = bound.input.gap.as_ref().map(|g| g.read(batch));
+        let ticks = bound.ticks;
+
+        // Validate every record first: under on_invalid="error" a bad record fails the call
+        // before any state changes.
+        let mut record_gap = vec![0i64; n];
+        let mut invalid: Vec<Option<Reason>> = vec![None; n];
+        let mut clamped = 0u64;
+        for row in 0..n {
+            invalid[row] = if keys.null[row] {
+                Some(Reason::NullKey)
+            } else if let Some(problem) = times.invalid[row] {
+                Some(match problem {
+                    TimeProblem::Null => Reason::NullTime,
+                    TimeProblem::Overflow => Reason::TimeOverflow,
+                })
+            } else {
+                let g = match (&gaps, ticks.fixed_gap) {
+                    (_, Some(g)) => Some(g),
+                    (Some(gaps), None) => match gaps[row] {
+                        Some(g) if g > ticks.max_gap => {
+                            clamped += 1;
+                            Some(ticks.max_gap)
+                        }
+                        Some(g) if g > 0 => Some(g),
+                        _ => None,
+                    },
+                    (None, None) => None,
+                };
+                match g {
+                    None => Some(Reason::InvalidGap),
+                    Some(g) if times.ticks[row].checked_add(g).is_none() => {
+                        Some(Reason::TimeOverflow)
+                    }
+                    Some(g) => {
+                        record_gap[row] = g;
+                        None
+                    }
+                }
+            };
+            if self.spec.on_invalid == OnInvalid::Error {
+                if let Some(reason) = invalid[row] {
+                    return Err(Error::InvalidRecord {
+                        row,
+                        reason: reason.as_str().to_string(),
+                    });
+                }
+            }
+        }
+
+        let mode = self.spec.emit;
+        let mut changelog = Changelog::new(mode);
+        let mut finals: Vec<Change> = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut scratch: Vec<u8> = Vec::new();
+        let (mut acc, mut merged, mut value) = (Vec::new(), Vec::new(), Vec::new());
+
+        for row in 0..n {
+            let seq = self.seq;
+            self.seq += 1;
+            self.counters.records += 1;
+            if let Some(reason) = invalid[row] {
+                self.rejections.reject(row, reason);
+                continue;
+            }
+            let key = keys.rows.row(row);
+            let key = key.as_ref();
+            let t = times.ticks[row];
+            let reach_rec = t + record_gap[row];
+            let st = self.stream_time.map_or(t, |s| s.max(t));
+            self.stream_time = Some(st);
+            let close = st.saturating_sub(ticks.grace);
+
+            candidates.clear();
+            scratch.clear();
+            for s in bound
+                .store
+                .find_sessions(key, t.saturating_sub(ticks.max_gap), reach_rec)
+            {
+                let (reach, agg_state) = state::split(s.value);
+                if reach >= t {
+                    let at = scratch.len();
+                    scratch.extend_from_slice(agg_state);
+                    candidates.push(Candidate {
+                        start: s.start,
+                        end: s.end,
+                        reach,
+                        state: (at, scratch.len()),
+                    });
+                }
+            }
+            let (mut m_start, mut m_end, mut m_reach) = (t, t, reach_rec);
+            let mut touches_closed = false;
+            for c in &candidates {
+                m_start = m_start.min(c.start);
+                m_end = m_end.max(c.end);
+                m_reach = m_reach.max(c.reach);
+                touches_closed |= c.reach < close;
+            }
+            if touches_closed || m_reach < close {
+                self.rejections.reject(row, Reason::Late);
+                continue;
+            }
+
+            acc.clear();
+            bound.aggs.encode_row(batch, row, t, seq, &mut acc);
+            for c in &candidates {
+                merged.clear();
+                if let Err(e) = bound
+                    .aggs
+                    .merge(&acc, &scratch[c.state.0..c.state.1], &mut merged)
+                {
+                    return Err(with_window(e, &bound.input.keys.render(key), m_start, m_end));
+                }
+                std::mem::swap(&mut acc, &mut merged);
+            }
+
+            // Kafka removes (and forwards a delete for) every merged session unless the merged
+            // window is the record's own [t, t], which it overwrites in place.
+            if (m_start, m_end) != (t, t) {
+                for c in &candidates {
+                    bound.store.remove(key, c.start, c.end);
+                    if mode != EmitMode::Final {
+                        changelog.push(
+                            Change {
+                                key: key.to_vec(),
+                                start: c.start,
+                                end: c.end,
+                                time: c.end,
+                                state: scratch[c.state.0..c.state.1].to_vec(),
+                                delete: true,
+                            },
+                            false,
+                        );
+                    }
+                }
+            }
+            if mode == EmitMode::Final && bound.store.put_would_drop_segments(m_end) {
+                self.emitted_below =
+                    emit_closed(&bound.store, ticks, self.emitted_below, close, &mut finals);
+            }
+            value.clear();
+            state::join(m_reach, &acc, &mut value);
+            match bound.store.put(key, m_start, m_end, &value)? {
+                PutOutcome::Expired => {
+                    // Unreachable while retention >= max gap + grace (checked when binding);
+                    // kept as a rejection so that a record can never vanish.
+                    self.rejections.reject(row, Reason::Late);
+                    continue;
+                }
+                outcome => {
+                    self.counters.accepted += 1;
+                    if mode != EmitMode::Final {
+                        changelog.push(
+                            Change {
+                                key: key.to_vec(),
+                                start: m_start,
+                                end: m_end,
+                                time: m_end,
+                                state: acc.clone(),
+                                delete: false,
+                            },
+                            outcome == PutOutcome::Inserted,
+                        );
+                    }
+                }
+            }
+        }
+        self.counters.gap_clamped += clamped;
+        self.rejections.finish_batch(batch)?;
+
+        let rows = if mode == EmitMode::Final {
+            if let Some(st) = self.stream_time {
+                let close = st.saturating_sub(ticks.grace);
+                self.emitted_below =
+                    emit_closed(&bound.store, ticks, self.emitted_below, close, &mut finals);
+            }
+            finals
+        } else {
+            changelog.take()
+        };
+        self.counters.emitted += rows.len() as u64;
+        bound
+            .output
+            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
+    }
+
+    /// End of input: in `final` mode emits every session not emitted yet. The processor takes
+    /// no more input afterwards.
+    pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
+        self.check_usable()?;
+        self.flushed = true;
+        let Some(bound) = self.bound.as_ref() else {
+            return Ok(None);
+        };
+        let mut rows = Vec::new();
+        if self.spec.emit == EmitMode::Final {
+            let lo = self.emitted_below.saturating_sub(bound.ticks.max_gap);
+            for s in bound.store.held_sessions_by_end(lo, i64::MAX) {
+                let (reach, agg_state) = state::split(s.session.value);
+                if reach >= self.emitted_below {
+                    rows.push(final_change(s.key, s.session.start, s.session.end, agg_state));
+                }
+            }
+            self.emitted_below = i64::MAX;
+        }
+        self.counters.emitted += rows.len() as u64;
+        bound
+            .output
+            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
+            .map(Some)
+    }
+
+    /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
+    pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
+        match &self.bound {
+            Some(b) => self.rejections.drain(b.input.schema()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes the processor's whole state to `path` atomically (see `store::snapshot`).
+    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
+        let mut meta = HashMap::new();
+        crate::session::snapshot_meta::write(self, &mut meta);
+        let empty;
+        let store = match &self.bound {
+            Some(b) => &b.store,
+            None => {
+                empty = SessionStore::new(1, None)?;
+                &empty
+            }
+        };
+        snapshot::write(store, path.as_ref(), &meta)
+    }
+
+    /// Restores a processor written by [`SessionProcessor::snapshot`].
+    pub fn restore(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let (store, meta) = snapshot::read(path)?;
+        crate::session::snapshot_meta::read(path, store, meta)
+    }
+
+    pub(crate) fn parts(&self) -> Parts<'_> {
+        Parts {
+            spec: &self.spec,
+            input: &self.input,
+            aggs: &self.agg_specs,
+            schema: self.bound.as_ref().map(|b| b.input.schema().as_ref()),
+            stream_time: self.stream_time,
+            emitted_below: self.emitted_below,
+            seq: self.seq,
+            counters: self.counters,
+            rejections: &self.rejections,
+            flushed: self.flushed,
+        }
+    }
+
+    pub(crate) fn from_parts(
+        spec: SessionSpec,
+        input: InputSpec,
+        aggs: Vec<AggSpec>,
+        schema: Option<SchemaRef>,
+        store: SessionStore,
+        state: RestoredState,
+    ) -> Result<Self> {
+        let mut p = Self::new(spec, input, aggs)?;
+        if let Some(schema) = schema {
+            p.bind(schema)?;
+            let bound = p.bound.as_mut().expect("bound just now");
+            if store.retention() != bound.store.retention() {
+                return Err(Error::invalid(
+                    "retention",
+                    "the snapshot's store retention does not match its parameters",
+                ));
+            }
+            bound.store = store;
+        }
+        p.stream_time = state.stream_time;
+        p.emitted_below = state.emitted_below;
+        p.seq = state.seq;
+        p.counters = state.counters;
+        p.flushed = state.flushed;
+        for (reason, count) in state.rejected {
+            p.rejections.set_count(reason, count);
+        }
+        Ok(p)
+    }
+}
+
+/// A processor's state, borrowed for a snapshot.
+#[derive(Debug)]
+pub(crate) struct Parts<'a> {
+    pub spec: &'a SessionSpec,
+    pub input: &'a InputSpec,
+    pub aggs: &'a [AggSpec],
+    pub schema: Option<&'a Schema>,
+    pub stream_time: Option<i64>,
+    pub emitted_below: i64,
+    pub seq: u64,
+    pub counters: Counters,
+    pub rejections: &'a Rejections,
+    pub flushed: bool,
+}
+
+/// The scalar state a snapshot restores.
+#[derive(Debug)]
+pub(crate) struct RestoredState {
+    pub stream_time: Option<i64>,
+    pub emitted_below: i64,
+    pub seq: u64,
+    pub counters: Counters,
+    pub flushed: bool,
+    pub rejected: Vec<(Reason, u64)>,
+}
+
+/// Emits sessions with `emitted_below <= reach < close`; returns the new `emitted_below`.
+fn emit_closed(
+    store: &SessionStore,
+    ticks: Resolved,
+    emitted_below: i64,
+    close: i64,
+    out: &mut Vec<Change>,
+) -> i64 {
+    if close <= emitted_below {
+        return emitted_below;
+    }
+    // reach <= end + max_gap, so ends below `emitted_below - max_gap` cannot qualify.
+    let lo = emitted_below.saturating_sub(ticks.max_gap);
+    for s in store.held_sessions_by_end(lo, close - 1) {
+        let (reach, agg_state) = state::split(s.session.value);
+        if reach >= emitted_below && reach < close {
+            out.push(final_change(s.key, s.session.start, s.session.end, agg_state));
+        }
+    }
+    close
+}
+
+fn final_change(key: &[u8], start: i64, end: i64, agg_state: &[u8]) -> Change {
+    Change {
+        key: key.to_vec(),
+        start,
+        end,
+        time: end,
+        state: agg_state.to_vec(),
+        delete: false,
+    }
+}
+
+fn with_window(err: Error, key: &str, start: i64, end: i64) -> Error {
+    match err {
+        Error::SessionOverflow {
+            column, max_size, ..
+        } => Error::SessionOverflow {
+            key: key.to_string(),
+            start,
+            end,
+            column,
+            max_size,
+        },
+        other => other,
+    }
+}

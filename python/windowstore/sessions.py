@@ -1,0 +1,217 @@
+"""Session windows over Arrow data: a streaming processor and a complete-data function."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Literal, overload
+
+import pyarrow as pa
+
+from windowstore import _core
+from windowstore._durations import DurationLike, to_duration
+from windowstore.agg import Agg
+
+__all__ = ["SessionWindowProcessor", "session_windows"]
+
+Emit = Literal["final", "updates", "changes"]
+OnInvalid = Literal["drop", "error"]
+TimeUnit = Literal["s", "ms", "us", "ns"]
+
+
+def _keys(key: str | Sequence[str]) -> list[str]:
+    if isinstance(key, str):
+        return [key]
+    keys = list(key)
+    if not keys or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"key must be a column name or a non-empty list of names, not {key!r}")
+    return keys
+
+
+def _aggs(aggs: Sequence[Agg]) -> list[tuple[str, str | None, str | None, int | None, str | None]]:
+    out = []
+    for a in aggs:
+        if not isinstance(a, Agg):
+            raise TypeError(f"aggs must be windowstore.agg aggregations, not {a!r}")
+        out.append(a.to_core())
+    return out
+
+
+def _gaps(
+    gap: DurationLike | None, gap_column: str | None, max_gap: DurationLike | None
+) -> tuple[tuple[str, int] | None, str | None, tuple[str, int] | None]:
+    return (
+        None if gap is None else to_duration(gap, "gap"),
+        gap_column,
+        None if max_gap is None else to_duration(max_gap, "max_gap"),
+    )
+
+
+class SessionWindowProcessor:
+    """Session windows over a stream of Arrow batches, record by record (Kafka's semantics).
+
+    Each record at time ``t`` with gap ``g`` covers ``[t, t + g]``; records whose intervals chain
+    share a session, reported as ``[first time, last time]``. A session closes once stream time
+    passes its reach (``max(t + g)``) plus ``grace``; a record that would change a closed session
+    is late and goes to :meth:`rejected`, never silently lost.
+
+    Args:
+        key: Key column name(s): integers, strings, binary, booleans, dates or timestamps.
+        time: The time column: a timestamp of any unit, or integer epoch ticks.
+        gap: A fixed inactivity gap (``"30m"``, ``timedelta``, or int ticks).
+        gap_column: A column of per-record gaps (integer ticks or durations), with ``max_gap``.
+        max_gap: The cap on dynamic gaps; larger ones are clamped and counted.
+        grace: How long after a session's reach late records are still accepted.
+        retention: How long closed sessions are kept to recognise late records (default and
+            minimum: max gap + grace).
+        emit: ``"final"`` (each session once, when it closes), ``"updates"`` (a changelog
+            coalesced per batch, with an ``op`` column) or ``"changes"`` (every change).
+        aggs: Aggregations from :mod:`windowstore.agg`.
+        on_invalid: ``"drop"`` keeps unusable records (null key or time, invalid gap, overflow)
+            on the rejected output; ``"error"`` raises before the batch changes anything.
+        time_unit: The tick of an integer time column (default ``"ms"``).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from windowstore import SessionWindowProcessor, agg
+        >>> p = SessionWindowProcessor(key="user", time="ts", gap=10, grace=0, aggs=[agg.count()])
+        >>> p.process(pa.table({"user": ["a", "a", "a"], "ts": [0, 5, 30]})).to_pylist()
+        [{'user': 'a', 'session_start': 0, 'session_end': 5, 'count': 2}]
+        >>> p.flush().to_pylist()
+        [{'user': 'a', 'session_start': 30, 'session_end': 30, 'count': 1}]
+    """
+
+    def __init__(
+        self,
+        *,
+        key: str | Sequence[str],
+        time: str,
+        gap: DurationLike | None = None,
+        gap_column: str | None = None,
+        max_gap: DurationLike | None = None,
+        grace: DurationLike,
+        retention: DurationLike | None = None,
+        emit: Emit = "final",
+        aggs: Sequence[Agg] = (),
+        on_invalid: OnInvalid = "drop",
+        time_unit: TimeUnit | None = None,
+    ) -> None:
+        g, column, m = _gaps(gap, gap_column, max_gap)
+        self._inner = _core.SessionProcessor(
+            key=_keys(key),
+            time=time,
+            time_unit=time_unit,
+            gap=g,
+            gap_column=column,
+            max_gap=m,
+            grace=to_duration(grace, "grace"),
+            retention=None if retention is None else to_duration(retention, "retention"),
+            emit=emit,
+            aggs=_aggs(aggs),
+            on_invalid=on_invalid,
+        )
+
+    def process(self, data: Any) -> pa.Table:
+        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
+        pyarrow, polars, duckdb), record by record; returns the windows it emits."""
+        return self._inner.process(data)
+
+    def flush(self) -> pa.Table:
+        """Ends the input: in ``final`` mode, returns every session not emitted yet."""
+        out = self._inner.flush()
+        return pa.table({}) if out is None else out
+
+    def rejected(self) -> pa.Table:
+        """Takes the rejected input rows so far, with a ``reason`` column."""
+        out = self._inner.rejected()
+        return pa.table({}) if out is None else out
+
+    def metrics(self) -> dict[str, int | None]:
+        """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes."""
+        return self._inner.metrics()
+
+    def snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Writes the whole state (sessions, stream time, counters) atomically to ``path``."""
+        self._inner.snapshot(path)
+
+    @classmethod
+    def restore(cls, path: str | os.PathLike[str]) -> SessionWindowProcessor:
+        """A processor restored from :meth:`snapshot`; refuses a damaged file whole."""
+        self = cls.__new__(cls)
+        self._inner = _core.SessionProcessor.restore(path)
+        return self
+
+
+@overload
+def session_windows(
+    data: Any,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = ...,
+    gap_column: str | None = ...,
+    max_gap: DurationLike | None = ...,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[False] = ...,
+) -> pa.Table: ...
+
+
+@overload
+def session_windows(
+    data: Any,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = ...,
+    gap_column: str | None = ...,
+    max_gap: DurationLike | None = ...,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[True],
+) -> tuple[pa.Table, pa.Table]: ...
+
+
+def session_windows(
+    data: Any,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = None,
+    gap_column: str | None = None,
+    max_gap: DurationLike | None = None,
+    aggs: Sequence[Agg] = (),
+    on_invalid: OnInvalid = "error",
+    time_unit: TimeUnit | None = None,
+    return_rejected: bool = False,
+) -> pa.Table | tuple[pa.Table, pa.Table]:
+    """Session windows of bounded data in one pass (sort by key and time, no lateness).
+
+    Gives exactly the sessions :class:`SessionWindowProcessor` gives for the same records in time
+    order. Unusable records (null key or time, invalid gap, overflow) raise
+    ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left out, and
+    ``return_rejected=True`` returns them too, with a ``reason`` column.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from windowstore import agg, session_windows
+        >>> t = pa.table({"user": ["a", "a", "b"], "ts": [0, 5, 1], "x": [1, 2, 3]})
+        >>> session_windows(t, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).to_pylist()
+        [{'user': 'a', 'session_start': 0, 'session_end': 5, 'sum_x': 3}, \
+{'user': 'b', 'session_start': 1, 'session_end': 1, 'sum_x': 3}]
+    """
+    g, column, m = _gaps(gap, gap_column, max_gap)
+    windows, rejected, _clamped = _core.session_windows(
+        data,
+        key=_keys(key),
+        time=time,
+        time_unit=time_unit,
+        gap=g,
+        gap_column=column,
+        max_gap=m,
+        aggs=_aggs(aggs),
+        on_invalid=on_invalid,
+    )
+    return (windows, rejected) if return_rejected else windows
