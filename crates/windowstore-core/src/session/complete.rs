@@ -56,7 +56,11 @@ pub fn session_windows(
         GapSpec::Column { max_gap, .. } => (None, max_gap.to_ticks(unit, "max_gap")?),
     };
     if max_gap <= 0 {
-        let name = if fixed_gap.is_some() { "gap" } else { "max_gap" };
+        let name = if fixed_gap.is_some() {
+            "gap"
+        } else {
+            "max_gap"
+        };
         return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
     }
     let aggregator = Aggregator::try_new(aggs, &schema)?;
@@ -229,7 +233,10 @@ fn group_by_key_then_time(
     }
     for group in runs.windows(2) {
         let rows = &mut order[group[0]..group[1]];
-        if rows.windows(2).any(|w| times[w[0] as usize] > times[w[1] as usize]) {
+        if rows
+            .windows(2)
+            .any(|w| times[w[0] as usize] > times[w[1] as usize])
+        {
             rows.sort_unstable_by_key(|&r| (times[r as usize], r));
         }
     }

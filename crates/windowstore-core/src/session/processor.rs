@@ -311,7 +311,12 @@ impl SessionProcessor {
                     .aggs
                     .merge(&acc, &scratch[c.state.0..c.state.1], &mut merged)
                 {
-                    return Err(with_window(e, &bound.input.keys.render(key), m_start, m_end));
+                    return Err(with_window(
+                        e,
+                        &bound.input.keys.render(key),
+                        m_start,
+                        m_end,
+                    ));
                 }
                 std::mem::swap(&mut acc, &mut merged);
             }
@@ -400,7 +405,12 @@ impl SessionProcessor {
             for s in bound.store.held_sessions_by_end(lo, i64::MAX) {
                 let (reach, agg_state) = state::split(s.session.value);
                 if reach >= self.emitted_below {
-                    rows.push(final_change(s.key, s.session.start, s.session.end, agg_state));
+                    rows.push(final_change(
+                        s.key,
+                        s.session.start,
+                        s.session.end,
+                        agg_state,
+                    ));
                 }
             }
             self.emitted_below = i64::MAX;
@@ -531,7 +541,12 @@ fn emit_closed(
     for s in store.held_sessions_by_end(lo, close - 1) {
         let (reach, agg_state) = state::split(s.session.value);
         if reach >= emitted_below && reach < close {
-            out.push(final_change(s.key, s.session.start, s.session.end, agg_state));
+            out.push(final_change(
+                s.key,
+                s.session.start,
+                s.session.end,
+                agg_state,
+            ));
         }
     }
     close

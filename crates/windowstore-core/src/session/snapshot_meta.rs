@@ -2,13 +2,13 @@
 //!
 //! Values are plain strings under `windowstore.session.*`; strings the caller chose (column
 //! names, aliases) are hex-encoded so no separator can collide with them, and the bound input
-//! schema is stored as its Arrow IPC flatbuffer, hex-encoded.
+//! schema is stored as an empty Arrow IPC stream, hex-encoded.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
-use arrow_ipc::convert::{try_schema_from_flatbuffer_bytes, IpcSchemaEncoder};
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
 use arrow_schema::TimeUnit;
 
 use super::processor::{Counters, Parts, RestoredState, SessionProcessor};
@@ -62,10 +62,7 @@ fn agg(spec: &AggSpec) -> String {
         AggFunc::Mean => ("mean", None, None),
         AggFunc::First => ("first", None, None),
         AggFunc::Last => ("last", None, None),
-        AggFunc::Collect {
-            max_size,
-            overflow,
-        } => (
+        AggFunc::Collect { max_size, overflow } => (
             "collect",
             *max_size,
             Some(match overflow {
@@ -127,6 +124,15 @@ fn parse_agg(s: &str) -> Option<AggSpec> {
     })
 }
 
+/// A schema as an empty Arrow IPC stream. Writing to a Vec cannot fail.
+fn schema_bytes(schema: &arrow_schema::Schema) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Ok(mut w) = StreamWriter::try_new(&mut out, schema) {
+        let _ = w.finish();
+    }
+    out
+}
+
 /// Writes `processor`'s own state into `meta`.
 pub(super) fn write(processor: &SessionProcessor, meta: &mut HashMap<String, String>) {
     let p: Parts<'_> = processor.parts();
@@ -167,13 +173,9 @@ pub(super) fn write(processor: &SessionProcessor, meta: &mut HashMap<String, Str
     if let Some(u) = p.input.time_unit {
         put("time_unit", unit_name(u).into());
     }
-    put(
-        "aggs",
-        p.aggs.iter().map(agg).collect::<Vec<_>>().join(";"),
-    );
+    put("aggs", p.aggs.iter().map(agg).collect::<Vec<_>>().join(";"));
     if let Some(schema) = p.schema {
-        let fb = IpcSchemaEncoder::new().schema_to_fb(schema);
-        put("schema", hex(fb.finished_data()));
+        put("schema", hex(&schema_bytes(schema)));
     }
     if let Some(t) = p.stream_time {
         put("stream_time", t.to_string());
@@ -261,9 +263,9 @@ pub(super) fn read(
     let schema = match get("schema") {
         Some(h) => {
             let bytes = unhex(h).ok_or_else(|| bad("schema is malformed"))?;
-            let schema = try_schema_from_flatbuffer_bytes(&bytes)
+            let reader = StreamReader::try_new(bytes.as_slice(), None)
                 .map_err(|e| bad(&format!("schema is unreadable: {e}")))?;
-            Some(Arc::new(schema))
+            Some(reader.schema())
         }
         None => None,
     };

@@ -174,7 +174,10 @@ mod tests {
         assert_eq!(parameter(spec(10, 5, Some(14)).resolve(ms)), "retention");
         assert_eq!(parameter(spec(i64::MAX, 1, None).resolve(ms)), "grace");
         let r = spec(10, 5, None).resolve(ms).unwrap();
-        assert_eq!((r.fixed_gap, r.max_gap, r.grace, r.retention), (Some(10), 10, 5, 15));
+        assert_eq!(
+            (r.fixed_gap, r.max_gap, r.grace, r.retention),
+            (Some(10), 10, 5, 15)
+        );
         assert_eq!(spec(10, 5, Some(100)).resolve(ms).unwrap().retention, 100);
     }
 }
