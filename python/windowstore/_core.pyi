@@ -1,11 +1,11 @@
 """Type stubs of the compiled module ``windowstore._core`` (checked with mypy.stubtest)."""
 
 from os import PathLike
-from typing import Literal, final
+from typing import Any, Literal, final
 
 import pyarrow as pa
 
-__all__ = ["SessionStore", "__version__"]
+__all__ = ["SessionProcessor", "SessionStore", "__version__", "session_windows"]
 
 __version__: str
 
@@ -53,3 +53,47 @@ class SessionStore:
     def snapshot(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
     def restore(path: str | PathLike[str]) -> SessionStore: ...
+
+_Duration = tuple[str, int]
+_Agg = tuple[str, str | None, str | None, int | None, str | None]
+
+@final
+class SessionProcessor:
+    """The streaming session window processor (wrapped by windowstore.SessionWindowProcessor)."""
+
+    def __new__(
+        cls,
+        *,
+        key: list[str],
+        time: str,
+        time_unit: str | None,
+        gap: _Duration | None,
+        gap_column: str | None,
+        max_gap: _Duration | None,
+        grace: _Duration,
+        retention: _Duration | None,
+        emit: str,
+        aggs: list[_Agg],
+        on_invalid: str,
+    ) -> SessionProcessor: ...
+    def process(self, data: Any) -> pa.Table: ...
+    def flush(self) -> pa.Table | None: ...
+    def rejected(self) -> pa.Table | None: ...
+    def metrics(self) -> dict[str, int | None]: ...
+    def snapshot(self, path: str | PathLike[str]) -> None: ...
+    @staticmethod
+    def restore(path: str | PathLike[str]) -> SessionProcessor: ...
+
+def session_windows(
+    data: Any,
+    *,
+    key: list[str],
+    time: str,
+    time_unit: str | None,
+    gap: _Duration | None,
+    gap_column: str | None,
+    max_gap: _Duration | None,
+    aggs: list[_Agg],
+    on_invalid: str,
+) -> tuple[pa.Table, pa.Table, int]:
+    """Complete-data session windows: (windows, rejected rows, gaps clamped)."""

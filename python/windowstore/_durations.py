@@ -76,7 +76,8 @@ def _parse(text: str, parameter: str) -> int:
         if match is None:
             break
         unit = match.group(2).lower()
-        unit = unit[:-1] if unit.endswith("s") and unit[:-1] in _NANOS else unit
+        if unit not in _NANOS and unit.endswith("s") and unit[:-1] in _NANOS:
+            unit = unit[:-1]  # plural names: "minutes", "secs"
         if unit not in _NANOS:
             raise InvalidWindowSpec(
                 f"invalid {parameter}: unknown unit {match.group(2)!r} in {text!r} "

@@ -62,17 +62,17 @@ def count() -> Agg:
     return Agg("count")
 
 
-def sum(column: str) -> Agg:  # noqa: A001 - the aggregation's public name
+def sum(column: str) -> Agg:
     """Sum of the non-null values (integers: exact Int64; floats: Float64)."""
     return _column("sum", column)
 
 
-def min(column: str) -> Agg:  # noqa: A001
+def min(column: str) -> Agg:
     """Smallest non-null value, of the column's type."""
     return _column("min", column)
 
 
-def max(column: str) -> Agg:  # noqa: A001
+def max(column: str) -> Agg:
     """Largest non-null value, of the column's type."""
     return _column("max", column)
 
@@ -101,10 +101,11 @@ def collect(column: str, max_size: int | None = None, overflow: Overflow = "drop
     if max_size is not None and (
         isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0
     ):
-        raise InvalidWindowSpec(f"invalid max_size: must be a positive int, got {max_size!r}", "max_size")
+        raise InvalidWindowSpec(
+            f"invalid max_size: must be a positive int, got {max_size!r}", "max_size"
+        )
     if overflow not in _OVERFLOWS:
         raise InvalidWindowSpec(
             f"invalid overflow: {overflow!r}; expected one of {', '.join(_OVERFLOWS)}", "overflow"
         )
     return replace(_column("collect", column), max_size=max_size, overflow=overflow)
-

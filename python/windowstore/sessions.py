@@ -128,7 +128,8 @@ class SessionWindowProcessor:
 
     def metrics(self) -> dict[str, int | None]:
         """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes."""
-        return self._inner.metrics()
+        metrics: dict[str, int | None] = self._inner.metrics()
+        return metrics
 
     def snapshot(self, path: str | os.PathLike[str]) -> None:
         """Writes the whole state (sessions, stream time, counters) atomically to ``path``."""

@@ -101,7 +101,8 @@ impl Changelog {
             self.last.remove(&window);
             return;
         }
-        self.last.insert(window, (self.changes.len(), created_in_batch));
+        self.last
+            .insert(window, (self.changes.len(), created_in_batch));
         self.changes.push(Some(change));
     }
 

@@ -27,10 +27,7 @@ impl Duration {
                 if ns % per_tick != 0 {
                     return Err(Error::invalid(
                         parameter,
-                        format!(
-                            "{ns} ns is not a whole number of {} ticks",
-                            unit_name(unit)
-                        ),
+                        format!("{ns} ns is not a whole number of {} ticks", unit_name(unit)),
                     ));
                 }
                 i64::try_from(ns / per_tick).map_err(|_| {
@@ -109,11 +106,28 @@ mod tests {
     #[test]
     fn durations_convert_exactly_or_fail_naming_the_parameter() {
         let thirty_s = Duration::Nanos(30_000_000_000);
-        assert_eq!(thirty_s.to_ticks(TimeUnit::Millisecond, "gap").unwrap(), 30_000);
-        assert_eq!(thirty_s.to_ticks(TimeUnit::Microsecond, "gap").unwrap(), 30_000_000);
-        assert_eq!(Duration::Ticks(7).to_ticks(TimeUnit::Second, "gap").unwrap(), 7);
+        assert_eq!(
+            thirty_s.to_ticks(TimeUnit::Millisecond, "gap").unwrap(),
+            30_000
+        );
+        assert_eq!(
+            thirty_s.to_ticks(TimeUnit::Microsecond, "gap").unwrap(),
+            30_000_000
+        );
+        assert_eq!(
+            Duration::Ticks(7)
+                .to_ticks(TimeUnit::Second, "gap")
+                .unwrap(),
+            7
+        );
         let err = Duration::Nanos(1_500).to_ticks(TimeUnit::Microsecond, "grace");
-        assert!(matches!(err, Err(Error::InvalidWindowSpec { parameter: "grace", .. })));
+        assert!(matches!(
+            err,
+            Err(Error::InvalidWindowSpec {
+                parameter: "grace",
+                ..
+            })
+        ));
         let huge = Duration::Nanos(i128::from(i64::MAX) * 10);
         assert!(huge.to_ticks(TimeUnit::Nanosecond, "gap").is_err());
     }

@@ -71,12 +71,21 @@ impl Aggregator {
     /// Precondition: `batch` has the schema given to [`Aggregator::try_new`] (same column
     /// order and types) and `row < batch.num_rows()`. This is not checked per row (the fast
     /// path checks it per batch); if broken, the affected values read as null — never a panic.
-    pub fn encode_row(&self, batch: &RecordBatch, row: usize, time: i64, seq: u64, out: &mut Vec<u8>) {
+    pub fn encode_row(
+        &self,
+        batch: &RecordBatch,
+        row: usize,
+        time: i64,
+        seq: u64,
+        out: &mut Vec<u8>,
+    ) {
         out.push(VERSION);
         for slot in &self.slots {
             let value = match (slot.op, batch.columns().get(slot.index)) {
                 (Op::Count, _) | (_, None) => Value::Null,
-                (_, Some(column)) => Value::of_row(column.as_ref(), &slot.data_type, kind(&slot.op), row),
+                (_, Some(column)) => {
+                    Value::of_row(column.as_ref(), &slot.data_type, kind(&slot.op), row)
+                }
             };
             encode(&slot.op, value, time, seq, out);
         }
@@ -113,7 +122,11 @@ impl Aggregator {
     /// Errors: an integer `sum` that does not fit Int64 ([`Error::Schema`] naming the column);
     /// an [`Error::InvalidWindowSpec`] with parameter `state` for corrupted states.
     pub fn finish(&self, states: &[&[u8]]) -> Result<Vec<ArrayRef>> {
-        let mut segments: Vec<Vec<&[u8]>> = self.slots.iter().map(|_| Vec::with_capacity(states.len())).collect();
+        let mut segments: Vec<Vec<&[u8]>> = self
+            .slots
+            .iter()
+            .map(|_| Vec::with_capacity(states.len()))
+            .collect();
         for state in states {
             let mut r = open(state)?;
             for (slot, segs) in self.slots.iter().zip(&mut segments) {
@@ -157,7 +170,12 @@ impl Aggregator {
     /// under `Fail` exceeds its bound, with the offending column (to locate the
     /// [`Error::SessionOverflow`] that `aggregate_runs` returned). `None` if there is none or
     /// the arguments are invalid.
-    pub fn first_overflow(&self, batch: &RecordBatch, order: &[u32], offsets: &[usize]) -> Option<(usize, &str)> {
+    pub fn first_overflow(
+        &self,
+        batch: &RecordBatch,
+        order: &[u32],
+        offsets: &[usize],
+    ) -> Option<(usize, &str)> {
         self.check_runs(batch, order, offsets).ok()?;
         self.slots
             .iter()
@@ -176,21 +194,36 @@ impl Aggregator {
                 Some(c) => {
                     return Err(Error::schema(
                         slot.column.clone(),
-                        format!("batch column has type {}, the aggregator expects {}", c.data_type(), slot.data_type),
+                        format!(
+                            "batch column has type {}, the aggregator expects {}",
+                            c.data_type(),
+                            slot.data_type
+                        ),
                     ))
                 }
-                None => return Err(Error::schema(slot.column.clone(), "no such column in the batch")),
+                None => {
+                    return Err(Error::schema(
+                        slot.column.clone(),
+                        "no such column in the batch",
+                    ))
+                }
             }
         }
         if offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(Error::invalid("offsets", "offsets must not decrease"));
         }
         if offsets.last().is_some_and(|&end| end > order.len()) {
-            return Err(Error::invalid("offsets", format!("offsets go beyond order's {} rows", order.len())));
+            return Err(Error::invalid(
+                "offsets",
+                format!("offsets go beyond order's {} rows", order.len()),
+            ));
         }
         let rows = batch.num_rows();
         if order.iter().fold(0u32, |m, &i| m.max(i)) as usize >= rows && !order.is_empty() {
-            return Err(Error::invalid("order", format!("row index beyond the batch's {rows} rows")));
+            return Err(Error::invalid(
+                "order",
+                format!("row index beyond the batch's {rows} rows"),
+            ));
         }
         Ok(())
     }

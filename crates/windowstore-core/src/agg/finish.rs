@@ -116,7 +116,11 @@ pub(crate) fn list_offset(len: usize) -> Result<i32> {
 }
 
 /// A List array of `child` (of `data_type`) cut at `offsets` (monotone, starting at 0).
-pub(crate) fn list_array(data_type: &DataType, offsets: Vec<i32>, child: ArrayRef) -> Result<ArrayRef> {
+pub(crate) fn list_array(
+    data_type: &DataType,
+    offsets: Vec<i32>,
+    child: ArrayRef,
+) -> Result<ArrayRef> {
     let field = Arc::new(Field::new_list_field(data_type.clone(), true));
     let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
     let list = ListArray::try_new(field, offsets, child, None)

@@ -146,26 +146,86 @@ macro_rules! dispatch_word {
         use arrow_array::types as t;
         use arrow_schema::{DataType as D, TimeUnit as U};
         match $dt {
-            D::Int8 => { type $T = t::Int8Type; $body }
-            D::Int16 => { type $T = t::Int16Type; $body }
-            D::Int32 => { type $T = t::Int32Type; $body }
-            D::Int64 => { type $T = t::Int64Type; $body }
-            D::UInt8 => { type $T = t::UInt8Type; $body }
-            D::UInt16 => { type $T = t::UInt16Type; $body }
-            D::UInt32 => { type $T = t::UInt32Type; $body }
-            D::UInt64 => { type $T = t::UInt64Type; $body }
-            D::Float32 => { type $T = t::Float32Type; $body }
-            D::Float64 => { type $T = t::Float64Type; $body }
-            D::Timestamp(U::Second, _) => { type $T = t::TimestampSecondType; $body }
-            D::Timestamp(U::Millisecond, _) => { type $T = t::TimestampMillisecondType; $body }
-            D::Timestamp(U::Microsecond, _) => { type $T = t::TimestampMicrosecondType; $body }
-            D::Timestamp(U::Nanosecond, _) => { type $T = t::TimestampNanosecondType; $body }
-            D::Date32 => { type $T = t::Date32Type; $body }
-            D::Date64 => { type $T = t::Date64Type; $body }
-            D::Duration(U::Second) => { type $T = t::DurationSecondType; $body }
-            D::Duration(U::Millisecond) => { type $T = t::DurationMillisecondType; $body }
-            D::Duration(U::Microsecond) => { type $T = t::DurationMicrosecondType; $body }
-            D::Duration(U::Nanosecond) => { type $T = t::DurationNanosecondType; $body }
+            D::Int8 => {
+                type $T = t::Int8Type;
+                $body
+            }
+            D::Int16 => {
+                type $T = t::Int16Type;
+                $body
+            }
+            D::Int32 => {
+                type $T = t::Int32Type;
+                $body
+            }
+            D::Int64 => {
+                type $T = t::Int64Type;
+                $body
+            }
+            D::UInt8 => {
+                type $T = t::UInt8Type;
+                $body
+            }
+            D::UInt16 => {
+                type $T = t::UInt16Type;
+                $body
+            }
+            D::UInt32 => {
+                type $T = t::UInt32Type;
+                $body
+            }
+            D::UInt64 => {
+                type $T = t::UInt64Type;
+                $body
+            }
+            D::Float32 => {
+                type $T = t::Float32Type;
+                $body
+            }
+            D::Float64 => {
+                type $T = t::Float64Type;
+                $body
+            }
+            D::Timestamp(U::Second, _) => {
+                type $T = t::TimestampSecondType;
+                $body
+            }
+            D::Timestamp(U::Millisecond, _) => {
+                type $T = t::TimestampMillisecondType;
+                $body
+            }
+            D::Timestamp(U::Microsecond, _) => {
+                type $T = t::TimestampMicrosecondType;
+                $body
+            }
+            D::Timestamp(U::Nanosecond, _) => {
+                type $T = t::TimestampNanosecondType;
+                $body
+            }
+            D::Date32 => {
+                type $T = t::Date32Type;
+                $body
+            }
+            D::Date64 => {
+                type $T = t::Date64Type;
+                $body
+            }
+            D::Duration(U::Second) => {
+                type $T = t::DurationSecondType;
+                $body
+            }
+            D::Duration(U::Millisecond) => {
+                type $T = t::DurationMillisecondType;
+                $body
+            }
+            D::Duration(U::Microsecond) => {
+                type $T = t::DurationMicrosecondType;
+                $body
+            }
+            D::Duration(U::Nanosecond) => {
+                type $T = t::DurationNanosecondType;
+                $body
+            }
             _ => $other,
         }
     }};
@@ -178,16 +238,46 @@ macro_rules! dispatch_numeric {
         use arrow_array::types as t;
         use arrow_schema::DataType as D;
         match $dt {
-            D::Int8 => { type $T = t::Int8Type; $body }
-            D::Int16 => { type $T = t::Int16Type; $body }
-            D::Int32 => { type $T = t::Int32Type; $body }
-            D::Int64 => { type $T = t::Int64Type; $body }
-            D::UInt8 => { type $T = t::UInt8Type; $body }
-            D::UInt16 => { type $T = t::UInt16Type; $body }
-            D::UInt32 => { type $T = t::UInt32Type; $body }
-            D::UInt64 => { type $T = t::UInt64Type; $body }
-            D::Float32 => { type $T = t::Float32Type; $body }
-            D::Float64 => { type $T = t::Float64Type; $body }
+            D::Int8 => {
+                type $T = t::Int8Type;
+                $body
+            }
+            D::Int16 => {
+                type $T = t::Int16Type;
+                $body
+            }
+            D::Int32 => {
+                type $T = t::Int32Type;
+                $body
+            }
+            D::Int64 => {
+                type $T = t::Int64Type;
+                $body
+            }
+            D::UInt8 => {
+                type $T = t::UInt8Type;
+                $body
+            }
+            D::UInt16 => {
+                type $T = t::UInt16Type;
+                $body
+            }
+            D::UInt32 => {
+                type $T = t::UInt32Type;
+                $body
+            }
+            D::UInt64 => {
+                type $T = t::UInt64Type;
+                $body
+            }
+            D::Float32 => {
+                type $T = t::Float32Type;
+                $body
+            }
+            D::Float64 => {
+                type $T = t::Float64Type;
+                $body
+            }
             _ => $other,
         }
     }};

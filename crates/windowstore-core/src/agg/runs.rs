@@ -102,11 +102,18 @@ where
     if let Some(s) = overflow {
         return Err(sum_overflow(slot, Some(s)));
     }
-    Ok(Arc::new(Int64Array::new(ScalarBuffer::from(sums), nulls.finish())))
+    Ok(Arc::new(Int64Array::new(
+        ScalarBuffer::from(sums),
+        nulls.finish(),
+    )))
 }
 
 /// `sum` of a float column, in `f64` from `-0.0`, in run order.
-fn sum_float<T: ArrowPrimitiveType>(a: &PrimitiveArray<T>, order: &[u32], offsets: &[usize]) -> ArrayRef
+fn sum_float<T: ArrowPrimitiveType>(
+    a: &PrimitiveArray<T>,
+    order: &[u32],
+    offsets: &[usize],
+) -> ArrayRef
 where
     T::Native: Num,
 {
@@ -128,7 +135,12 @@ where
 }
 
 /// `mean` of a numeric column (integer sums exact in `i128`).
-fn mean<T: ArrowPrimitiveType>(kind: Kind, a: &PrimitiveArray<T>, order: &[u32], offsets: &[usize]) -> ArrayRef
+fn mean<T: ArrowPrimitiveType>(
+    kind: Kind,
+    a: &PrimitiveArray<T>,
+    order: &[u32],
+    offsets: &[usize],
+) -> ArrayRef
 where
     T::Native: Num,
 {
@@ -195,7 +207,10 @@ where
             nulls.append(seen);
         },
     );
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(best), nulls.finish()).with_data_type(data_type.clone()))
+    Arc::new(
+        PrimitiveArray::<T>::new(ScalarBuffer::from(best), nulls.finish())
+            .with_data_type(data_type.clone()),
+    )
 }
 
 /// The row index chosen in each run: the first valid row such that no later valid row is
@@ -227,7 +242,12 @@ fn arg_best(
 }
 
 /// The first (or last) valid row index of each run.
-fn first_last(nulls: Option<&NullBuffer>, order: &[u32], offsets: &[usize], last: bool) -> UInt32Array {
+fn first_last(
+    nulls: Option<&NullBuffer>,
+    order: &[u32],
+    offsets: &[usize],
+    last: bool,
+) -> UInt32Array {
     let mut chosen = Vec::with_capacity(windows(offsets));
     let mut valid = NullBufferBuilder::new(windows(offsets));
     let nulls = nulls.filter(|n| n.null_count() > 0);
@@ -252,21 +272,36 @@ fn take(array: &dyn Array, indices: &UInt32Array) -> Result<ArrayRef> {
 }
 
 /// `min` or `max` of a boolean or bytes column: the chosen rows, taken.
-fn best_other(slot: &Slot, array: &dyn Array, order: &[u32], offsets: &[usize], max: bool) -> Result<ArrayRef> {
+fn best_other(
+    slot: &Slot,
+    array: &dyn Array,
+    order: &[u32],
+    offsets: &[usize],
+    max: bool,
+) -> Result<ArrayRef> {
     let nulls = array.nulls();
     let indices = match &slot.data_type {
         DataType::Boolean => {
             let a = array.as_boolean();
             arg_best(nulls, order, offsets, |i, b| {
                 let (x, y) = (a.value(i as usize), a.value(b as usize));
-                if max { x & !y } else { !x & y }
+                if max {
+                    x & !y
+                } else {
+                    !x & y
+                }
             })
         }
         DataType::Utf8 => bytes_best(array.as_string::<i32>(), nulls, order, offsets, max),
         DataType::LargeUtf8 => bytes_best(array.as_string::<i64>(), nulls, order, offsets, max),
         DataType::Binary => bytes_best(array.as_binary::<i32>(), nulls, order, offsets, max),
         DataType::LargeBinary => bytes_best(array.as_binary::<i64>(), nulls, order, offsets, max),
-        dt => return Err(Error::schema(slot.column.clone(), format!("type {dt} in min/max of bytes"))),
+        dt => {
+            return Err(Error::schema(
+                slot.column.clone(),
+                format!("type {dt} in min/max of bytes"),
+            ))
+        }
     };
     take(array, &indices)
 }
@@ -284,7 +319,11 @@ where
 {
     arg_best(nulls, order, offsets, |i, b| {
         let (x, y): (&[u8], &[u8]) = (a.value(i as usize).as_ref(), a.value(b as usize).as_ref());
-        if max { x > y } else { x < y }
+        if max {
+            x > y
+        } else {
+            x < y
+        }
     })
 }
 
@@ -320,7 +359,13 @@ fn collect(
                 } else {
                     (0, present)
                 };
-                indices.extend(run.iter().copied().filter(|&i| valid(i)).skip(skip).take(keep));
+                indices.extend(
+                    run.iter()
+                        .copied()
+                        .filter(|&i| valid(i))
+                        .skip(skip)
+                        .take(keep),
+                );
             }
         }
         list_offsets.push(list_offset(indices.len())?);
@@ -331,16 +376,30 @@ fn collect(
 
 /// The output array of `slot` over the runs (validated by the caller: monotone `offsets`
 /// within `order`, `order` within the column, column of the slot's type).
-pub(crate) fn run_slot(slot: &Slot, array: Option<&ArrayRef>, order: &[u32], offsets: &[usize]) -> Result<ArrayRef> {
+pub(crate) fn run_slot(
+    slot: &Slot,
+    array: Option<&ArrayRef>,
+    order: &[u32],
+    offsets: &[usize],
+) -> Result<ArrayRef> {
     let array = match (slot.op, array) {
         (Op::Count, _) => return Ok(count(offsets)),
         (_, Some(array)) => array.as_ref(),
-        (_, None) => return Err(Error::schema(slot.column.clone(), "no such column in the batch")),
+        (_, None) => {
+            return Err(Error::schema(
+                slot.column.clone(),
+                "no such column in the batch",
+            ))
+        }
     };
     let mismatch = || {
         Error::schema(
             slot.column.clone(),
-            format!("batch column has type {}, expected {}", array.data_type(), slot.data_type),
+            format!(
+                "batch column has type {}, expected {}",
+                array.data_type(),
+                slot.data_type
+            ),
         )
     };
     let dt = &slot.data_type;
@@ -382,13 +441,25 @@ pub(crate) fn run_slot(slot: &Slot, array: Option<&ArrayRef>, order: &[u32], off
         Op::Max(_) => best_other(slot, array, order, offsets, true),
         Op::First(_) => take(array, &first_last(array.nulls(), order, offsets, false)),
         Op::Last(_) => take(array, &first_last(array.nulls(), order, offsets, true)),
-        Op::Collect { max_size, overflow, .. } => collect(slot, array, order, offsets, max_size, overflow),
+        Op::Collect {
+            max_size, overflow, ..
+        } => collect(slot, array, order, offsets, max_size, overflow),
     }
 }
 
 /// The first window in which a `collect` under [`Overflow::Fail`] holds more than its bound.
-pub(crate) fn first_overflow(slot: &Slot, array: Option<&ArrayRef>, order: &[u32], offsets: &[usize]) -> Option<usize> {
-    let Op::Collect { max_size: Some(n), overflow: Overflow::Fail, .. } = slot.op else {
+pub(crate) fn first_overflow(
+    slot: &Slot,
+    array: Option<&ArrayRef>,
+    order: &[u32],
+    offsets: &[usize],
+) -> Option<usize> {
+    let Op::Collect {
+        max_size: Some(n),
+        overflow: Overflow::Fail,
+        ..
+    } = slot.op
+    else {
         return None;
     };
     let nulls = array?.nulls().filter(|n| n.null_count() > 0);

@@ -266,7 +266,7 @@ pub(crate) fn merge<'a>(
                 (_, None) => false,
                 (None, Some(_)) => true,
                 (Some(x), Some(y)) => match slot.op {
-                    Op::First(_) => y.key() < x.key(),
+                    Op::First(_) => y.key() <= x.key(),
                     _ => x.key() < y.key(),
                 },
             };
@@ -302,8 +302,16 @@ fn merge_lists<'a>(
         _ => (0, total),
     };
     put_varint(out, keep);
-    let mut next_a = if na > 0 { Some(Stamped::read(kind, a)?) } else { None };
-    let mut next_b = if nb > 0 { Some(Stamped::read(kind, b)?) } else { None };
+    let mut next_a = if na > 0 {
+        Some(Stamped::read(kind, a)?)
+    } else {
+        None
+    };
+    let mut next_b = if nb > 0 {
+        Some(Stamped::read(kind, b)?)
+    } else {
+        None
+    };
     let mut index = 0u64;
     while index < skip + keep {
         let from_a = match (&next_a, &next_b) {
@@ -322,7 +330,11 @@ fn merge_lists<'a>(
             entry.write(out);
         }
         *left -= 1;
-        *next = if *left > 0 { Some(Stamped::read(kind, reader)?) } else { None };
+        *next = if *left > 0 {
+            Some(Stamped::read(kind, reader)?)
+        } else {
+            None
+        };
         index += 1;
     }
     // Advance past what the bound dropped at the end (DropNewest): `left` entries remain in

@@ -27,7 +27,12 @@ impl<'a> Value<'a> {
     ///
     /// A row out of range, or an array of another type than `data_type` (a broken precondition
     /// of `encode_row`), reads as null rather than panicking.
-    pub(crate) fn of_row(array: &'a dyn Array, data_type: &DataType, kind: Kind, row: usize) -> Self {
+    pub(crate) fn of_row(
+        array: &'a dyn Array,
+        data_type: &DataType,
+        kind: Kind,
+        row: usize,
+    ) -> Self {
         if row >= array.len() || array.is_null(row) {
             return Self::Null;
         }
@@ -44,10 +49,12 @@ impl<'a> Value<'a> {
                 .map_or(Self::Null, |a| Self::Bool(a.value(row))),
             Kind::Bytes => {
                 let bytes = match data_type {
-                    DataType::Utf8 => array.as_string_opt::<i32>().map(|a| a.value(row).as_bytes()),
-                    DataType::LargeUtf8 => {
-                        array.as_string_opt::<i64>().map(|a| a.value(row).as_bytes())
-                    }
+                    DataType::Utf8 => array
+                        .as_string_opt::<i32>()
+                        .map(|a| a.value(row).as_bytes()),
+                    DataType::LargeUtf8 => array
+                        .as_string_opt::<i64>()
+                        .map(|a| a.value(row).as_bytes()),
                     DataType::Binary => array.as_binary_opt::<i32>().map(|a| a.value(row)),
                     DataType::LargeBinary => array.as_binary_opt::<i64>().map(|a| a.value(row)),
                     _ => None,

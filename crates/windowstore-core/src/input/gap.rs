@@ -60,7 +60,9 @@ impl GapColumn {
                     TimeUnit::Microsecond => {
                         column.as_primitive::<DurationMicrosecondType>().values()
                     }
-                    TimeUnit::Nanosecond => column.as_primitive::<DurationNanosecondType>().values(),
+                    TimeUnit::Nanosecond => {
+                        column.as_primitive::<DurationNanosecondType>().values()
+                    }
                 };
                 raw.iter()
                     .map(|&v| convert_ticks(v, unit, self.time_unit))

@@ -48,7 +48,10 @@ impl KeyCodec {
                 ));
             }
             if columns.contains(&i) {
-                return Err(Error::invalid("key", format!("column {name:?} is named twice")));
+                return Err(Error::invalid(
+                    "key",
+                    format!("column {name:?} is named twice"),
+                ));
             }
             columns.push(i);
             sort_fields.push(SortField::new(field.data_type().clone()));
@@ -75,11 +78,14 @@ impl KeyCodec {
 
     /// Encodes the keys of `batch`.
     pub fn encode(&self, batch: &RecordBatch) -> Result<BatchKeys> {
-        let arrays: Vec<ArrayRef> = self.columns.iter().map(|&i| batch.column(i).clone()).collect();
-        let rows = self
-            .converter
-            .convert_columns(&arrays)
-            .map_err(|e| Error::schema(self.fields[0].name(), format!("cannot encode keys: {e}")))?;
+        let arrays: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        let rows = self.converter.convert_columns(&arrays).map_err(|e| {
+            Error::schema(self.fields[0].name(), format!("cannot encode keys: {e}"))
+        })?;
         let mut null = vec![false; batch.num_rows()];
         for array in &arrays {
             if let Some(nulls) = array.logical_nulls() {
@@ -191,7 +197,10 @@ mod tests {
     fn bad_key_columns_are_named() {
         let b = batch();
         let err = KeyCodec::try_new(&["nope".into()], &b.schema()).unwrap_err();
-        assert!(matches!(err, Error::Schema { ref column, .. } if column == "nope"), "{err}");
+        assert!(
+            matches!(err, Error::Schema { ref column, .. } if column == "nope"),
+            "{err}"
+        );
         let err = KeyCodec::try_new(&["price".into()], &b.schema()).unwrap_err();
         assert!(err.to_string().contains("Float64"), "{err}");
     }

@@ -160,7 +160,11 @@ mod tests {
     use arrow_schema::Field;
 
     fn one(col: ArrayRef) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![Field::new("ts", col.data_type().clone(), true)]));
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "ts",
+            col.data_type().clone(),
+            true,
+        )]));
         RecordBatch::try_new(schema, vec![col]).unwrap()
     }
 
@@ -175,7 +179,10 @@ mod tests {
         let read = t.read(&b);
         assert_eq!(read.ticks[0], 5);
         assert_eq!(read.invalid, vec![None, Some(TimeProblem::Null)]);
-        assert_eq!(t.to_array(vec![7]).data_type(), b.schema().field(0).data_type());
+        assert_eq!(
+            t.to_array(vec![7]).data_type(),
+            b.schema().field(0).data_type()
+        );
     }
 
     #[test]
@@ -194,6 +201,9 @@ mod tests {
     fn strings_are_refused_with_advice() {
         let b = one(Arc::new(StringArray::from(vec!["2024-01-01"])));
         let err = TimeColumn::try_new("ts", None, &b.schema()).unwrap_err();
-        assert!(err.to_string().contains("parse it into a timestamp"), "{err}");
+        assert!(
+            err.to_string().contains("parse it into a timestamp"),
+            "{err}"
+        );
     }
 }

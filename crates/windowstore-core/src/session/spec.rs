@@ -94,12 +94,25 @@ impl SessionSpec {
         if let Some(r) = self.retention {
             positive(r, "retention")?;
         }
+        // With every duration in ticks the unit does not matter: check the retention minimum
+        // now rather than at the first batch.
+        let ticks = |d: Duration| matches!(d, Duration::Ticks(_));
+        let gap = match &self.gap {
+            GapSpec::Fixed(g) | GapSpec::Column { max_gap: g, .. } => *g,
+        };
+        if ticks(gap) && ticks(self.grace) && self.retention.is_none_or(ticks) {
+            self.resolve_ticks(TimeUnit::Millisecond)?;
+        }
         Ok(())
     }
 
     /// The parameters in ticks of `unit`; checks retention against its minimum.
     pub fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
         self.validate()?;
+        self.resolve_ticks(unit)
+    }
+
+    fn resolve_ticks(&self, unit: TimeUnit) -> Result<Resolved> {
         let (fixed_gap, max_gap) = match &self.gap {
             GapSpec::Fixed(g) => {
                 let g = g.to_ticks(unit, "gap")?;

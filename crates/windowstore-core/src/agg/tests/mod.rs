@@ -33,7 +33,11 @@ pub(super) fn aggregator(specs: Vec<AggSpec>, batch: &RecordBatch) -> Aggregator
 }
 
 /// The state of one window: records `(row, time, seq)`, encoded and merged left to right.
-pub(super) fn fold(agg: &Aggregator, batch: &RecordBatch, records: &[(usize, i64, u64)]) -> Result<Vec<u8>> {
+pub(super) fn fold(
+    agg: &Aggregator,
+    batch: &RecordBatch,
+    records: &[(usize, i64, u64)],
+) -> Result<Vec<u8>> {
     let mut state: Option<Vec<u8>> = None;
     for &(row, time, seq) in records {
         let mut one = Vec::new();
@@ -51,7 +55,12 @@ pub(super) fn fold(agg: &Aggregator, batch: &RecordBatch, records: &[(usize, i64
 }
 
 /// The slow path over windows of rows (seq = row index, time = `times[row]`).
-pub(super) fn slow(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Result<Vec<ArrayRef>> {
+pub(super) fn slow(
+    agg: &Aggregator,
+    batch: &RecordBatch,
+    times: &[i64],
+    windows: &[Vec<usize>],
+) -> Result<Vec<ArrayRef>> {
     let states = windows
         .iter()
         .map(|rows| {
@@ -64,7 +73,12 @@ pub(super) fn slow(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows
 }
 
 /// The fast path over windows of rows; each window is sorted by (time, row) first.
-pub(super) fn fast(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Result<Vec<ArrayRef>> {
+pub(super) fn fast(
+    agg: &Aggregator,
+    batch: &RecordBatch,
+    times: &[i64],
+    windows: &[Vec<usize>],
+) -> Result<Vec<ArrayRef>> {
     let mut order = Vec::new();
     let mut offsets = vec![0];
     for rows in windows {
@@ -77,7 +91,12 @@ pub(super) fn fast(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows
 }
 
 /// Both paths, checked equal; returns the result.
-pub(super) fn both(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows: &[Vec<usize>]) -> Vec<ArrayRef> {
+pub(super) fn both(
+    agg: &Aggregator,
+    batch: &RecordBatch,
+    times: &[i64],
+    windows: &[Vec<usize>],
+) -> Vec<ArrayRef> {
     let s = slow(agg, batch, times, windows).expect("slow path");
     let f = fast(agg, batch, times, windows).expect("fast path");
     assert_eq!(s.len(), f.len());
@@ -90,5 +109,9 @@ pub(super) fn both(agg: &Aggregator, batch: &RecordBatch, times: &[i64], windows
 /// Asserts two arrays equal (types, nulls and values bit for bit).
 pub(super) fn assert_same(got: &ArrayRef, want: &ArrayRef, what: &str) {
     assert_eq!(got.data_type(), want.data_type(), "{what}: types");
-    assert_eq!(got.to_data(), want.to_data(), "{what}:\n got {got:?}\nwant {want:?}");
+    assert_eq!(
+        got.to_data(),
+        want.to_data(),
+        "{what}:\n got {got:?}\nwant {want:?}"
+    );
 }

@@ -29,23 +29,40 @@ fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
 }
 
 /// The state of `records` merged as two halves (right-leaning tree), after a permutation.
-fn split_fold(agg: &Aggregator, b: &RecordBatch, records: &[(usize, i64, u64)]) -> crate::Result<Vec<u8>> {
+fn split_fold(
+    agg: &Aggregator,
+    b: &RecordBatch,
+    records: &[(usize, i64, u64)],
+) -> crate::Result<Vec<u8>> {
     let mid = records.len() / 2;
-    let (left, right) = (fold(agg, b, &records[..mid])?, fold(agg, b, &records[mid..])?);
+    let (left, right) = (
+        fold(agg, b, &records[..mid])?,
+        fold(agg, b, &records[mid..])?,
+    );
     let mut out = Vec::new();
     agg.merge(&right, &left, &mut out)?;
     Ok(out)
 }
 
 fn ints(list: &ArrayRef, i: usize) -> Vec<i64> {
-    list.as_list::<i32>().value(i).as_primitive::<Int64Type>().values().to_vec()
+    list.as_list::<i32>()
+        .value(i)
+        .as_primitive::<Int64Type>()
+        .values()
+        .to_vec()
 }
 
 #[test]
 fn equal_times_break_ties_by_arrival_in_every_merge_order() {
     let b = batch(vec![
-        ("x", Arc::new(Int64Array::from(vec![10, 20, 30, 40, 50])) as ArrayRef),
-        ("s", Arc::new(StringArray::from(vec!["a", "b", "c", "d", "e"])) as ArrayRef),
+        (
+            "x",
+            Arc::new(Int64Array::from(vec![10, 20, 30, 40, 50])) as ArrayRef,
+        ),
+        (
+            "s",
+            Arc::new(StringArray::from(vec!["a", "b", "c", "d", "e"])) as ArrayRef,
+        ),
     ]);
     let agg = aggregator(
         vec![
@@ -65,11 +82,27 @@ fn equal_times_break_ties_by_arrival_in_every_merge_order() {
     for perm in permutations(&records) {
         for state in [fold(&agg, &b, &perm), split_fold(&agg, &b, &perm)] {
             let out = agg.finish(&[&state.expect("merge")]).expect("finish");
-            assert_same(&out[0], &(Arc::new(Int64Array::from(vec![50])) as ArrayRef), "first");
-            assert_same(&out[1], &(Arc::new(Int64Array::from(vec![30])) as ArrayRef), "last");
+            assert_same(
+                &out[0],
+                &(Arc::new(Int64Array::from(vec![50])) as ArrayRef),
+                "first",
+            );
+            assert_same(
+                &out[1],
+                &(Arc::new(Int64Array::from(vec![30])) as ArrayRef),
+                "last",
+            );
             assert_eq!(ints(&out[2], 0), vec![50, 40, 20, 10, 30], "collect");
-            assert_same(&out[3], &(Arc::new(StringArray::from(vec!["e"])) as ArrayRef), "first s");
-            assert_same(&out[4], &(Arc::new(StringArray::from(vec!["c"])) as ArrayRef), "last s");
+            assert_same(
+                &out[3],
+                &(Arc::new(StringArray::from(vec!["e"])) as ArrayRef),
+                "first s",
+            );
+            assert_same(
+                &out[4],
+                &(Arc::new(StringArray::from(vec!["c"])) as ArrayRef),
+                "last s",
+            );
             assert_eq!(ints(&out[5], 0), vec![10, 30], "newest 2");
             assert_eq!(ints(&out[6], 0), vec![50, 40], "oldest 2");
         }
@@ -78,19 +111,37 @@ fn equal_times_break_ties_by_arrival_in_every_merge_order() {
 
 #[test]
 fn fast_path_breaks_ties_by_row_index() {
-    let b = batch(vec![("x", Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef)]);
+    let b = batch(vec![(
+        "x",
+        Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
+    )]);
     let agg = aggregator(
-        vec![AggSpec::first("x"), AggSpec::last("x"), AggSpec::collect("x", None, Overflow::Fail)],
+        vec![
+            AggSpec::first("x"),
+            AggSpec::last("x"),
+            AggSpec::collect("x", None, Overflow::Fail),
+        ],
         &b,
     );
     let times = [7, 7, 3, 7];
     let windows = vec![vec![0, 1, 2, 3], vec![3, 1]];
-    let (s, f) = (slow(&agg, &b, &times, &windows).expect("slow"), fast(&agg, &b, &times, &windows).expect("fast"));
+    let (s, f) = (
+        slow(&agg, &b, &times, &windows).expect("slow"),
+        fast(&agg, &b, &times, &windows).expect("fast"),
+    );
     for (x, y) in s.iter().zip(&f) {
         assert_same(x, y, "slow vs fast");
     }
-    assert_same(&f[0], &(Arc::new(Int64Array::from(vec![3, 2])) as ArrayRef), "first");
-    assert_same(&f[1], &(Arc::new(Int64Array::from(vec![4, 4])) as ArrayRef), "last");
+    assert_same(
+        &f[0],
+        &(Arc::new(Int64Array::from(vec![3, 2])) as ArrayRef),
+        "first",
+    );
+    assert_same(
+        &f[1],
+        &(Arc::new(Int64Array::from(vec![4, 4])) as ArrayRef),
+        "last",
+    );
     assert_eq!(ints(&f[2], 0), vec![3, 1, 2, 4]);
     assert_eq!(ints(&f[2], 1), vec![2, 4]);
 }
@@ -99,7 +150,15 @@ fn fast_path_breaks_ties_by_row_index() {
 fn collect_bounds_keep_what_aggregating_all_records_keeps() {
     let b = batch(vec![(
         "x",
-        Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(3), Some(4), Some(5), Some(6)])) as ArrayRef,
+        Arc::new(Int64Array::from(vec![
+            Some(1),
+            Some(2),
+            None,
+            Some(3),
+            Some(4),
+            Some(5),
+            Some(6),
+        ])) as ArrayRef,
     )]);
     let times = [1, 2, 3, 4, 5, 6, 7];
     let specs = |overflow| vec![AggSpec::collect("x", Some(3), overflow)];
@@ -107,7 +166,12 @@ fn collect_bounds_keep_what_aggregating_all_records_keeps() {
     let oldest = aggregator(specs(Overflow::DropNewest), &b);
     let records: Vec<(usize, i64, u64)> = (0..7).map(|r| (r, times[r], r as u64)).collect();
     // Merge order and grouping do not matter: a few shuffles and splits.
-    let orders = [vec![0, 1, 2, 3, 4, 5, 6], vec![6, 5, 4, 3, 2, 1, 0], vec![3, 0, 6, 2, 5, 1, 4], vec![1, 5, 0, 4, 2, 6, 3]];
+    let orders = [
+        vec![0, 1, 2, 3, 4, 5, 6],
+        vec![6, 5, 4, 3, 2, 1, 0],
+        vec![3, 0, 6, 2, 5, 1, 4],
+        vec![1, 5, 0, 4, 2, 6, 3],
+    ];
     for order in &orders {
         let recs: Vec<_> = order.iter().map(|&i| records[i]).collect();
         for state in [fold(&newest, &b, &recs), split_fold(&newest, &b, &recs)] {
@@ -125,7 +189,11 @@ fn collect_bounds_keep_what_aggregating_all_records_keeps() {
         let s = slow(agg, &b, &times, &windows).expect("slow");
         assert_same(&f[0], &s[0], "slow vs fast");
         assert_eq!(ints(&f[0], 0), want);
-        assert_eq!(ints(&f[0], 1), vec![2, 3], "nulls do not count towards the bound");
+        assert_eq!(
+            ints(&f[0], 1),
+            vec![2, 3],
+            "nulls do not count towards the bound"
+        );
         assert_eq!(ints(&f[0], 2), Vec::<i64>::new());
     }
 }
@@ -134,21 +202,46 @@ fn collect_bounds_keep_what_aggregating_all_records_keeps() {
 fn collect_under_fail_errors_beyond_the_bound_and_the_caller_fills_the_window() {
     let b = batch(vec![(
         "x",
-        Arc::new(Int64Array::from(vec![Some(1), None, Some(2), Some(3), Some(4)])) as ArrayRef,
+        Arc::new(Int64Array::from(vec![
+            Some(1),
+            None,
+            Some(2),
+            Some(3),
+            Some(4),
+        ])) as ArrayRef,
     )]);
-    let agg = aggregator(vec![AggSpec::count(), AggSpec::collect("x", Some(3), Overflow::Fail)], &b);
+    let agg = aggregator(
+        vec![
+            AggSpec::count(),
+            AggSpec::collect("x", Some(3), Overflow::Fail),
+        ],
+        &b,
+    );
     let times = [1, 2, 3, 4, 5];
     // Exactly at the bound (null not counted): fine in both paths.
     let ok = vec![vec![0, 1, 2, 3]];
     let out = slow(&agg, &b, &times, &ok).expect("at the bound");
     assert_eq!(ints(&out[1], 0), vec![1, 2, 3]);
-    assert_same(&fast(&agg, &b, &times, &ok).expect("fast")[1], &out[1], "fast");
+    assert_same(
+        &fast(&agg, &b, &times, &ok).expect("fast")[1],
+        &out[1],
+        "fast",
+    );
     // One more value: both paths fail, naming the column and the bound.
     let over = vec![vec![0], vec![0, 1, 2, 3, 4]];
     for result in [slow(&agg, &b, &times, &over), fast(&agg, &b, &times, &over)] {
         match result {
-            Err(Error::SessionOverflow { key, start, end, column, max_size }) => {
-                assert_eq!((key.as_str(), start, end, column.as_str(), max_size), ("", 0, 0, "x", 3));
+            Err(Error::SessionOverflow {
+                key,
+                start,
+                end,
+                column,
+                max_size,
+            }) => {
+                assert_eq!(
+                    (key.as_str(), start, end, column.as_str(), max_size),
+                    ("", 0, 0, "x", 3)
+                );
             }
             other => panic!("expected an overflow, got {other:?}"),
         }
@@ -166,14 +259,38 @@ fn collect_under_fail_errors_beyond_the_bound_and_the_caller_fills_the_window() 
     // The caller fills key and window.
     let err = agg.merge(&one, &full, &mut out).expect_err("overflow");
     match fill_overflow(err, "user-1", 10, 20) {
-        Error::SessionOverflow { key, start, end, column, max_size } => {
-            assert_eq!((key.as_str(), start, end, column.as_str(), max_size), ("user-1", 10, 20, "x", 3));
+        Error::SessionOverflow {
+            key,
+            start,
+            end,
+            column,
+            max_size,
+        } => {
+            assert_eq!(
+                (key.as_str(), start, end, column.as_str(), max_size),
+                ("user-1", 10, 20, "x", 3)
+            );
         }
         other => panic!("{other:?}"),
     }
     let other = fill_overflow(Error::invalid("gap", "x"), "k", 1, 2);
-    assert!(matches!(other, Error::InvalidWindowSpec { parameter: "gap", .. }));
-    let msg = fill_overflow(agg.merge(&one, &full, &mut out).expect_err("overflow"), "k", 1, 2).to_string();
-    assert!(msg.contains("collect(x)") && msg.contains("max_size 3"), "{msg}");
+    assert!(matches!(
+        other,
+        Error::InvalidWindowSpec {
+            parameter: "gap",
+            ..
+        }
+    ));
+    let msg = fill_overflow(
+        agg.merge(&one, &full, &mut out).expect_err("overflow"),
+        "k",
+        1,
+        2,
+    )
+    .to_string();
+    assert!(
+        msg.contains("collect(x)") && msg.contains("max_size 3"),
+        "{msg}"
+    );
     assert!(out.len() == 1 && out[0] == 42 && !b.column(0).is_empty());
 }

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array};
+use arrow_array::{
+    ArrayRef, BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array,
+};
 use proptest::prelude::*;
 
 use super::{aggregator, batch, fold};
@@ -12,14 +14,38 @@ use crate::Error;
 
 fn sample() -> (arrow_array::RecordBatch, Aggregator) {
     let b = batch(vec![
-        ("x", Arc::new(Int64Array::from(vec![Some(5), None, Some(-2)])) as ArrayRef),
-        ("f", Arc::new(Float64Array::from(vec![Some(1.5), None, Some(f64::NAN)])) as ArrayRef),
-        ("g", Arc::new(Float32Array::from(vec![None, Some(2.5), Some(-1.0)])) as ArrayRef),
-        ("u", Arc::new(UInt16Array::from(vec![Some(7), None, Some(9)])) as ArrayRef),
-        ("b", Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])) as ArrayRef),
-        ("s", Arc::new(StringArray::from(vec![Some("héllo"), None, Some("")])) as ArrayRef),
+        (
+            "x",
+            Arc::new(Int64Array::from(vec![Some(5), None, Some(-2)])) as ArrayRef,
+        ),
+        (
+            "f",
+            Arc::new(Float64Array::from(vec![Some(1.5), None, Some(f64::NAN)])) as ArrayRef,
+        ),
+        (
+            "g",
+            Arc::new(Float32Array::from(vec![None, Some(2.5), Some(-1.0)])) as ArrayRef,
+        ),
+        (
+            "u",
+            Arc::new(UInt16Array::from(vec![Some(7), None, Some(9)])) as ArrayRef,
+        ),
+        (
+            "b",
+            Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])) as ArrayRef,
+        ),
+        (
+            "s",
+            Arc::new(StringArray::from(vec![Some("héllo"), None, Some("")])) as ArrayRef,
+        ),
     ]);
-    let mut specs = vec![AggSpec::count(), AggSpec::sum("x"), AggSpec::sum("f"), AggSpec::mean("u"), AggSpec::mean("g")];
+    let mut specs = vec![
+        AggSpec::count(),
+        AggSpec::sum("x"),
+        AggSpec::sum("f"),
+        AggSpec::mean("u"),
+        AggSpec::mean("g"),
+    ];
     for c in ["x", "f", "g", "u", "b", "s"] {
         specs.extend([
             AggSpec::min(c),
@@ -37,9 +63,18 @@ fn sample() -> (arrow_array::RecordBatch, Aggregator) {
 #[test]
 fn fixed_width_states_have_one_size_null_or_not() {
     let b = batch(vec![
-        ("x", Arc::new(Int64Array::from(vec![Some(5), None])) as ArrayRef),
-        ("f", Arc::new(Float64Array::from(vec![None, Some(2.0)])) as ArrayRef),
-        ("b", Arc::new(BooleanArray::from(vec![None, Some(true)])) as ArrayRef),
+        (
+            "x",
+            Arc::new(Int64Array::from(vec![Some(5), None])) as ArrayRef,
+        ),
+        (
+            "f",
+            Arc::new(Float64Array::from(vec![None, Some(2.0)])) as ArrayRef,
+        ),
+        (
+            "b",
+            Arc::new(BooleanArray::from(vec![None, Some(true)])) as ArrayRef,
+        ),
     ]);
     let cases: Vec<(AggSpec, usize)> = vec![
         (AggSpec::count(), 8),
@@ -71,7 +106,12 @@ fn fixed_width_states_have_one_size_null_or_not() {
 fn layout_is_pinned() {
     let b = batch(vec![("x", Arc::new(Int64Array::from(vec![5])) as ArrayRef)]);
     let agg = aggregator(
-        vec![AggSpec::count(), AggSpec::sum("x"), AggSpec::first("x"), AggSpec::collect("x", None, Overflow::Fail)],
+        vec![
+            AggSpec::count(),
+            AggSpec::sum("x"),
+            AggSpec::first("x"),
+            AggSpec::collect("x", None, Overflow::Fail),
+        ],
         &b,
     );
     let mut s = Vec::new();
@@ -96,14 +136,31 @@ fn bad_versions_and_truncations_are_errors() {
     let (b, agg) = sample();
     let state = fold(&agg, &b, &[(0, 1, 0), (1, 2, 1), (2, 3, 2)]).expect("merge");
     agg.finish(&[&state]).expect("a valid state finishes");
-    let is_state_error = |r: crate::Result<_>| matches!(r, Err(Error::InvalidWindowSpec { parameter: "state", .. }));
-    assert!(is_state_error(agg.finish(&[&[]])));
+    let is_state_error = |r: crate::Result<_>| {
+        matches!(
+            r,
+            Err(Error::InvalidWindowSpec {
+                parameter: "state",
+                ..
+            })
+        )
+    };
+    assert!(is_state_error(agg.finish(&[&[]]).map(|_| ())));
     let mut v2 = state.clone();
     v2[0] = 2;
-    assert!(is_state_error(agg.finish(&[&v2])));
+    assert!(is_state_error(agg.finish(&[&v2]).map(|_| ())));
     for len in 0..state.len() {
-        assert!(is_state_error(agg.finish(&[&state[..len]])), "truncated at {len}");
-        assert!(is_state_error(agg.merge(&state[..len], &state, &mut Vec::new()).map(|_| ())), "truncated at {len}");
+        assert!(
+            is_state_error(agg.finish(&[&state[..len]]).map(|_| ())),
+            "truncated at {len}"
+        );
+        assert!(
+            is_state_error(
+                agg.merge(&state[..len], &state, &mut Vec::new())
+                    .map(|_| ())
+            ),
+            "truncated at {len}"
+        );
     }
 }
 
