@@ -120,7 +120,7 @@ impl Slot {
             })
         };
         let (op, out_type) = match func {
-            AggFunc::Count => unreachable!("count returned above"),
+            AggFunc::Count => (Op::Count, DataType::Int64), // returned above
             AggFunc::Sum => {
                 let kind = numeric()?;
                 let out = if kind.is_integer() {

@@ -266,7 +266,7 @@ pub(crate) fn merge<'a>(
                 (_, None) => false,
                 (None, Some(_)) => true,
                 (Some(x), Some(y)) => match slot.op {
-                    Op::First(_) => y.key() <= x.key(),
+                    Op::First(_) => y.key() < x.key(),
                     _ => x.key() < y.key(),
                 },
             };

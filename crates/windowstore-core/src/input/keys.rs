@@ -19,6 +19,50 @@ pub struct KeyCodec {
     converter: RowConverter,
 }
 
+/// The key bytes of one batch for grouping within the batch: a single string or binary column's
+/// own bytes (no copy), or arrow-row encoded rows for everything else. Bytes of different views
+/// are not comparable with each other, so a view never outlives its batch.
+#[derive(Debug)]
+pub enum KeyView<'a> {
+    /// One Utf8 column.
+    Utf8(&'a arrow_array::StringArray),
+    /// One LargeUtf8 column.
+    LargeUtf8(&'a arrow_array::LargeStringArray),
+    /// One Utf8View column.
+    Utf8View(&'a arrow_array::StringViewArray),
+    /// One Binary column.
+    Binary(&'a arrow_array::BinaryArray),
+    /// Any other key: encoded rows and null flags.
+    Rows(BatchKeys),
+}
+
+impl KeyView<'_> {
+    /// The key bytes of `row` (meaningless where [`KeyView::is_null`]).
+    #[inline]
+    pub fn bytes(&self, row: usize) -> &[u8] {
+        match self {
+            Self::Utf8(a) => a.value(row).as_bytes(),
+            Self::LargeUtf8(a) => a.value(row).as_bytes(),
+            Self::Utf8View(a) => a.value(row).as_bytes(),
+            Self::Binary(a) => a.value(row),
+            Self::Rows(k) => k.rows.row(row).data(),
+        }
+    }
+
+    /// Whether a key column is null at `row`.
+    #[inline]
+    pub fn is_null(&self, row: usize) -> bool {
+        use arrow_array::Array;
+        match self {
+            Self::Utf8(a) => a.is_null(row),
+            Self::LargeUtf8(a) => a.is_null(row),
+            Self::Utf8View(a) => a.is_null(row),
+            Self::Binary(a) => a.is_null(row),
+            Self::Rows(k) => k.null[row],
+        }
+    }
+}
+
 /// The keys of one batch: encoded rows and which rows have a null in a key column.
 #[derive(Debug)]
 pub struct BatchKeys {
@@ -95,6 +139,22 @@ impl KeyCodec {
             }
         }
         Ok(BatchKeys { rows, null })
+    }
+
+    /// The keys of `batch` for grouping within it (see [`KeyView`]).
+    pub fn view<'a>(&self, batch: &'a RecordBatch) -> Result<KeyView<'a>> {
+        use arrow_array::cast::AsArray;
+        if let [column] = self.columns.as_slice() {
+            let a = batch.column(*column);
+            match a.data_type() {
+                DataType::Utf8 => return Ok(KeyView::Utf8(a.as_string::<i32>())),
+                DataType::LargeUtf8 => return Ok(KeyView::LargeUtf8(a.as_string::<i64>())),
+                DataType::Utf8View => return Ok(KeyView::Utf8View(a.as_string_view())),
+                DataType::Binary => return Ok(KeyView::Binary(a.as_binary::<i32>())),
+                _ => {}
+            }
+        }
+        self.encode(batch).map(KeyView::Rows)
     }
 
     /// Decodes encoded keys (made by this codec) into one array per key column.

@@ -11,7 +11,7 @@ use arrow_schema::{Schema, SchemaRef, TimeUnit};
 use crate::{Error, Result};
 
 pub use gap::GapColumn;
-pub use keys::KeyCodec;
+pub use keys::{KeyCodec, KeyView};
 pub use time::TimeColumn;
 
 /// The columns an engine reads, by name, as the caller gives them.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{Array, ArrayRef, Int64Array, PrimitiveArray, RecordBatch};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::column_index;
@@ -19,13 +20,27 @@ pub struct TimeColumn {
     unit: TimeUnit,
 }
 
-/// The times of one batch.
+/// The times of one batch: the column's own values where it is 64-bit (no copy).
 #[derive(Debug)]
 pub struct BatchTimes {
-    /// Ticks per row (unspecified where `valid` is false).
-    pub ticks: Vec<i64>,
-    /// Per row: `Some(reason)` when the time cannot be used.
-    pub invalid: Vec<Option<TimeProblem>>,
+    /// Ticks per row (unspecified where [`BatchTimes::problem`] is `Some`).
+    pub ticks: ScalarBuffer<i64>,
+    nulls: Option<NullBuffer>,
+    overflow: Vec<bool>,
+}
+
+impl BatchTimes {
+    /// Why row `row`'s time cannot be used, if it cannot.
+    #[inline]
+    pub fn problem(&self, row: usize) -> Option<TimeProblem> {
+        if self.nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+            Some(TimeProblem::Null)
+        } else if self.overflow.get(row).copied().unwrap_or(false) {
+            Some(TimeProblem::Overflow)
+        } else {
+            None
+        }
+    }
 }
 
 /// Why a row's time cannot be used.
@@ -91,35 +106,35 @@ impl TimeColumn {
     pub fn read(&self, batch: &RecordBatch) -> BatchTimes {
         let column = batch.column(self.index);
         let n = column.len();
-        let mut invalid = vec![None; n];
-        let ticks: Vec<i64> = match column.data_type() {
+        let mut overflow = Vec::new();
+        let ticks: ScalarBuffer<i64> = match column.data_type() {
             DataType::UInt64 => {
+                overflow = vec![false; n];
                 let a = column.as_primitive::<UInt64Type>();
                 a.values()
                     .iter()
                     .enumerate()
                     .map(|(row, &v)| {
                         i64::try_from(v).unwrap_or_else(|_| {
-                            invalid[row] = Some(TimeProblem::Overflow);
+                            overflow[row] = true;
                             0
                         })
                     })
-                    .collect()
+                    .collect::<Vec<i64>>()
+                    .into()
             }
+            // Timestamps and Int64 reinterpret without a copy; narrower integers widen.
             _ => match arrow_cast::cast(column, &DataType::Int64) {
-                Ok(a) => a.as_primitive::<Int64Type>().values().to_vec(),
+                Ok(a) => a.as_primitive::<Int64Type>().values().clone(),
                 // Every accepted type casts to Int64; a failure here would be an arrow bug.
-                Err(_) => vec![0; n],
+                Err(_) => vec![0i64; n].into(),
             },
         };
-        if let Some(nulls) = column.logical_nulls() {
-            for (row, valid) in nulls.iter().enumerate() {
-                if !valid {
-                    invalid[row] = Some(TimeProblem::Null);
-                }
-            }
+        BatchTimes {
+            ticks,
+            nulls: column.logical_nulls(),
+            overflow,
         }
-        BatchTimes { ticks, invalid }
     }
 
     /// An array of the column's type holding `ticks`.
@@ -178,7 +193,10 @@ mod tests {
         assert_eq!(t.unit(), TimeUnit::Microsecond);
         let read = t.read(&b);
         assert_eq!(read.ticks[0], 5);
-        assert_eq!(read.invalid, vec![None, Some(TimeProblem::Null)]);
+        assert_eq!(
+            (read.problem(0), read.problem(1)),
+            (None, Some(TimeProblem::Null))
+        );
         assert_eq!(
             t.to_array(vec![7]).data_type(),
             b.schema().field(0).data_type()
@@ -190,11 +208,12 @@ mod tests {
         let b = one(Arc::new(Int32Array::from(vec![1, 2])));
         let t = TimeColumn::try_new("ts", Some(TimeUnit::Second), &b.schema()).unwrap();
         assert_eq!(t.unit(), TimeUnit::Second);
-        assert_eq!(t.read(&b).ticks, vec![1, 2]);
+        assert_eq!(t.read(&b).ticks.to_vec(), vec![1, 2]);
         assert_eq!(t.to_array(vec![3]).data_type(), &DataType::Int32);
         let b = one(Arc::new(UInt64Array::from(vec![u64::MAX, 1])));
         let t = TimeColumn::try_new("ts", None, &b.schema()).unwrap();
-        assert_eq!(t.read(&b).invalid[0], Some(TimeProblem::Overflow));
+        assert_eq!(t.read(&b).problem(0), Some(TimeProblem::Overflow));
+        assert_eq!(t.read(&b).problem(1), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use hashbrown::HashMap;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{AggSpec, Aggregator};
 use crate::input::time::TimeProblem;
-use crate::input::{BoundInput, InputSpec};
+use crate::input::{BoundInput, InputSpec, KeyView};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::{Reason, Rejections};
 use crate::{Error, Result};
@@ -86,17 +86,22 @@ pub fn session_windows(
         )));
     }
 
-    let keys = bound.keys.encode(&batch)?;
+    let keys = bound.keys.view(&batch)?;
     let times = bound.time.read(&batch);
     let gaps = bound.gap.as_ref().map(|g| g.read(&batch));
     let mut rejections = Rejections::default();
-    let mut record_gap = vec![0i64; n];
+    // Per-record gaps are kept only for a gap column; a fixed gap needs no array.
+    let mut record_gap = if fixed_gap.is_some() {
+        Vec::new()
+    } else {
+        vec![0i64; n]
+    };
     let mut gap_clamped = 0u64;
     let mut valid = vec![true; n];
     for row in 0..n {
-        let reason = if keys.null[row] {
+        let reason = if keys.is_null(row) {
             Some(Reason::NullKey)
-        } else if let Some(p) = times.invalid[row] {
+        } else if let Some(p) = times.problem(row) {
             Some(match p {
                 TimeProblem::Null => Reason::NullTime,
                 TimeProblem::Overflow => Reason::TimeOverflow,
@@ -118,7 +123,9 @@ pub fn session_windows(
                 None => Some(Reason::InvalidGap),
                 Some(g) if times.ticks[row].checked_add(g).is_none() => Some(Reason::TimeOverflow),
                 Some(g) => {
-                    record_gap[row] = g;
+                    if fixed_gap.is_none() {
+                        record_gap[row] = g;
+                    }
                     None
                 }
             }
@@ -136,7 +143,8 @@ pub fn session_windows(
     }
     rejections.finish_batch(&batch)?;
 
-    let (order, runs) = group_by_key_then_time(&keys.rows, &valid, &times.ticks);
+    let (order, runs) = group_by_key_then_time(&keys, &valid, &times.ticks);
+    let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap[row]);
     // Cut each key group into sessions: a record after the running reach starts a new one.
     let t = &times.ticks;
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
@@ -150,7 +158,7 @@ pub fn session_windows(
                 offsets.push(i);
                 reach = i64::MIN;
             }
-            reach = reach.max(t[row] + record_gap[row]);
+            reach = reach.max(t[row] + gap_of(row));
         }
         if hi > lo {
             offsets.push(hi);
@@ -191,7 +199,7 @@ pub fn session_windows(
 /// Valid rows grouped by key (groups in order of first appearance), each group in (time, row)
 /// order; returns the rows and the group boundaries (`runs[g]..runs[g + 1]`).
 fn group_by_key_then_time(
-    keys: &arrow_row::Rows,
+    keys: &KeyView<'_>,
     valid: &[bool],
     times: &[i64],
 ) -> (Vec<u32>, Vec<usize>) {
@@ -204,7 +212,7 @@ fn group_by_key_then_time(
             continue;
         }
         let next = ids.len() as u32;
-        let id = *ids.entry(keys.row(row).data()).or_insert(next);
+        let id = *ids.entry(keys.bytes(row)).or_insert(next);
         if id == next {
             sizes.push(0);
         }

@@ -210,7 +210,7 @@ impl SessionProcessor {
         for row in 0..n {
             invalid[row] = if keys.null[row] {
                 Some(Reason::NullKey)
-            } else if let Some(problem) = times.invalid[row] {
+            } else if let Some(problem) = times.problem(row) {
                 Some(match problem {
                     TimeProblem::Null => Reason::NullTime,
                     TimeProblem::Overflow => Reason::TimeOverflow,
@@ -323,53 +323,61 @@ impl SessionProcessor {
 
             // Kafka removes (and forwards a delete for) every merged session unless the merged
             // window is the record's own [t, t], which it overwrites in place.
-            if (m_start, m_end) != (t, t) {
+            let overwrite = (m_start, m_end) == (t, t);
+            if !overwrite && mode != EmitMode::Final {
                 for c in &candidates {
-                    bound.store.remove(key, c.start, c.end);
-                    if mode != EmitMode::Final {
-                        changelog.push(
-                            Change {
-                                key: key.to_vec(),
-                                start: c.start,
-                                end: c.end,
-                                time: c.end,
-                                state: scratch[c.state.0..c.state.1].to_vec(),
-                                delete: true,
-                            },
-                            false,
-                        );
-                    }
+                    changelog.push(
+                        Change {
+                            key: key.to_vec(),
+                            start: c.start,
+                            end: c.end,
+                            time: c.end,
+                            state: scratch[c.state.0..c.state.1].to_vec(),
+                            delete: true,
+                        },
+                        false,
+                    );
                 }
             }
             if mode == EmitMode::Final && bound.store.put_would_drop_segments(m_end) {
                 self.emitted_below =
                     emit_closed(&bound.store, ticks, self.emitted_below, close, &mut finals);
             }
+            // The store gets the merged session before the merged-away ones go, so the key
+            // stays interned (removing first would free it and intern it again at once).
             value.clear();
             state::join(m_reach, &acc, &mut value);
-            match bound.store.put(key, m_start, m_end, &value)? {
-                PutOutcome::Expired => {
-                    // Unreachable while retention >= max gap + grace (checked when binding);
-                    // kept as a rejection so that a record can never vanish.
-                    self.rejections.reject(row, Reason::Late);
-                    continue;
+            let outcome = bound.store.put(key, m_start, m_end, &value)?;
+            if outcome == PutOutcome::Expired {
+                // Unreachable while retention >= max gap + grace (checked when binding); kept
+                // as a rejection so that a record can never vanish.
+                self.rejections.reject(row, Reason::Late);
+                continue;
+            }
+            for c in &candidates {
+                if (c.start, c.end) != (m_start, m_end) {
+                    bound.store.remove(key, c.start, c.end);
                 }
-                outcome => {
-                    self.counters.accepted += 1;
-                    if mode != EmitMode::Final {
-                        changelog.push(
-                            Change {
-                                key: key.to_vec(),
-                                start: m_start,
-                                end: m_end,
-                                time: m_end,
-                                state: acc.clone(),
-                                delete: false,
-                            },
-                            outcome == PutOutcome::Inserted,
-                        );
-                    }
-                }
+            }
+            self.counters.accepted += 1;
+            if mode != EmitMode::Final {
+                changelog.push(
+                    Change {
+                        key: key.to_vec(),
+                        start: m_start,
+                        end: m_end,
+                        time: m_end,
+                        state: acc.clone(),
+                        delete: false,
+                    },
+                    // A merged window equal to a merged-away one was deleted and put again:
+                    // for the changelog it is new, like a window the store had not held.
+                    outcome == PutOutcome::Inserted
+                        || (!overwrite
+                            && candidates
+                                .iter()
+                                .any(|c| (c.start, c.end) == (m_start, m_end))),
+                );
             }
         }
         self.counters.gap_clamped += clamped;

@@ -1,0 +1,176 @@
+"""Session windows on a generated clickstream: windowstore beside Polars, in the same run.
+
+Prints medians over --repeat runs (the machine is noisy) for:
+- complete mode (count, sum, max; the sort included) beside Polars' sort, diff, cum_sum and
+  group_by on the same table, results checked equal;
+- the streaming processor fed in time order, and with 10% of the records delayed within the grace
+  (results checked equal to complete mode);
+- peak memory of complete mode over the input's Arrow size (RSS sampled while it runs).
+
+Run: python benches/bench_sessions.py [--events 10000000] [--users 100000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from windowstore import SessionWindowProcessor, agg, session_windows
+from windowstore.clickstream import clickstream
+
+GAP_MS = 30 * 60 * 1000
+GRACE_MS = 5 * 60 * 1000
+AGGS = [agg.count(), agg.sum("amount"), agg.max("amount")]
+
+
+def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def polars_sessions(df: pl.DataFrame) -> pl.DataFrame:
+    user, ts = pl.col("user_id"), pl.col("ts")
+    return (
+        df.sort(["user_id", "ts"])
+        .with_columns(new=(user != user.shift()).fill_null(True) | (ts.diff() > GAP_MS))
+        .with_columns(session=pl.col("new").cum_sum())
+        .group_by(["user_id", "session"])
+        .agg(
+            session_start=ts.min(),
+            session_end=ts.max(),
+            count=pl.len(),
+            sum_amount=pl.col("amount").sum(),
+            max_amount=pl.col("amount").max(),
+        )
+    )
+
+
+def canonical(t: pa.Table) -> pa.Table:
+    cols = ["user_id", "session_start", "session_end", "count"]
+    return (
+        t.select(cols)
+        .cast(
+            pa.schema(
+                [
+                    ("user_id", pa.string()),
+                    ("session_start", pa.int64()),
+                    ("session_end", pa.int64()),
+                    ("count", pa.int64()),
+                ]
+            )
+        )
+        .sort_by([(c, "ascending") for c in cols])
+    )
+
+
+def stream(table: pa.Table, batch_rows: int) -> pa.Table:
+    p = SessionWindowProcessor(key="user_id", time="ts", gap=GAP_MS, grace=GRACE_MS, aggs=AGGS)
+    out = [p.process(b) for b in table.to_batches(max_chunksize=batch_rows)]
+    out.append(p.flush())
+    if p.metrics()["rejected"]:
+        raise AssertionError(f"records rejected: {p.metrics()}")
+    return pa.concat_tables(out)
+
+
+def delayed(table: pa.Table, fraction: float, seed: int) -> pa.Table:
+    """The same records in arrival order, `fraction` of them delayed by up to the grace."""
+    rng = np.random.default_rng(seed)
+    n = table.num_rows
+    delay = np.where(rng.random(n) < fraction, rng.integers(0, GRACE_MS, n), 0)
+    arrival = table["ts"].to_numpy() + delay
+    order = np.argsort(arrival, kind="stable")
+    return table.take(pa.array(order))
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_extra_bytes(fn: Callable[[], Any]) -> int:
+    """Largest RSS above the starting RSS while fn runs (sampled every millisecond)."""
+    base, peak, done = rss_bytes(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_bytes())
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    result = fn()
+    done.set()
+    sampler.join()
+    del result
+    return max(peak[0], rss_bytes()) - base
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--batch-rows", type=int, default=1 << 16)
+    args = parser.parse_args()
+
+    data = clickstream(args.events, users=args.users)
+    n = data.num_rows
+    print(
+        f"{n:,} events, {pc.count_distinct(data['user_id']).as_py():,} users, "
+        f"{data.nbytes / 1e6:,.0f} MB of Arrow; gap 30 min, grace 5 min; polars "
+        f"{pl.__version__} on {pl.thread_pool_size()} threads; medians of {args.repeat}"
+    )
+
+    ws_s, ws = median_seconds(
+        lambda: session_windows(data, key="user_id", time="ts", gap=GAP_MS, aggs=AGGS),
+        args.repeat,
+    )
+    df = pl.from_arrow(data)
+    assert isinstance(df, pl.DataFrame)
+    pl_s, pl_out = median_seconds(lambda: polars_sessions(df), args.repeat)
+    if not canonical(ws).equals(canonical(pl_out.to_arrow())):
+        raise AssertionError("windowstore and polars disagree")
+    print(f"sessions: {ws.num_rows:,} (equal in both)")
+
+    in_order_s, s1 = median_seconds(lambda: stream(data, args.batch_rows), args.repeat)
+    late = delayed(data, 0.10, seed=1)
+    late_s, s2 = median_seconds(lambda: stream(late, args.batch_rows), args.repeat)
+    for name, got in (("in order", s1), ("10% delayed", s2)):
+        if not canonical(got).equals(canonical(ws)):
+            raise AssertionError(f"streaming ({name}) differs from complete mode")
+
+    rate = lambda s: n / s / 1e6  # noqa: E731 - a one-line helper
+    print(f"{'mode':<44}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}")
+    for name, s in (
+        ("windowstore complete (1 core)", ws_s),
+        (f"polars sort/diff/cum_sum/group_by ({pl.thread_pool_size()} threads)", pl_s),
+        ("windowstore streaming, in time order (1 core)", in_order_s),
+        ("windowstore streaming, 10% delayed (1 core)", late_s),
+    ):
+        print(f"{name:<44}{s:>10.3f}{rate(s):>10.2f}{pl_s / s:>10.2f}x")
+
+    extra = peak_extra_bytes(
+        lambda: session_windows(data, key="user_id", time="ts", gap=GAP_MS, aggs=AGGS)
+    )
+    print(
+        f"complete mode peak memory above its input: {extra / 1e6:,.0f} MB = "
+        f"{extra / data.nbytes:.2f}x the input's {data.nbytes / 1e6:,.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()
