@@ -322,6 +322,9 @@ def test_collect_overflow_fail_names_key_and_window() -> None:
     assert (info.value.start, info.value.end) == (0, 2)
     with pytest.raises(WindowStoreError, match="failed earlier"):
         p.process(data)
+    with pytest.raises(SessionOverflowError, match="k=alice") as info:
+        session_windows(data, key="k", time="t", gap=10, aggs=[agg.collect("v", 2, "fail")])
+    assert (info.value.key, info.value.start, info.value.end) == ("k=alice", 0, 2)
     with pytest.raises(InvalidWindowSpec):
         agg.collect("v", max_size=0)
 

@@ -11,16 +11,16 @@
 //!   `sum`, `min`, `max`, `mean`, `first`, `last` of a window without non-null values are null;
 //!   `collect` of such a window is an empty list (never null);
 //! - floats order by IEEE total order with NaN canonical: NaN is greater than every number,
-//!   `-0.0 < +0.0`; `min`/`max` emit NaN as the canonical NaN ([`native`] has the details);
+//!   `-0.0 < +0.0`; `min`/`max` emit NaN as the canonical NaN (the `native` module has the details);
 //! - `first`/`last`/`collect` order records by `(time, seq)`, `seq` being the arrival number;
 //! - strings compare byte-wise (code point order), as Arrow sorts them;
 //! - integer sums are exact (`i128`); one that does not fit the Int64 output is an error;
 //!   float sums add in `f64`, so their last bits depend on the merge grouping.
 //!
-//! Modules: [`spec`] (what is asked), [`kind`] (accepted types), [`native`] (primitive order),
-//! [`slot`] (a spec bound to a schema), [`value`], [`codec`] and [`state`] (the state layout),
-//! [`build`] and [`finish`] (states to arrays), [`runs`] (the fast path), [`aggregator`],
-//! [`overflow`].
+//! Modules: `spec` (what is asked), `kind` (accepted types), `native` (primitive order),
+//! `slot` (a spec bound to a schema), `value`, `codec` and [`state`] (the state layout, public
+//! for its documentation: states are stored in snapshots), `build` and `finish` (states to
+//! arrays), `runs` (the fast path), [`aggregator`], [`overflow`].
 
 pub mod aggregator;
 pub(crate) mod build;
@@ -32,7 +32,7 @@ pub mod overflow;
 pub(crate) mod runs;
 pub(crate) mod slot;
 pub mod spec;
-pub(crate) mod state;
+pub mod state;
 pub(crate) mod value;
 
 #[cfg(test)]

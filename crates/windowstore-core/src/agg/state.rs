@@ -1,9 +1,11 @@
 //! The state layout (version 1): encoding one record, walking a state, merging two states.
 //!
-//! A state is one version byte ([`VERSION`]) followed by one segment per spec, in spec order.
-//! All integers are little-endian; `varint` is unsigned LEB128; `value` is a [`Kind`]'s value
-//! (8-byte word for integers, floats, temporal types; 1 byte for Boolean; varint length + bytes
-//! for strings and binaries, see [`Value::write`]).
+//! A state is one version byte (1) followed by one segment per spec, in spec order.
+//! All integers are little-endian; `varint` is unsigned LEB128; `value` is one value of the
+//! input column: an 8-byte word for integers, floats and temporal types (signed integers and
+//! temporal values as `i64`, unsigned as `u64`, `Float64` as its bits, `Float32` as its bits in
+//! the low half), 1 byte for Boolean, a varint length and the bytes for strings (UTF-8) and
+//! binaries.
 //!
 //! | function             | segment                                                        | bytes |
 //! |----------------------|----------------------------------------------------------------|-------|

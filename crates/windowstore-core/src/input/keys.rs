@@ -168,15 +168,29 @@ impl KeyCodec {
 
     /// A key rendered for people, e.g. `user_id=42` or `(a=1, b="x")`, for error messages.
     pub fn render(&self, key: &[u8]) -> String {
-        let Ok(arrays) = self.decode([key]) else {
-            return format!("{key:?}");
-        };
+        match self.decode([key]) {
+            Ok(arrays) => self.render_arrays(&arrays, 0),
+            Err(_) => format!("{key:?}"),
+        }
+    }
+
+    /// The key of row `row` of `batch`, rendered like [`KeyCodec::render`].
+    pub fn render_row(&self, batch: &RecordBatch, row: usize) -> String {
+        let arrays: Vec<ArrayRef> = self
+            .columns
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        self.render_arrays(&arrays, row)
+    }
+
+    fn render_arrays(&self, arrays: &[ArrayRef], row: usize) -> String {
         let parts: Vec<String> = arrays
             .iter()
             .zip(&self.fields)
             .map(|(array, field)| {
                 let value = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
-                    .map(|f| f.value(0).to_string())
+                    .map(|f| f.value(row).to_string())
                     .unwrap_or_else(|_| "?".into());
                 format!("{}={value}", field.name())
             })

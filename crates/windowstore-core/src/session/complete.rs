@@ -12,7 +12,7 @@ use arrow_schema::SchemaRef;
 use hashbrown::HashMap;
 
 use super::spec::{GapSpec, OnInvalid};
-use crate::agg::{AggSpec, Aggregator};
+use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::time::TimeProblem;
 use crate::input::{BoundInput, InputSpec, KeyView};
 use crate::output::{Layout, OutputBuilder};
@@ -186,7 +186,21 @@ pub fn session_windows(
                 .collect(),
         ),
     );
-    columns.extend(aggregator.aggregate_runs(&batch, t, &order, &offsets)?);
+    match aggregator.aggregate_runs(&batch, t, &order, &offsets) {
+        Ok(arrays) => columns.extend(arrays),
+        Err(e) => {
+            // A collect with overflow="fail" overflowed: name the first window that did.
+            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
+                return Err(e);
+            };
+            let (first, last) = (
+                order[offsets[w]] as usize,
+                order[offsets[w + 1] - 1] as usize,
+            );
+            let key = bound.keys.render_row(&batch, first);
+            return Err(fill_overflow(e, key, t[first], t[last]));
+        }
+    }
     let windows = RecordBatch::try_new(output.schema().clone(), columns)
         .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
     Ok(CompleteSessions {

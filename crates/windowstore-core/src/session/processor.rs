@@ -21,7 +21,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use super::spec::{OnInvalid, Resolved, SessionSpec};
-use crate::agg::{AggSpec, Aggregator};
+use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
 use crate::input::time::TimeProblem;
 use crate::input::{BoundInput, InputSpec};
@@ -311,9 +311,9 @@ impl SessionProcessor {
                     .aggs
                     .merge(&acc, &scratch[c.state.0..c.state.1], &mut merged)
                 {
-                    return Err(with_window(
+                    return Err(fill_overflow(
                         e,
-                        &bound.input.keys.render(key),
+                        bound.input.keys.render(key),
                         m_start,
                         m_end,
                     ));
@@ -568,20 +568,5 @@ fn final_change(key: &[u8], start: i64, end: i64, agg_state: &[u8]) -> Change {
         time: end,
         state: agg_state.to_vec(),
         delete: false,
-    }
-}
-
-fn with_window(err: Error, key: &str, start: i64, end: i64) -> Error {
-    match err {
-        Error::SessionOverflow {
-            column, max_size, ..
-        } => Error::SessionOverflow {
-            key: key.to_string(),
-            start,
-            end,
-            column,
-            max_size,
-        },
-        other => other,
     }
 }
