@@ -9,7 +9,7 @@ use pyo3_arrow::PyTable;
 use windowstore_core::agg::{AggFunc, AggSpec, Overflow};
 use windowstore_core::time::Duration;
 
-use crate::errors::to_py;
+use crate::errors::{to_py, IntoPyResult};
 
 /// A duration as the Python layer passes it: `("ticks", n)` or `("nanos", n)`.
 pub type PyDuration = (String, i128);
@@ -44,38 +44,8 @@ pub fn aggs(specs: Vec<PyAgg>) -> PyResult<Vec<AggSpec>> {
     specs
         .into_iter()
         .map(|(func, column, alias, max_size, overflow)| {
-            let func = match func.as_str() {
-                "count" => AggFunc::Count,
-                "sum" => AggFunc::Sum,
-                "min" => AggFunc::Min,
-                "max" => AggFunc::Max,
-                "mean" => AggFunc::Mean,
-                "first" => AggFunc::First,
-                "last" => AggFunc::Last,
-                "collect" => AggFunc::Collect {
-                    max_size,
-                    overflow: match overflow.as_deref().unwrap_or("drop_oldest") {
-                        "drop_oldest" => Overflow::DropOldest,
-                        "drop_newest" => Overflow::DropNewest,
-                        "fail" => Overflow::Fail,
-                        other => {
-                            return Err(to_py(windowstore_core::Error::invalid(
-                                "overflow",
-                                format!(
-                                    "unknown strategy {other:?}; expected drop_oldest, \
-                                     drop_newest or fail"
-                                ),
-                            )))
-                        }
-                    },
-                },
-                other => {
-                    return Err(to_py(windowstore_core::Error::invalid(
-                        "aggs",
-                        format!("unknown aggregation {other:?}"),
-                    )))
-                }
-            };
+            let overflow = Overflow::parse(overflow.as_deref().unwrap_or("drop_oldest")).py()?;
+            let func = AggFunc::from_name(&func, max_size, overflow).py()?;
             Ok(AggSpec {
                 func,
                 column,

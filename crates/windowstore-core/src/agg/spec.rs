@@ -20,6 +20,19 @@ impl Overflow {
             Self::Fail => "fail",
         }
     }
+
+    /// Parses [`Overflow::name`]'s spellings.
+    pub fn parse(name: &str) -> crate::Result<Self> {
+        [Self::DropOldest, Self::DropNewest, Self::Fail]
+            .into_iter()
+            .find(|o| o.name() == name)
+            .ok_or_else(|| {
+                crate::Error::invalid(
+                    "overflow",
+                    format!("unknown strategy {name:?}; expected drop_oldest, drop_newest or fail"),
+                )
+            })
+    }
 }
 
 /// An aggregation function of a window's records. All of them are mergeable.
@@ -61,6 +74,30 @@ impl AggFunc {
             Self::Last => "last",
             Self::Collect { .. } => "collect",
         }
+    }
+
+    /// The function named `name` ([`AggFunc::name`]); `max_size` and `overflow` go to `collect`.
+    pub fn from_name(
+        name: &str,
+        max_size: Option<usize>,
+        overflow: Overflow,
+    ) -> crate::Result<Self> {
+        Ok(match name {
+            "count" => Self::Count,
+            "sum" => Self::Sum,
+            "min" => Self::Min,
+            "max" => Self::Max,
+            "mean" => Self::Mean,
+            "first" => Self::First,
+            "last" => Self::Last,
+            "collect" => Self::Collect { max_size, overflow },
+            other => {
+                return Err(crate::Error::invalid(
+                    "aggs",
+                    format!("unknown aggregation {other:?}"),
+                ))
+            }
+        })
     }
 }
 

@@ -54,27 +54,14 @@ fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 fn agg(spec: &AggSpec) -> String {
-    let (name, max_size, overflow) = match &spec.func {
-        AggFunc::Count => ("count", None, None),
-        AggFunc::Sum => ("sum", None, None),
-        AggFunc::Min => ("min", None, None),
-        AggFunc::Max => ("max", None, None),
-        AggFunc::Mean => ("mean", None, None),
-        AggFunc::First => ("first", None, None),
-        AggFunc::Last => ("last", None, None),
-        AggFunc::Collect { max_size, overflow } => (
-            "collect",
-            *max_size,
-            Some(match overflow {
-                Overflow::DropOldest => "drop_oldest",
-                Overflow::DropNewest => "drop_newest",
-                Overflow::Fail => "fail",
-            }),
-        ),
+    let (max_size, overflow) = match &spec.func {
+        AggFunc::Collect { max_size, overflow } => (*max_size, Some(overflow.name())),
+        _ => (None, None),
     };
     let opt = |s: Option<&String>| s.map_or("-".to_string(), |s| hex(s.as_bytes()));
     format!(
-        "{name}:{}:{}:{}:{}",
+        "{}:{}:{}:{}:{}",
+        spec.func.name(),
         opt(spec.column.as_ref()),
         opt(spec.alias.as_ref()),
         max_size.map_or("-".to_string(), |m| m.to_string()),
@@ -94,29 +81,15 @@ fn parse_agg(s: &str) -> Option<AggSpec> {
             String::from_utf8(unhex(v)?).ok().map(Some)
         }
     };
-    let func = match *name {
-        "count" => AggFunc::Count,
-        "sum" => AggFunc::Sum,
-        "min" => AggFunc::Min,
-        "max" => AggFunc::Max,
-        "mean" => AggFunc::Mean,
-        "first" => AggFunc::First,
-        "last" => AggFunc::Last,
-        "collect" => AggFunc::Collect {
-            max_size: if *max_size == "-" {
-                None
-            } else {
-                Some(max_size.parse().ok()?)
-            },
-            overflow: match *overflow {
-                "drop_oldest" => Overflow::DropOldest,
-                "drop_newest" => Overflow::DropNewest,
-                "fail" => Overflow::Fail,
-                _ => return None,
-            },
-        },
-        _ => return None,
+    let max_size = match *max_size {
+        "-" => None,
+        m => Some(m.parse().ok()?),
     };
+    let overflow = match *overflow {
+        "-" => Overflow::DropOldest,
+        o => Overflow::parse(o).ok()?,
+    };
+    let func = AggFunc::from_name(name, max_size, overflow).ok()?;
     Some(AggSpec {
         func,
         column: opt(column)?,
