@@ -130,6 +130,19 @@ def test_multi_column_and_binary_keys() -> None:
     assert got == [("eu", b"\x00a", 2), ("eu", b"\x00b", 1), ("us", b"\x00a", 1)]
 
 
+def test_polars_strings_aggregate_like_any_string() -> None:
+    df = pl.DataFrame({"k": ["a", "a"], "t": [0, 5], "page": ["home", "cart"]})
+    aggs = [agg.first("page"), agg.max("page"), agg.collect("page")]
+    out = session_windows(df, key="k", time="t", gap=10, aggs=aggs)
+    assert out.schema.field("first_page").type == pa.string()
+    assert out.select(["first_page", "max_page", "collect_page"]).to_pylist() == [
+        {"first_page": "home", "max_page": "home", "collect_page": ["home", "cart"]}
+    ]
+    p = SessionWindowProcessor(key="k", time="t", gap=10, grace=0, aggs=aggs)
+    p.process(df)
+    assert p.flush().column("collect_page").to_pylist() == [["home", "cart"]]
+
+
 def test_polars_and_duckdb_inputs() -> None:
     df = pl.DataFrame({"k": ["a", "a", "b"], "t": [0, 5, 1], "v": [1, 2, 3]})
     assert windows(session_windows(df, key="k", time="t", gap=10, aggs=AGGS)) == [

@@ -5,8 +5,10 @@ pub mod gap;
 pub mod keys;
 pub mod time;
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
-use arrow_schema::{Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::{Error, Result};
 
@@ -71,6 +73,56 @@ impl BoundInput {
             return Ok(());
         }
         Err(schema_change(&self.schema, &batch.schema()))
+    }
+}
+
+/// The schema the engines work on: view types (Utf8View, BinaryView: what polars produces) read as
+/// Utf8 and Binary, which every aggregation and the output accept. Other types are unchanged.
+pub fn plain_schema(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .map(|f| match plain_type(f.data_type()) {
+            Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
+            None => f.clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `batch` with its view columns cast to their plain types (no copy when it has none).
+pub fn plain_batch(batch: &RecordBatch) -> Result<RecordBatch> {
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| plain_type(f.data_type()).is_some())
+    {
+        return Ok(batch.clone());
+    }
+    let schema = plain_schema(&batch.schema());
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(c.clone())
+            } else {
+                arrow_cast::cast(c, f.data_type())
+                    .map_err(|e| Error::schema(f.name(), format!("cannot read view type: {e}")))
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(schema, columns)
+        .map_err(|e| Error::Capacity(format!("reading view columns: {e}")))
+}
+
+fn plain_type(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::Utf8View => Some(DataType::Utf8),
+        DataType::BinaryView => Some(DataType::Binary),
+        _ => None,
     }
 }
 

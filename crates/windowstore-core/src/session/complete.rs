@@ -14,7 +14,7 @@ use hashbrown::HashMap;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::time::TimeProblem;
-use crate::input::{BoundInput, InputSpec, KeyView};
+use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec, KeyView};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::{Reason, Rejections};
 use crate::{Error, Result};
@@ -46,6 +46,9 @@ pub fn session_windows(
         },
         ..input
     };
+    let schema = plain_schema(&schema);
+    let plain: Vec<RecordBatch> = batches.iter().map(plain_batch).collect::<Result<_>>()?;
+    let batches = plain.as_slice();
     let bound = BoundInput::try_new(&input, schema.clone())?;
     let unit = bound.time.unit();
     let (fixed_gap, max_gap) = match &gap {

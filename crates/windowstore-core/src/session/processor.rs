@@ -24,7 +24,7 @@ use super::spec::{OnInvalid, Resolved, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
 use crate::input::time::TimeProblem;
-use crate::input::{BoundInput, InputSpec};
+use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::{Reason, Rejections};
 use crate::state;
@@ -116,6 +116,7 @@ impl SessionProcessor {
         if self.bound.is_some() {
             return Ok(());
         }
+        let schema = plain_schema(&schema);
         let input = BoundInput::try_new(&self.input, schema.clone())?;
         let ticks = self.spec.resolve(input.time.unit())?;
         let aggs = Aggregator::try_new(self.agg_specs.clone(), &schema)?;
@@ -195,6 +196,7 @@ impl SessionProcessor {
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let bound = self.bound.as_mut().expect("bound above");
+        let batch = &plain_batch(batch)?;
         bound.input.check(batch)?;
         let n = batch.num_rows();
         let keys = bound.input.keys.encode(batch)?;
