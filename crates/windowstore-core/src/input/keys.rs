@@ -1,8 +1,6 @@
 //! Key columns as comparable bytes: arrow-row encodes one or more columns of any supported
 //! type into byte strings that compare like the values, and decodes them back for output.
 
-use std::sync::Arc;
-
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_row::{RowConverter, Rows, SortField};
@@ -201,11 +199,6 @@ impl KeyCodec {
             format!("({})", parts.join(", "))
         }
     }
-
-    /// The codec's key fields as an `Arc` slice, for schemas.
-    pub fn field_refs(&self) -> Arc<[FieldRef]> {
-        self.fields.iter().cloned().collect()
-    }
 }
 
 fn key_type_supported(t: &DataType) -> bool {
@@ -238,6 +231,7 @@ mod tests {
     use super::*;
     use arrow_array::{Int64Array, StringArray};
     use arrow_schema::Field;
+    use std::sync::Arc;
 
     fn batch() -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![

@@ -267,8 +267,3 @@ fn group_by_key_then_time(
     }
     (order, runs)
 }
-
-/// The schema of rejected rows for an input schema (input columns plus `reason`).
-pub fn rejected_schema(input: &SchemaRef) -> SchemaRef {
-    crate::reject::rejected_schema(input)
-}
