@@ -11,12 +11,12 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 use hashbrown::HashMap;
 
+use super::record::record_gap;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
-use crate::input::time::TimeProblem;
 use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec, KeyView};
 use crate::output::{Layout, OutputBuilder};
-use crate::reject::{Reason, Rejections};
+use crate::reject::Rejections;
 use crate::{Error, Result};
 
 /// Sessions of bounded input, and the rows that could not be used.
@@ -94,7 +94,7 @@ pub fn session_windows(
     let gaps = bound.gap.as_ref().map(|g| g.read(&batch));
     let mut rejections = Rejections::default();
     // Per-record gaps are kept only for a gap column; a fixed gap needs no array.
-    let mut record_gap = if fixed_gap.is_some() {
+    let mut record_gap_of = if fixed_gap.is_some() {
         Vec::new()
     } else {
         vec![0i64; n]
@@ -102,36 +102,24 @@ pub fn session_windows(
     let mut gap_clamped = 0u64;
     let mut valid = vec![true; n];
     for row in 0..n {
-        let reason = if keys.is_null(row) {
-            Some(Reason::NullKey)
-        } else if let Some(p) = times.problem(row) {
-            Some(match p {
-                TimeProblem::Null => Reason::NullTime,
-                TimeProblem::Overflow => Reason::TimeOverflow,
-            })
-        } else {
-            let g = match (fixed_gap, &gaps) {
-                (Some(g), _) => Some(g),
-                (None, Some(gaps)) => match gaps[row] {
-                    Some(g) if g > max_gap => {
-                        gap_clamped += 1;
-                        Some(max_gap)
-                    }
-                    Some(g) if g > 0 => Some(g),
-                    _ => None,
-                },
-                (None, None) => None,
-            };
-            match g {
-                None => Some(Reason::InvalidGap),
-                Some(g) if times.ticks[row].checked_add(g).is_none() => Some(Reason::TimeOverflow),
-                Some(g) => {
-                    if fixed_gap.is_none() {
-                        record_gap[row] = g;
-                    }
-                    None
+        let column_gap = gaps.as_ref().and_then(|g| g[row]);
+        let t = times.ticks[row];
+        let reason = match record_gap(
+            keys.is_null(row),
+            times.problem(row),
+            t,
+            fixed_gap,
+            column_gap,
+            max_gap,
+        ) {
+            Ok((g, clamped)) => {
+                if fixed_gap.is_none() {
+                    record_gap_of[row] = g;
                 }
+                gap_clamped += u64::from(clamped);
+                None
             }
+            Err(reason) => Some(reason),
         };
         if let Some(reason) = reason {
             if on_invalid == OnInvalid::Error {
@@ -147,7 +135,7 @@ pub fn session_windows(
     rejections.finish_batch(&batch)?;
 
     let (order, runs) = group_by_key_then_time(&keys, &valid, &times.ticks);
-    let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap[row]);
+    let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap_of[row]);
     // Cut each key group into sessions: a record after the running reach starts a new one.
     let t = &times.ticks;
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);

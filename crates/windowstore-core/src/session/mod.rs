@@ -6,6 +6,7 @@
 
 pub mod complete;
 pub mod processor;
+mod record;
 mod snapshot_meta;
 pub mod spec;
 

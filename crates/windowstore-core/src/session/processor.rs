@@ -20,10 +20,10 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
+use super::record::record_gap;
 use super::spec::{OnInvalid, Resolved, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::input::time::TimeProblem;
 use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::{Reason, Rejections};
@@ -206,41 +206,26 @@ impl SessionProcessor {
 
         // Validate every record first: under on_invalid="error" a bad record fails the call
         // before any state changes.
-        let mut record_gap = vec![0i64; n];
+        let mut record_gap_of = vec![0i64; n];
         let mut invalid: Vec<Option<Reason>> = vec![None; n];
         let mut clamped = 0u64;
         for row in 0..n {
-            invalid[row] = if keys.null[row] {
-                Some(Reason::NullKey)
-            } else if let Some(problem) = times.problem(row) {
-                Some(match problem {
-                    TimeProblem::Null => Reason::NullTime,
-                    TimeProblem::Overflow => Reason::TimeOverflow,
-                })
-            } else {
-                let g = match (&gaps, ticks.fixed_gap) {
-                    (_, Some(g)) => Some(g),
-                    (Some(gaps), None) => match gaps[row] {
-                        Some(g) if g > ticks.max_gap => {
-                            clamped += 1;
-                            Some(ticks.max_gap)
-                        }
-                        Some(g) if g > 0 => Some(g),
-                        _ => None,
-                    },
-                    (None, None) => None,
-                };
-                match g {
-                    None => Some(Reason::InvalidGap),
-                    Some(g) if times.ticks[row].checked_add(g).is_none() => {
-                        Some(Reason::TimeOverflow)
-                    }
-                    Some(g) => {
-                        record_gap[row] = g;
-                        None
-                    }
+            let column_gap = gaps.as_ref().and_then(|g| g[row]);
+            let t = times.ticks[row];
+            match record_gap(
+                keys.null[row],
+                times.problem(row),
+                t,
+                ticks.fixed_gap,
+                column_gap,
+                ticks.max_gap,
+            ) {
+                Ok((g, was_clamped)) => {
+                    record_gap_of[row] = g;
+                    clamped += u64::from(was_clamped);
                 }
-            };
+                Err(reason) => invalid[row] = Some(reason),
+            }
             if self.spec.on_invalid == OnInvalid::Error {
                 if let Some(reason) = invalid[row] {
                     return Err(Error::InvalidRecord {
@@ -269,7 +254,7 @@ impl SessionProcessor {
             let key = keys.rows.row(row);
             let key = key.as_ref();
             let t = times.ticks[row];
-            let reach_rec = t + record_gap[row];
+            let reach_rec = t + record_gap_of[row];
             let st = self.stream_time.map_or(t, |s| s.max(t));
             self.stream_time = Some(st);
             let close = st.saturating_sub(ticks.grace);
