@@ -5,7 +5,14 @@ from typing import Any, Literal, final
 
 import pyarrow as pa
 
-__all__ = ["SessionProcessor", "SessionStore", "__version__", "session_windows"]
+__all__ = [
+    "SessionProcessor",
+    "SessionStore",
+    "__version__",
+    "merge_session_partials",
+    "session_partials",
+    "session_windows",
+]
 
 __version__: str
 
@@ -97,3 +104,20 @@ def session_windows(
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
+
+def session_partials(
+    data: Any,
+    *,
+    key: list[str],
+    time: str,
+    time_unit: str | None,
+    gap: _Duration | None,
+    gap_column: str | None,
+    max_gap: _Duration | None,
+    aggs: list[_Agg],
+    on_invalid: str,
+) -> tuple[pa.Table, pa.Table, int]:
+    """Map-side partial sessions of one part: (partials, rejected rows, gaps clamped)."""
+
+def merge_session_partials(data: Any, *, input: Any, key: list[str], aggs: list[_Agg]) -> pa.Table:
+    """Session windows from partial sessions (every partial of a key in ``data``)."""

@@ -2,6 +2,7 @@
 
 mod convert;
 mod errors;
+mod partial;
 mod sessions;
 mod store;
 
@@ -20,5 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PySessionStore>()?;
     m.add_class::<sessions::PySessionProcessor>()?;
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
+    m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     Ok(())
 }
