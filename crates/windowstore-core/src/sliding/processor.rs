@@ -18,7 +18,9 @@
 //!    (the previous left aggregate plus the record), and its right window (the aggregate of
 //!    the latest window containing `t`, if it holds a later record).
 //!
-//! The order of the changes is Kafka's: updates in start order, then the new windows in the
+//! A record none of whose windows is open any more is in no window at all: it is rejected as
+//! late (Kafka drops it with only the skipped updates counted). The order of the changes is
+//! Kafka's: updates in start order, then the new windows in the
 //! order above. `final` emits a window once it closes: at the end of each batch, and before any
 //! put that would drop segments.
 
@@ -280,6 +282,8 @@ impl SlidingProcessor {
                 starts.push(s.start);
             }
             plan.read(&found, t, d);
+            // Whether a window holding the record was stored (they may all be closed).
+            let mut landed = false;
 
             record.clear();
             bound.aggs.encode_row(batch, row, t, seq, &mut record);
@@ -295,7 +299,7 @@ impl SlidingProcessor {
                 let f = found[i];
                 merged.clear();
                 ctx.merge(&bound.aggs, &record, state_of(&f), f.start, &mut merged)?;
-                out.put(
+                landed |= out.put(
                     &mut bound.store,
                     &ctx,
                     f.start,
@@ -308,7 +312,7 @@ impl SlidingProcessor {
                 // The previous record's right window, if missing and now not empty.
                 let start = p + 1;
                 if !starts.contains(&start) && start + d >= t {
-                    out.put(&mut bound.store, &ctx, start, t, &record, true)?;
+                    landed |= out.put(&mut bound.store, &ctx, start, t, &record, true)?;
                 }
             }
             if !plan.left_exists {
@@ -329,7 +333,7 @@ impl SlidingProcessor {
                     }
                     None => &record,
                 };
-                out.put(&mut bound.store, &ctx, t - d, t, left, true)?;
+                landed |= out.put(&mut bound.store, &ctx, t - d, t, left, true)?;
             }
             if let Some(i) = plan
                 .right_agg
@@ -340,7 +344,13 @@ impl SlidingProcessor {
                 let f = found[i];
                 out.put(&mut bound.store, &ctx, t + 1, f.time, state_of(&f), true)?;
             }
-            self.counters.accepted += 1;
+            if !landed {
+                // Every window the record belongs to had closed: it is in no window at all, so
+                // it is rejected as late rather than lost (the skipped updates are counted too).
+                self.rejections.reject(row, Reason::Late);
+            } else {
+                self.counters.accepted += 1;
+            }
         }
         self.rejections.finish_batch(batch)?;
         self.counters.late_window_update += out.late_window_update;
@@ -531,7 +541,8 @@ struct Emitter {
 
 impl Emitter {
     /// Puts window `[start, start + D]` with window time `time` and state `agg_state`, unless
-    /// it is closed (then the skipped update is counted); logs the change.
+    /// it is closed (then the skipped update is counted); logs the change. Returns whether the
+    /// window was stored.
     fn put(
         &mut self,
         store: &mut SessionStore,
@@ -540,11 +551,11 @@ impl Emitter {
         time: i64,
         agg_state: &[u8],
         new: bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let end = start + ctx.d;
         if end < ctx.close {
             self.late_window_update += 1;
-            return Ok(());
+            return Ok(false);
         }
         if self.mode == EmitMode::Final && store.put_would_drop_segments(end) {
             self.emit_closed(store, ctx.close);
@@ -571,7 +582,7 @@ impl Emitter {
                 new && outcome == PutOutcome::Inserted,
             );
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Emits the windows with `emitted_below <= end < close`.
