@@ -4,6 +4,7 @@ mod convert;
 mod errors;
 mod partial;
 mod sessions;
+mod sliding;
 mod store;
 
 use pyo3::prelude::*;
@@ -23,5 +24,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
     m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
+    m.add_class::<sliding::PySlidingProcessor>()?;
+    m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
     Ok(())
 }

@@ -20,9 +20,10 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-use super::complete::{cut, group_by_key_then_time, Cut};
+use super::complete::{cut, Cut};
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
+use crate::input::order::group_by_key_then_time;
 use crate::input::{column_index, plain_batch, plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::{Error, Result};
