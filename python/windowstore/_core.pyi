@@ -141,7 +141,6 @@ def sliding_windows(
     aggs: list[_Agg],
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table]: ...
-
 def session_partials(
     data: Any,
     *,

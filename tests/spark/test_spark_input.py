@@ -38,9 +38,7 @@ def no_job(spark: SparkSession) -> Iterator[None]:
     assert list(jobs) == []
 
 
-def raises_naming(
-    error: type[Exception], attr: str, name: str, call: Callable[[], Any]
-) -> None:
+def raises_naming(error: type[Exception], attr: str, name: str, call: Callable[[], Any]) -> None:
     with pytest.raises(error) as info:
         call()
     assert getattr(info.value, attr) == name

@@ -3,6 +3,8 @@ Spark's own session_window's for fixed gaps."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -77,7 +79,9 @@ def test_timestamp_ntz_comes_back_as_timestamp_ntz(spark: SparkSession) -> None:
     df = to_spark(spark, table).withColumn("ts", F.col("ts").cast("timestamp_ntz"))
     result = session_windows(df, key="user_id", time="ts", gap="10m", aggs=[agg.count()])
     assert dict(result.dtypes)["session_end"] == "timestamp_ntz"
-    want = windowstore.session_windows(table, key="user_id", time="ts", gap="10m", aggs=[agg.count()])
+    want = windowstore.session_windows(
+        table, key="user_id", time="ts", gap="10m", aggs=[agg.count()]
+    )
     assert_same_windows(result.toArrow(), want, BY)
 
 
@@ -86,9 +90,9 @@ def test_dynamic_gaps_equal_the_complete_engine(spark: SparkSession) -> None:
     rng = np.random.default_rng(11)
     gaps = rng.integers(60_000, 3_000_000, table.num_rows)
     table = table.append_column("gap", pa.array(gaps, pa.int64()))
-    kw = dict(key="user_id", time="ts", gap_column="gap", max_gap="40m", aggs=AGGS)
-    got = session_windows(to_spark(spark, table), **kw).toArrow()  # type: ignore[arg-type]
-    want = windowstore.session_windows(table, **kw)  # type: ignore[arg-type]
+    kw: dict[str, Any] = dict(key="user_id", time="ts", gap_column="gap", max_gap="40m", aggs=AGGS)
+    got = session_windows(to_spark(spark, table), **kw).toArrow()
+    want = windowstore.session_windows(table, **kw)
     assert_same_windows(got, want, BY)
 
 
@@ -96,9 +100,9 @@ def test_multi_column_keys(spark: SparkSession) -> None:
     table = events(8_000)
     device = pa.array(np.random.default_rng(5).integers(0, 3, table.num_rows), pa.int32())
     table = table.append_column("device", device)
-    kw = dict(key=["user_id", "device"], time="ts", gap="15m", aggs=AGGS)
-    got = session_windows(to_spark(spark, table), **kw).toArrow()  # type: ignore[arg-type]
-    want = windowstore.session_windows(table, **kw)  # type: ignore[arg-type]
+    kw: dict[str, Any] = dict(key=["user_id", "device"], time="ts", gap="15m", aggs=AGGS)
+    got = session_windows(to_spark(spark, table), **kw).toArrow()
+    want = windowstore.session_windows(table, **kw)
     assert got.column_names[:2] == ["user_id", "device"]
     assert_same_windows(got, want, ["user_id", "device", "session_start"])
 
@@ -130,16 +134,22 @@ def test_same_sessions_as_spark_session_window(spark: SparkSession) -> None:
 
 def test_empty_input_gives_no_sessions_with_the_schema(spark: SparkSession) -> None:
     table = with_timestamps(events(0))
-    result = session_windows(spark.createDataFrame(table), key="user_id", time="ts", gap="1m", aggs=AGGS)
+    result = session_windows(
+        spark.createDataFrame(table), key="user_id", time="ts", gap="1m", aggs=AGGS
+    )
     assert result.count() == 0
-    assert result.columns == ["user_id", "session_start", "session_end"] + [a.output_name for a in AGGS]
+    assert result.columns == ["user_id", "session_start", "session_end"] + [
+        a.output_name for a in AGGS
+    ]
 
 
 def test_a_partition_with_one_key_only(spark: SparkSession) -> None:
     ts = np.arange(0, 100_000, 1_000, dtype=np.int64)
     table = pa.table({"user_id": ["solo"] * len(ts), "ts": ts, "amount": np.ones(len(ts))})
     df = spark.createDataFrame(table).coalesce(1)
-    got = session_windows(df, key="user_id", time="ts", gap=1_000, aggs=[agg.count(), agg.sum("amount")])
+    got = session_windows(
+        df, key="user_id", time="ts", gap=1_000, aggs=[agg.count(), agg.sum("amount")]
+    )
     rows = got.collect()
     assert [(r.session_start, r.session_end, r["count"]) for r in rows] == [(0, 99_000, 100)]
 
@@ -148,7 +158,9 @@ def test_skewed_keys(spark: SparkSession) -> None:
     t = clickstream(30_000, users=50, seed=9, zipf=2.5)  # the top user holds most events
     counts = pc.value_counts(t["user_id"]).field("counts").to_numpy()
     assert counts.max() > 0.5 * t.num_rows
-    kw = dict(key="user_id", time="ts", gap="5m", aggs=[agg.count(), agg.max("amount")])
-    got = session_windows(to_spark(spark, t, partitions=4), **kw).toArrow()  # type: ignore[arg-type]
-    want = windowstore.session_windows(t, **kw)  # type: ignore[arg-type]
+    kw: dict[str, Any] = dict(
+        key="user_id", time="ts", gap="5m", aggs=[agg.count(), agg.max("amount")]
+    )
+    got = session_windows(to_spark(spark, t, partitions=4), **kw).toArrow()
+    want = windowstore.session_windows(t, **kw)
     assert_same_windows(got, want, BY)

@@ -43,7 +43,9 @@ def keys(key: str | Sequence[str]) -> list[str]:
     return names
 
 
-def used_columns(key: list[str], time: str, extra: Iterable[str | None], aggs: Sequence[Agg]) -> list[str]:
+def used_columns(
+    key: list[str], time: str, extra: Iterable[str | None], aggs: Sequence[Agg]
+) -> list[str]:
     """The input columns a window function reads, each once, in a stable order."""
     names: list[str] = []
     for name in [*key, time, *extra, *(a.column for a in aggs if isinstance(a, Agg))]:
@@ -97,5 +99,8 @@ def spark_schema(arrow: pa.Schema) -> StructType:
     """The Spark schema of an engine's output (tz-aware timestamps: TimestampType; naive:
     TimestampNTZType; lists: arrays)."""
     return StructType(
-        [StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=True), True) for f in arrow]
+        [
+            StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=True), True)
+            for f in arrow
+        ]
     )

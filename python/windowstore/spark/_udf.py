@@ -14,13 +14,17 @@ from typing import Any
 import pyarrow as pa
 
 from windowstore import _core
+from windowstore._durations import DurationLike
+from windowstore._processor import OnInvalid, TimeUnit
+from windowstore.agg import Agg
 from windowstore.exceptions import InvalidRecordError
+from windowstore.sliding import sliding_windows
 
 __all__ = [
     "CHUNK_ROWS",
-    "invalid_row",
     "SessionArgs",
     "SlidingArgs",
+    "invalid_row",
     "merge_partials",
     "rejected_sessions",
     "rejected_sliding",
@@ -69,10 +73,10 @@ class SlidingArgs:
 
     key: list[str]
     time: str
-    time_unit: str | None
-    time_difference: Any
-    aggs: tuple[Any, ...]
-    on_invalid: str
+    time_unit: TimeUnit | None
+    time_difference: DurationLike
+    aggs: tuple[Agg, ...]
+    on_invalid: OnInvalid
 
 
 def chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
@@ -144,17 +148,17 @@ def rejected_sessions(
             yield from rejected.to_batches()
 
 
-def _sliding_call(args: SlidingArgs, table: pa.Table, aggs: tuple[Any, ...]) -> tuple[Any, Any]:
-    from windowstore import sliding_windows
-
-    return sliding_windows(  # type: ignore[no-any-return]
+def _sliding_call(
+    args: SlidingArgs, table: pa.Table, aggs: tuple[Agg, ...]
+) -> tuple[pa.Table, pa.Table]:
+    return sliding_windows(
         table,
         key=args.key,
         time=args.time,
         time_difference=args.time_difference,
         aggs=aggs,
-        on_invalid=args.on_invalid,  # type: ignore[arg-type]
-        time_unit=args.time_unit,  # type: ignore[arg-type]
+        on_invalid=args.on_invalid,
+        time_unit=args.time_unit,
         return_rejected=True,
     )
 

@@ -10,14 +10,12 @@ from pyspark.sql import DataFrame
 
 from windowstore import _core
 from windowstore._durations import DurationLike, to_duration
+from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
 
 __all__ = ["session_windows"]
-
-OnInvalid = Literal["drop", "error"]
-TimeUnit = Literal["s", "ms", "us", "ns"]
 
 
 @overload
@@ -106,7 +104,8 @@ def session_windows(
     Example:
         >>> from windowstore import agg
         >>> from windowstore.spark import session_windows
-        >>> df = spark.createDataFrame([("a", 0, 1.0), ("a", 5, 2.0)], "user string, ts long, x double")
+        >>> df = spark.createDataFrame([("a", 0, 1.0), ("a", 5, 2.0)],
+        ...                            "user string, ts long, x double")
         >>> session_windows(df, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).collect()
         [Row(user='a', session_start=0, session_end=5, sum_x=3.0)]
     """
@@ -149,5 +148,3 @@ def _rejected(df: DataFrame, args: _udf.SessionArgs) -> DataFrame:
     arrow = _schema.arrow_schema(df, df.columns)
     schema = _core.session_windows(arrow.empty_table(), **args.core(aggs=[]))[1].schema
     return df.mapInArrow(partial(_udf.rejected_sessions, args), _schema.spark_schema(schema))
-
-

@@ -9,14 +9,13 @@ from typing import Literal, overload
 from pyspark.sql import DataFrame
 
 from windowstore._durations import DurationLike, to_duration
+from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
+from windowstore.sliding import sliding_windows as local_sliding
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
 
 __all__ = ["sliding_windows"]
-
-OnInvalid = Literal["drop", "error"]
-TimeUnit = Literal["s", "ms", "us", "ns"]
 
 
 @overload
@@ -98,8 +97,6 @@ def sliding_windows(
         ...                 aggs=[agg.count()]).count()
         3
     """
-    from windowstore import sliding_windows as local_sliding
-
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
@@ -109,8 +106,9 @@ def sliding_windows(
         time_unit=time_unit,
         time_difference=time_difference,
         aggs=tuple(aggs),
-        on_invalid=check_on_invalid(on_invalid),
+        on_invalid=on_invalid,
     )
+    check_on_invalid(on_invalid)
     _schema.check_time(df, time)
     columns = _schema.used_columns(names, time, [], aggs)
     empty = _schema.arrow_schema(df, columns).empty_table()
