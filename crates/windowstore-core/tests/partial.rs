@@ -168,16 +168,28 @@ fn partials_keep_reach_and_state_and_reject_like_complete_mode() {
         OnInvalid::Drop,
     )
     .unwrap();
-    let names: Vec<_> = p.partials.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<_> = p
+        .partials
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(
         names,
         ["k", "session_start", "session_end", "ws_reach", "ws_state"]
     );
     // The clamped gap (50 -> 20) sets the reach: 3 + 20.
-    assert_eq!(p.partials.column(3).as_primitive::<Int64Type>().values(), &[23]);
+    assert_eq!(
+        p.partials.column(3).as_primitive::<Int64Type>().values(),
+        &[23]
+    );
     assert_eq!(p.gap_clamped, 1);
     assert_eq!(p.rejected.num_rows(), 1);
-    assert_eq!(p.rejected.column(4).as_string::<i32>().value(0), "invalid_gap");
+    assert_eq!(
+        p.rejected.column(4).as_string::<i32>().value(0),
+        "invalid_gap"
+    );
 }
 
 #[test]
@@ -192,9 +204,14 @@ fn merging_no_partials_gives_no_sessions() {
     )
     .unwrap()
     .partials;
-    let merged =
-        merge_session_partials(&schema(), empty.schema(), &[empty], vec!["k".into()], aggs())
-            .unwrap();
+    let merged = merge_session_partials(
+        &schema(),
+        empty.schema(),
+        &[empty],
+        vec!["k".into()],
+        aggs(),
+    )
+    .unwrap();
     assert_eq!(merged.num_rows(), 0);
     assert_eq!(merged.num_columns(), 7);
 }

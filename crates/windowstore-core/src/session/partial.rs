@@ -69,33 +69,27 @@ pub fn session_partials(
         gap_clamped,
     } = cut(schema, batches, input, gap, aggs, on_invalid)?;
     let windows = offsets.len() - 1;
-    let mut states: Vec<u8> = Vec::with_capacity(windows * 64);
-    let mut state_offsets: Vec<i32> = Vec::with_capacity(windows + 1);
-    state_offsets.push(0);
-    let (mut acc, mut row_state, mut merged) = (Vec::new(), Vec::new(), Vec::new());
-    for w in offsets.windows(2) {
-        acc.clear();
-        for (i, &row) in order[w[0]..w[1]].iter().enumerate() {
-            let row = row as usize;
-            if i == 0 {
-                aggregator.encode_row(&batch, row, ticks[row], row as u64, &mut acc);
-                continue;
-            }
-            row_state.clear();
-            aggregator.encode_row(&batch, row, ticks[row], row as u64, &mut row_state);
-            merged.clear();
-            if let Err(e) = aggregator.merge(&acc, &row_state, &mut merged) {
-                let first = order[w[0]] as usize;
-                let key = bound.keys.render_row(&batch, first);
-                return Err(fill_overflow(e, key, ticks[first], ticks[row]));
-            }
-            std::mem::swap(&mut acc, &mut merged);
+    let (states, ends) = match aggregator.run_states(&batch, &ticks, &order, &offsets) {
+        Ok(states) => states,
+        Err(e) => {
+            // A collect with overflow="fail" overflowed: name the first window that did.
+            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
+                return Err(e);
+            };
+            let (first, last) = (
+                order[offsets[w]] as usize,
+                order[offsets[w + 1] - 1] as usize,
+            );
+            let key = bound.keys.render_row(&batch, first);
+            return Err(fill_overflow(e, key, ticks[first], ticks[last]));
         }
-        states.extend_from_slice(&acc);
-        state_offsets.push(i32::try_from(states.len()).map_err(|_| {
+    };
+    let state_offsets = std::iter::once(Ok(0))
+        .chain(ends.iter().map(|&e| i32::try_from(e)))
+        .collect::<Result<Vec<i32>, _>>()
+        .map_err(|_| {
             Error::Capacity("partial states beyond 2 GiB in one call (split the part)".into())
-        })?);
-    }
+        })?;
     let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
     let mut columns = take_keys(&bound, &batch, &firsts)?;
     columns.push(
