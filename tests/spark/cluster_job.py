@@ -27,6 +27,9 @@ def where_windowstore(_: object) -> str:
 
 def main() -> None:
     master, archive, source, out = sys.argv[1:5]
+    # A driver started with plain `python` (not spark-submit) gives the executors the Python of
+    # PYSPARK_PYTHON: the interpreter inside the shipped archive, as it is unpacked there.
+    os.environ["PYSPARK_PYTHON"] = "./environment/bin/python"
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     spark = (
         SparkSession.builder.master(master)
@@ -41,6 +44,7 @@ def main() -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")

@@ -84,8 +84,10 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A standalone master and two workers (1 core each) on 127.0.0.1; always stopped."""
     tmp = tmp_path_factory.mktemp("cluster")
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
-    env.pop("PYSPARK_PYTHON", None)
+    # Nothing of this venv on the cluster's PATH: executors must find Python in the archive.
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != BIN)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
+    env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP="127.0.0.1", PATH=path)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
@@ -140,7 +142,8 @@ def test_both_functions_on_a_standalone_cluster(
     pq.write_table(table, tmp_path / "clicks.parquet")
     out = tmp_path / "out"
     job = Path(__file__).with_name("cluster_job.py")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests" / "spark")}
+    # The executors' Python comes from spark.pyspark.python (the archive), not from this process.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_")}
     run(
         [
             sys.executable,

@@ -19,10 +19,13 @@ def spark_session(
     master: str | None = None, conf: Mapping[str, str] | None = None, app: str = "windowstore"
 ) -> SparkSession:
     """A SparkSession on ``master`` (default ``local[*]``) with quiet logs, no UI, large Arrow
-    batches and UTC session time; ``conf`` entries override these.
+    batches, UTC session time and microsecond Parquet timestamps; ``conf`` entries override
+    these.
 
-    Unless ``PYSPARK_PYTHON`` is set (or ``spark.pyspark.python`` given, as when a venv-pack
-    archive is shipped), the workers run this interpreter.
+    The workers run ``spark.pyspark.python`` if given (``./environment/bin/python`` when a
+    venv-pack archive is shipped as ``spark.archives=env.tar.gz#environment``), else
+    ``PYSPARK_PYTHON``, else this interpreter. (A driver started with plain ``python`` hands the
+    workers ``PYSPARK_PYTHON``, so the setting is copied there.)
 
     Example:
         >>> spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "8"})
@@ -31,10 +34,14 @@ def spark_session(
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Parquet's standard timestamps (Spark's default is the legacy INT96).
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
         **(conf or {}),
     }
-    if "spark.pyspark.python" not in settings:
+    if "spark.pyspark.python" in settings:
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    else:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master or "local[*]").appName(app)
