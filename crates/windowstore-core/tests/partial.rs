@@ -1,5 +1,6 @@
 //! Map-side partial sessions merged after a "shuffle" equal complete mode over all records,
 //! however the records are split into parts.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use std::sync::Arc;
 

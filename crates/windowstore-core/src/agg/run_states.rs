@@ -192,6 +192,7 @@ fn segments(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 mod tests {
     use std::sync::Arc;
 
