@@ -2,8 +2,9 @@
 
 Data: --events clickstream events (windowstore.clickstream: Zipf users, bursts separated by idle
 gaps) written once as Parquet (8 files, read as 8 input partitions) and read by every contender,
-so each run pays the same scan. Each contender is timed as a full job writing to Spark's `noop` sink, --repeat times; the
-medians are printed with the ratio windowstore / native. Results are checked equal first.
+so each run pays the same scan. Each contender is timed as a full job writing to Spark's `noop`
+sink, the contenders taking turns, --repeat rounds; the medians are printed with the ratio
+windowstore / native. Results are checked equal first.
 
 Sessions (gap 30 min; count, sum, min, max of amount):
 - native: groupBy(user_id, session_window(ts, "30 minutes")).agg(...);
