@@ -40,6 +40,7 @@ use crate::reject::{OnInvalid, Reason, Rejections};
 use crate::state;
 use crate::store::session_store::PutOutcome;
 use crate::store::snapshot;
+use crate::store::Session;
 use crate::{Error, Result, SessionStore};
 
 /// Counters of a processor, beyond the rejections.
@@ -93,7 +94,7 @@ struct Found {
 /// What one record does to its key's windows, worked out before any of it happens.
 #[derive(Debug, Default)]
 struct Plan {
-    /// Existing windows that contain the record, in start order (indices into the found list).
+    /// Existing windows that contain the record, in start order (indices into `found`).
     updates: Vec<usize>,
     /// The latest window ending before the record: the previous left aggregate.
     left_agg: Option<usize>,
@@ -239,6 +240,7 @@ impl SlidingProcessor {
             finals: Vec::new(),
             emitted_below: self.emitted_below,
             late_window_update: 0,
+            value: Vec::new(),
         };
         let mut found: Vec<Found> = Vec::new();
         let mut starts: Vec<i64> = Vec::new();
@@ -267,21 +269,8 @@ impl SlidingProcessor {
             }
 
             // Windows starting in [t - 2D, t + 1], i.e. ending in [t - D, t + 1 + D].
-            found.clear();
-            starts.clear();
-            scratch.clear();
-            for s in bound.store.find_sessions(key, t - d, t + 1) {
-                let (time, agg_state) = state::split(s.value);
-                let at = scratch.len();
-                scratch.extend_from_slice(agg_state);
-                found.push(Found {
-                    start: s.start,
-                    time,
-                    state: (at, scratch.len()),
-                });
-                starts.push(s.start);
-            }
-            plan.read(&found, t, d);
+            let windows = bound.store.find_sessions(key, t - d, t + 1);
+            plan.read(windows, t, d, &mut found, &mut starts, &mut scratch);
             // Whether a window holding the record was stored (they may all be closed).
             let mut landed = false;
 
@@ -478,31 +467,78 @@ impl SlidingProcessor {
 }
 
 impl Plan {
-    /// Classifies the windows found for a record at `t` (in start order), as KIP-450 does.
-    fn read(&mut self, found: &[Found], t: i64, d: i64) {
+    /// Reads a record's windows (the key's windows starting in `[t - 2D, t + 1]`, in start
+    /// order) and classifies them as KIP-450 does. Only the values the record needs are read
+    /// and copied to `scratch` (listed in `found`): the windows it joins and the latest window
+    /// ending before it; of the others the start is enough (reading every value costs a cache
+    /// miss per window).
+    fn read<'s>(
+        &mut self,
+        windows: impl Iterator<Item = Session<'s>>,
+        t: i64,
+        d: i64,
+        found: &mut Vec<Found>,
+        starts: &mut Vec<i64>,
+        scratch: &mut Vec<u8>,
+    ) {
         *self = Self {
             updates: std::mem::take(&mut self.updates),
             ..Self::default()
         };
         self.updates.clear();
-        for (i, f) in found.iter().enumerate() {
-            let end = f.start + d;
+        found.clear();
+        starts.clear();
+        scratch.clear();
+        let mut before = None;
+        let mut exact_previous = None;
+        for s in windows {
+            starts.push(s.start);
+            let end = s.start + d;
             if end < t {
-                self.left_agg = Some(i);
-                self.previous = Some(f.time);
-            } else if end == t {
-                self.left_exists = true;
-                if f.time < t {
-                    self.previous = Some(f.time);
-                }
-                self.updates.push(i);
-            } else if f.start <= t {
-                self.right_agg = Some(i);
-                self.updates.push(i);
-            } else {
+                before = Some(s);
+                continue;
+            }
+            if s.start > t {
                 // Only [t + 1, t + 1 + D] starts after t within the range read.
                 self.right_exists = true;
+                continue;
             }
+            let f = Found::copy(s, scratch);
+            if end == t {
+                self.left_exists = true;
+                if f.time < t {
+                    exact_previous = Some(f.time);
+                }
+            } else {
+                self.right_agg = Some(found.len());
+            }
+            self.updates.push(found.len());
+            found.push(f);
+        }
+        // The previous record's time: told by the window ending at t if it holds an earlier
+        // record, else by the latest window ending before t.
+        if let Some(s) = before {
+            let f = Found::copy(s, scratch);
+            self.previous = Some(f.time);
+            self.left_agg = Some(found.len());
+            found.push(f);
+        }
+        if exact_previous.is_some() {
+            self.previous = exact_previous;
+        }
+    }
+}
+
+impl Found {
+    /// A window's start and window time, with its state copied to the end of `scratch`.
+    fn copy(s: Session<'_>, scratch: &mut Vec<u8>) -> Self {
+        let (time, agg_state) = state::split(s.value);
+        let at = scratch.len();
+        scratch.extend_from_slice(agg_state);
+        Self {
+            start: s.start,
+            time,
+            state: (at, scratch.len()),
         }
     }
 }
@@ -537,6 +573,8 @@ struct Emitter {
     finals: Vec<Change>,
     emitted_below: i64,
     late_window_update: u64,
+    /// The stored value being built (reused).
+    value: Vec<u8>,
 }
 
 impl Emitter {
@@ -560,9 +598,9 @@ impl Emitter {
         if self.mode == EmitMode::Final && store.put_would_drop_segments(end) {
             self.emit_closed(store, ctx.close);
         }
-        let mut value = Vec::with_capacity(8 + agg_state.len());
-        state::join(time, agg_state, &mut value);
-        let outcome = store.put(ctx.key, start, end, &value)?;
+        self.value.clear();
+        state::join(time, agg_state, &mut self.value);
+        let outcome = store.put(ctx.key, start, end, &self.value)?;
         if outcome == PutOutcome::Expired {
             // Unreachable: retention covers every window a non-late record can reach.
             return Err(Error::Capacity(format!(
