@@ -34,13 +34,13 @@ use super::check_record;
 use super::spec::{Resolved, SlidingSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
-use crate::output::{Layout, OutputBuilder};
-use crate::reject::{OnInvalid, Reason, Rejections};
+use crate::engine::{write_snapshot, Bound, Lifecycle, Restored};
+use crate::input::{plain_batch, InputSpec};
+use crate::output::Layout;
+use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::store::session_store::PutOutcome;
-use crate::store::snapshot;
-use crate::store::Session;
+use crate::store::{snapshot, Session};
 use crate::{Error, Result, SessionStore};
 
 /// Counters of a processor, beyond the rejections.
@@ -56,31 +56,17 @@ pub struct Counters {
     pub emitted: u64,
 }
 
-/// Everything that exists once the input schema is known.
-#[derive(Debug)]
-struct Bound {
-    input: BoundInput,
-    aggs: Aggregator,
-    output: OutputBuilder,
-    store: SessionStore,
-    ticks: Resolved,
-}
-
 /// A sliding window processor over a stream of Arrow record batches.
 #[derive(Debug)]
 pub struct SlidingProcessor {
     spec: SlidingSpec,
     input: InputSpec,
     agg_specs: Vec<AggSpec>,
-    bound: Option<Bound>,
-    stream_time: Option<i64>,
-    /// Every window with `end < emitted_below` has been emitted (final mode).
-    emitted_below: i64,
-    seq: u64,
-    rejections: Rejections,
+    bound: Option<Bound<Resolved>>,
+    /// Stream time, arrivals, rejections; `emitted_below`: every window with a smaller end has
+    /// been emitted (final mode).
+    life: Lifecycle,
     counters: Counters,
-    flushed: bool,
-    failed: Option<String>,
 }
 
 /// An existing window read for a record: its start, window time, and state in scratch.
@@ -115,38 +101,28 @@ impl SlidingProcessor {
             input: InputSpec { gap: None, ..input },
             agg_specs: aggs,
             bound: None,
-            stream_time: None,
-            emitted_below: i64::MIN,
-            seq: 0,
-            rejections: Rejections::default(),
+            life: Lifecycle::default(),
             counters: Counters::default(),
-            flushed: false,
-            failed: None,
         })
     }
 
     /// Binds the processor to an input schema now (the first batch does it otherwise).
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
-        if self.bound.is_some() {
-            return Ok(());
+        if self.bound.is_none() {
+            let layout = Layout {
+                op: self.spec.emit != EmitMode::Final,
+                ..super::LAYOUT
+            };
+            let spec = &self.spec;
+            self.bound = Some(Bound::try_new(
+                &self.input,
+                &self.agg_specs,
+                &schema,
+                layout,
+                |unit| spec.resolve(unit),
+                |ticks| ticks.retention,
+            )?);
         }
-        let schema = plain_schema(&schema);
-        let input = BoundInput::try_new(&self.input, schema.clone())?;
-        let ticks = self.spec.resolve(input.time.unit())?;
-        let aggs = Aggregator::try_new(self.agg_specs.clone(), &schema)?;
-        let layout = Layout {
-            op: self.spec.emit != EmitMode::Final,
-            ..super::LAYOUT
-        };
-        let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
-        let store = SessionStore::new(ticks.retention, None)?;
-        self.bound = Some(Bound {
-            input,
-            aggs,
-            output,
-            store,
-            ticks,
-        });
         Ok(())
     }
 
@@ -162,7 +138,7 @@ impl SlidingProcessor {
 
     /// Stream time: the largest record time looked at.
     pub fn stream_time(&self) -> Option<i64> {
-        self.stream_time
+        self.life.stream_time
     }
 
     /// The processor's counters.
@@ -172,7 +148,7 @@ impl SlidingProcessor {
 
     /// Rejected records counted under `reason`.
     pub fn rejected_count(&self, reason: Reason) -> u64 {
-        self.rejections.count(reason)
+        self.life.rejections.count(reason)
     }
 
     /// Metrics of the underlying window store, once bound.
@@ -182,29 +158,11 @@ impl SlidingProcessor {
 
     /// Processes one batch, record by record in row order; returns the batch's output.
     pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        self.check_usable()?;
+        self.life.check_usable()?;
         self.bind(batch.schema())?;
         let result = self.process_bound(batch);
-        if let Err(Error::SessionOverflow { .. }) = &result {
-            self.failed = Some(format!("{:?}", result.as_ref().err()));
-        }
+        self.life.note(&result);
         result
-    }
-
-    fn check_usable(&self) -> Result<()> {
-        if let Some(why) = &self.failed {
-            return Err(Error::invalid(
-                "process",
-                format!("the processor failed earlier and holds a partial batch ({why}); restore a snapshot"),
-            ));
-        }
-        if self.flushed {
-            return Err(Error::invalid(
-                "process",
-                "the processor was flushed (end of input); create a new one for more input",
-            ));
-        }
-        Ok(())
     }
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
@@ -238,7 +196,7 @@ impl SlidingProcessor {
             mode,
             changelog: Changelog::new(mode),
             finals: Vec::new(),
-            emitted_below: self.emitted_below,
+            emitted_below: self.life.emitted_below,
             late_window_update: 0,
             value: Vec::new(),
         };
@@ -249,22 +207,21 @@ impl SlidingProcessor {
         let mut plan = Plan::default();
 
         for (row, reason) in invalid.iter().enumerate() {
-            let seq = self.seq;
-            self.seq += 1;
+            let seq = self.life.seq;
+            self.life.seq += 1;
             self.counters.records += 1;
             if let Some(reason) = *reason {
-                self.rejections.reject(row, reason);
+                self.life.rejections.reject(row, reason);
                 continue;
             }
             let key = keys.rows.row(row);
             let key = key.as_ref();
             let t = times.ticks[row];
-            let st = self.stream_time.map_or(t, |s| s.max(t));
-            self.stream_time = Some(st);
+            let st = self.life.observe(t);
             let close = st.saturating_sub(grace);
             // check_record guarantees t - D and t + 1 + D fit.
             if t + d < close {
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
                 continue;
             }
 
@@ -336,34 +293,32 @@ impl SlidingProcessor {
             if !landed {
                 // Every window the record belongs to had closed: it is in no window at all, so
                 // it is rejected as late rather than lost (the skipped updates are counted too).
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
             } else {
                 self.counters.accepted += 1;
             }
         }
-        self.rejections.finish_batch(batch)?;
+        self.life.rejections.finish_batch(batch)?;
         self.counters.late_window_update += out.late_window_update;
 
         let rows = if mode == EmitMode::Final {
-            if let Some(st) = self.stream_time {
+            if let Some(st) = self.life.stream_time {
                 out.emit_closed(&bound.store, st.saturating_sub(grace));
             }
-            self.emitted_below = out.emitted_below;
+            self.life.emitted_below = out.emitted_below;
             out.finals
         } else {
             out.changelog.take()
         };
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
+        bound.build(&rows)
     }
 
     /// End of input: in `final` mode emits every window not emitted yet. The processor takes
     /// no more input afterwards.
     pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
-        self.check_usable()?;
-        self.flushed = true;
+        self.life.check_usable()?;
+        self.life.flushed = true;
         let Some(bound) = self.bound.as_ref() else {
             return Ok(None);
         };
@@ -371,7 +326,7 @@ impl SlidingProcessor {
         if self.spec.emit == EmitMode::Final {
             for s in bound
                 .store
-                .held_sessions_by_end(self.emitted_below, i64::MAX)
+                .held_sessions_by_end(self.life.emitted_below, i64::MAX)
             {
                 rows.push(final_change(
                     s.key,
@@ -380,19 +335,16 @@ impl SlidingProcessor {
                     s.session.value,
                 ));
             }
-            self.emitted_below = i64::MAX;
+            self.life.emitted_below = i64::MAX;
         }
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
-            .map(Some)
+        bound.build(&rows).map(Some)
     }
 
     /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
     pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
         match &self.bound {
-            Some(b) => self.rejections.drain(b.input.schema()).map(Some),
+            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
             None => Ok(None),
         }
     }
@@ -401,15 +353,7 @@ impl SlidingProcessor {
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
         let mut meta = HashMap::new();
         super::snapshot_meta::write(self, &mut meta);
-        let empty;
-        let store = match &self.bound {
-            Some(b) => &b.store,
-            None => {
-                empty = SessionStore::new(1, None)?;
-                &empty
-            }
-        };
-        snapshot::write(store, path.as_ref(), &meta)
+        write_snapshot(self.bound.as_ref(), path.as_ref(), &meta)
     }
 
     /// Restores a processor written by [`SlidingProcessor::snapshot`].
@@ -425,12 +369,8 @@ impl SlidingProcessor {
             input: &self.input,
             aggs: &self.agg_specs,
             schema: self.bound.as_ref().map(|b| b.input.schema().as_ref()),
-            stream_time: self.stream_time,
-            emitted_below: self.emitted_below,
-            seq: self.seq,
+            life: &self.life,
             counters: self.counters,
-            rejections: &self.rejections,
-            flushed: self.flushed,
         }
     }
 
@@ -440,28 +380,19 @@ impl SlidingProcessor {
         aggs: Vec<AggSpec>,
         schema: Option<SchemaRef>,
         store: SessionStore,
-        state: RestoredState,
+        state: Restored,
+        counters: Counters,
     ) -> Result<Self> {
         let mut p = Self::new(spec, input, aggs)?;
         if let Some(schema) = schema {
             p.bind(schema)?;
-            let bound = p.bound.as_mut().expect("bound just now");
-            if store.retention() != bound.store.retention() {
-                return Err(Error::invalid(
-                    "retention",
-                    "the snapshot's store retention does not match its parameters",
-                ));
-            }
-            bound.store = store;
+            p.bound
+                .as_mut()
+                .expect("bound just now")
+                .restore_store(store)?;
         }
-        p.stream_time = state.stream_time;
-        p.emitted_below = state.emitted_below;
-        p.seq = state.seq;
-        p.counters = state.counters;
-        p.flushed = state.flushed;
-        for (reason, count) in state.rejected {
-            p.rejections.set_count(reason, count);
-        }
+        p.life.restore(state);
+        p.counters = counters;
         Ok(p)
     }
 }
@@ -659,21 +590,6 @@ pub(crate) struct Parts<'a> {
     pub input: &'a InputSpec,
     pub aggs: &'a [AggSpec],
     pub schema: Option<&'a Schema>,
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
+    pub life: &'a Lifecycle,
     pub counters: Counters,
-    pub rejections: &'a Rejections,
-    pub flushed: bool,
-}
-
-/// The scalar state a snapshot restores.
-#[derive(Debug)]
-pub(crate) struct RestoredState {
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
-    pub counters: Counters,
-    pub flushed: bool,
-    pub rejected: Vec<(Reason, u64)>,
 }
