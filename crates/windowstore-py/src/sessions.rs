@@ -15,7 +15,7 @@ use windowstore_core::time::parse_unit;
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 
-fn gap_spec(
+pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
     gap_column: Option<String>,
     max_gap: Option<PyDuration>,
