@@ -17,8 +17,11 @@ Case format (input), one dict per case::
 
 Output, per case, the list of records in the order Kafka forwarded them::
 
-    {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int}
+    {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int,
+     "input": int}
 
+``input`` is the index (in ``records``) of the input record whose processing made Kafka forward
+the output record: the driver drains the output topic after every input record.
 ``value`` None is a tombstone (a session window deleted by a merge). ``end`` is inclusive for
 both window kinds (sessions: last event time; sliding: start + time_difference, which is what
 Kafka's ``Window.end()`` reports for sliding windows).
@@ -50,6 +53,7 @@ class OracleRecord(TypedDict):
     end: int
     value: int | str | None
     timestamp: int
+    input: int
 
 
 class OracleError(RuntimeError):

@@ -15,6 +15,7 @@ import java.util.Set;
  *  "gap": ms                 (session only, required),
  *  "time_difference": ms     (sliding only, required),
  *  "grace": ms,
+ *  "retention": ms           (optional: the store's retention; default Kafka's own),
  *  "agg": "count" | "sum" | "concat",
  *  "emit": "update" | "final",
  *  "records": [[key, timestamp_ms, value], ...]}   (arrival order)
@@ -25,25 +26,29 @@ import java.util.Set;
  */
 final class CaseSpec {
     private static final Set<String> SESSION_FIELDS =
-        Set.of("window", "gap", "grace", "agg", "emit", "records");
+        Set.of("window", "gap", "grace", "retention", "agg", "emit", "records");
     private static final Set<String> SLIDING_FIELDS =
-        Set.of("window", "time_difference", "grace", "agg", "emit", "records");
+        Set.of("window", "time_difference", "grace", "retention", "agg", "emit", "records");
 
     final String window;
     final long gap;
     final long timeDifference;
     final long grace;
+    /** The store's retention in ms, or null for Kafka's default. */
+    final Long retention;
     final String agg;
     final String emit;
     final List<Driver.InputRecord> records;
 
     private CaseSpec(final String window, final long gap, final long timeDifference,
-                     final long grace, final String agg, final String emit,
+                     final long grace, final Long retention, final String agg,
+                     final String emit,
                      final List<Driver.InputRecord> records) {
         this.window = window;
         this.gap = gap;
         this.timeDifference = timeDifference;
         this.grace = grace;
+        this.retention = retention;
         this.agg = agg;
         this.emit = emit;
         this.records = records;
@@ -66,6 +71,7 @@ final class CaseSpec {
         final long gap = window.equals("session") ? integer(node, "gap") : -1L;
         final long timeDifference = window.equals("sliding") ? integer(node, "time_difference") : -1L;
         final long grace = integer(node, "grace");
+        final Long retention = node.has("retention") ? integer(node, "retention") : null;
         final String agg = text(node, "agg", Set.of("count", "sum", "concat"));
         final String emit = text(node, "emit", Set.of("update", "final"));
 
@@ -85,7 +91,7 @@ final class CaseSpec {
             records.add(new Driver.InputRecord(
                 r.get(0).textValue(), r.get(1).longValue(), r.get(2).longValue()));
         }
-        return new CaseSpec(window, gap, timeDifference, grace, agg, emit, records);
+        return new CaseSpec(window, gap, timeDifference, grace, retention, agg, emit, records);
     }
 
     private static String text(final JsonNode node, final String field, final Set<String> values) {

@@ -18,6 +18,7 @@ import java.util.Properties;
 import java.util.stream.Stream;
 
 import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -43,6 +44,9 @@ import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -51,7 +55,8 @@ import org.apache.kafka.streams.test.TestRecord;
  * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}. IN is a JSON array of cases,
  * OUT receives a JSON array with, per case, the list of records Kafka forwarded to the output
  * topic, in forwarding order. See {@link CaseSpec} for the input format; each output record is
- * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long}}.
+ * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long,
+ * "input": int}}, where {@code input} is the index of the input record that caused it.
  *
  * <p>Every case gets a fresh {@link TopologyTestDriver} (closed afterwards) so cases never share
  * state, but all cases run in one JVM because JVM start-up dominates the cost of a case.
@@ -110,13 +115,19 @@ public final class Driver {
         System.exit(exit);
     }
 
-    /** The aggregation-specific part of a topology: value serde and the aggregate call. */
+    /**
+     * The aggregation-specific part of a topology: value serde and the aggregate call. The store
+     * is always given explicitly: caching disabled (every update is forwarded, as the issue asks
+     * of emit-on-update) and, when the case says so, a retention other than Kafka's default.
+     */
     private interface Agg<V> {
         Serde<V> serde();
 
-        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed);
+        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed,
+                                            Materialized<String, V, SessionStore<Bytes, byte[]>> m);
 
-        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed);
+        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed,
+                                            Materialized<String, V, WindowStore<Bytes, byte[]>> m);
     }
 
     private static final Agg<Long> COUNT = new Agg<>() {
@@ -126,13 +137,17 @@ public final class Driver {
         }
 
         @Override
-        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
-            return w.count();
+        public KTable<Windowed<String>, Long> session(
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
+            return w.count(m);
         }
 
         @Override
-        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
-            return w.count();
+        public KTable<Windowed<String>, Long> sliding(
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
+            return w.count(m);
         }
     };
 
@@ -143,23 +158,28 @@ public final class Driver {
         }
 
         @Override
-        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> 0L,
-                (key, value, agg) -> agg + value,
-                (key, left, right) -> left + right,
-                Materialized.with(Serdes.String(), Serdes.Long()));
+        public KTable<Windowed<String>, Long> session(
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value,
+                (key, left, right) -> left + right, m);
         }
 
         @Override
-        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> 0L,
-                (key, value, agg) -> agg + value,
-                Materialized.with(Serdes.String(), Serdes.Long()));
+        public KTable<Windowed<String>, Long> sliding(
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value, m);
         }
     };
 
+    /**
+     * Comma-joined values. Order, read from Kafka's code: a session's value is its merged
+     * sessions' values in the order findSessions returns them (end, then start, ascending), then
+     * the new record's value; a new sliding window starts from a copy of an existing window's
+     * value; a record's value is appended to every window it updates. So the order is arrival
+     * order within a window's history, not event-time order.
+     */
     private static final Agg<String> CONCAT = new Agg<>() {
         @Override
         public Serde<String> serde() {
@@ -168,23 +188,29 @@ public final class Driver {
 
         @Override
         public KTable<Windowed<String>, String> session(
-                final SessionWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> "",
-                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
-                (key, left, right) -> joinCsv(left, right),
-                Materialized.with(Serdes.String(), Serdes.String()));
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, String, SessionStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)),
+                (key, left, right) -> joinCsv(left, right), m);
         }
 
         @Override
         public KTable<Windowed<String>, String> sliding(
-                final TimeWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> "",
-                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
-                Materialized.with(Serdes.String(), Serdes.String()));
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, String, WindowStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)), m);
         }
     };
+
+    private static <V, S extends StateStore> Materialized<String, V, S> store(
+            final CaseSpec spec, final Serde<V> valueSerde) {
+        Materialized<String, V, S> m = Materialized.<String, V, S>with(Serdes.String(), valueSerde)
+            .withCachingDisabled();
+        if (spec.retention != null) {
+            m = m.withRetention(Duration.ofMillis(spec.retention));
+        }
+        return m;
+    }
 
     /** "a" + "b" -> "a,b"; an empty side contributes nothing (the initializer is ""). */
     static String joinCsv(final String left, final String right) {
@@ -234,7 +260,7 @@ public final class Driver {
             if (emitFinal) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
-            table = agg.session(windowed);
+            table = agg.session(windowed, store(spec, agg.serde()));
             windowedSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
         } else {
             TimeWindowedKStream<String, Long> windowed = grouped.windowedBy(
@@ -243,7 +269,7 @@ public final class Driver {
             if (emitFinal) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
-            table = agg.sliding(windowed);
+            table = agg.sliding(windowed, store(spec, agg.serde()));
             // A time-windowed key is serialized as (key, start) only; the deserializer rebuilds
             // end = start + windowSize. For sliding windows Kafka's TimeWindow is built as
             // [start, start + timeDifference] (both ends inclusive in sliding semantics), so
@@ -274,43 +300,55 @@ public final class Driver {
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
             final TestInputTopic<String, Long> input = driver.createInputTopic(
                 INPUT_TOPIC, new StringSerializer(), new LongSerializer());
-            for (final InputRecord r : spec.records) {
-                input.pipeInput(r.key, r.value, r.timestamp);
-            }
             final TestOutputTopic<Windowed<String>, V> output = driver.createOutputTopic(
                 OUTPUT_TOPIC,
                 session
                     ? new SessionWindowedDeserializer<>(new StringDeserializer())
                     : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
                 agg.serde().deserializer());
-            final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
-            if (records.size() != seen.size()) {
-                throw new IllegalStateException("forwarded " + seen.size()
-                    + " records but output topic holds " + records.size());
-            }
-            for (int i = 0; i < records.size(); i++) {
-                final TestRecord<Windowed<String>, V> rec = records.get(i);
-                final Windowed<String> wk = rec.key();
-                final SeenWindow inTopology = seen.get(i);
-                final SeenWindow deserialized =
-                    new SeenWindow(wk.key(), wk.window().start(), wk.window().end());
-                if (!inTopology.equals(deserialized)) {
-                    throw new IllegalStateException("window mismatch: topology forwarded "
-                        + inTopology + " but output topic decoded " + deserialized);
-                }
-                final Map<String, Object> o = new LinkedHashMap<>();
-                o.put("key", wk.key());
-                o.put("start", wk.window().start());
-                // Session: window end = last event time (inclusive).
-                // Sliding: Kafka reports Window.end() = start + timeDifference, which is the
-                // inclusive end of a sliding window; written unchanged.
-                o.put("end", wk.window().end());
-                o.put("value", rec.value());
-                o.put("timestamp", rec.timestamp());
-                out.add(o);
+            // The output is drained after every input record, so each output record is tagged
+            // with the index of the input record that made Kafka forward it.
+            for (int in = 0; in < spec.records.size(); in++) {
+                final InputRecord r = spec.records.get(in);
+                input.pipeInput(r.key, r.value, r.timestamp);
+                drain(output, seen, in, out);
             }
         }
         return out;
+    }
+
+    /** Reads everything forwarded since the last call; cross-checks it against {@code seen}. */
+    private static <V> void drain(final TestOutputTopic<Windowed<String>, V> output,
+                                  final List<SeenWindow> seen, final int inputIndex,
+                                  final List<Map<String, Object>> out) {
+        final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
+        if (records.size() != seen.size()) {
+            throw new IllegalStateException("forwarded " + seen.size()
+                + " records but output topic holds " + records.size());
+        }
+        for (int i = 0; i < records.size(); i++) {
+            final TestRecord<Windowed<String>, V> rec = records.get(i);
+            final Windowed<String> wk = rec.key();
+            final SeenWindow inTopology = seen.get(i);
+            final SeenWindow deserialized =
+                new SeenWindow(wk.key(), wk.window().start(), wk.window().end());
+            if (!inTopology.equals(deserialized)) {
+                throw new IllegalStateException("window mismatch: topology forwarded "
+                    + inTopology + " but output topic decoded " + deserialized);
+            }
+            final Map<String, Object> o = new LinkedHashMap<>();
+            o.put("key", wk.key());
+            o.put("start", wk.window().start());
+            // Session: window end = last event time (inclusive).
+            // Sliding: Kafka reports Window.end() = start + timeDifference, which is the
+            // inclusive end of a sliding window; written unchanged.
+            o.put("end", wk.window().end());
+            o.put("value", rec.value());
+            o.put("timestamp", rec.timestamp());
+            o.put("input", inputIndex);
+            out.add(o);
+        }
+        seen.clear();
     }
 
     private static void deleteRecursively(final Path dir) {
