@@ -3,6 +3,7 @@ package windowstore.oracle;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
@@ -16,6 +17,7 @@ import java.util.Set;
  *  "time_difference": ms     (sliding only, required),
  *  "grace": ms,
  *  "retention": ms           (optional: the store's retention; default Kafka's own),
+ *  "restart_before": [i, ...] (optional: a new driver before these records; see Driver),
  *  "agg": "count" | "sum" | "concat",
  *  "emit": "update" | "final",
  *  "records": [[key, timestamp_ms, value], ...]}   (arrival order)
@@ -26,9 +28,11 @@ import java.util.Set;
  */
 final class CaseSpec {
     private static final Set<String> SESSION_FIELDS =
-        Set.of("window", "gap", "grace", "retention", "agg", "emit", "records");
+        Set.of("window", "gap", "grace", "retention", "restart_before", "agg", "emit",
+            "records");
     private static final Set<String> SLIDING_FIELDS =
-        Set.of("window", "time_difference", "grace", "retention", "agg", "emit", "records");
+        Set.of("window", "time_difference", "grace", "retention", "restart_before", "agg",
+            "emit", "records");
 
     final String window;
     final long gap;
@@ -39,11 +43,14 @@ final class CaseSpec {
     final String agg;
     final String emit;
     final List<Driver.InputRecord> records;
+    /** Indices of the records before which the driver is restarted. */
+    final Set<Integer> restartBefore;
 
     private CaseSpec(final String window, final long gap, final long timeDifference,
                      final long grace, final Long retention, final String agg,
                      final String emit,
-                     final List<Driver.InputRecord> records) {
+                     final List<Driver.InputRecord> records,
+                     final Set<Integer> restartBefore) {
         this.window = window;
         this.gap = gap;
         this.timeDifference = timeDifference;
@@ -52,6 +59,7 @@ final class CaseSpec {
         this.agg = agg;
         this.emit = emit;
         this.records = records;
+        this.restartBefore = restartBefore;
     }
 
     static CaseSpec parse(final JsonNode node) {
@@ -91,7 +99,21 @@ final class CaseSpec {
             records.add(new Driver.InputRecord(
                 r.get(0).textValue(), r.get(1).longValue(), r.get(2).longValue()));
         }
-        return new CaseSpec(window, gap, timeDifference, grace, retention, agg, emit, records);
+        final Set<Integer> restartBefore = new HashSet<>();
+        final JsonNode restarts = node.get("restart_before");
+        if (restarts != null) {
+            if (!restarts.isArray()) {
+                throw new IllegalArgumentException("'restart_before' must be an array of indices");
+            }
+            for (final JsonNode i : restarts) {
+                if (!i.isInt() || i.intValue() < 0 || i.intValue() >= records.size()) {
+                    throw new IllegalArgumentException("bad index in 'restart_before': " + i);
+                }
+                restartBefore.add(i.intValue());
+            }
+        }
+        return new CaseSpec(window, gap, timeDifference, grace, retention, agg, emit, records,
+            restartBefore);
     }
 
     private static String text(final JsonNode node, final String field, final Set<String> values) {

@@ -297,24 +297,44 @@ public final class Driver {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
 
         final List<Map<String, Object>> out = new ArrayList<>();
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
-            final TestInputTopic<String, Long> input = driver.createInputTopic(
-                INPUT_TOPIC, new StringSerializer(), new LongSerializer());
-            final TestOutputTopic<Windowed<String>, V> output = driver.createOutputTopic(
-                OUTPUT_TOPIC,
-                session
-                    ? new SessionWindowedDeserializer<>(new StringDeserializer())
-                    : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
-                agg.serde().deserializer());
+        TopologyTestDriver driver = new TopologyTestDriver(topology, props);
+        try {
+            TestInputTopic<String, Long> input = inputTopic(driver);
+            TestOutputTopic<Windowed<String>, V> output = outputTopic(driver, spec, agg);
             // The output is drained after every input record, so each output record is tagged
             // with the index of the input record that made Kafka forward it.
             for (int in = 0; in < spec.records.size(); in++) {
+                if (spec.restartBefore.contains(in)) {
+                    // A new driver, hence new processor instances: what a restart does to
+                    // in-memory processor state such as observed stream time. The stores do
+                    // not survive (TopologyTestDriver.close() cleans the state directory).
+                    driver.close();
+                    driver = new TopologyTestDriver(topology, props);
+                    input = inputTopic(driver);
+                    output = outputTopic(driver, spec, agg);
+                }
                 final InputRecord r = spec.records.get(in);
                 input.pipeInput(r.key, r.value, r.timestamp);
                 drain(output, seen, in, out);
             }
+        } finally {
+            driver.close();
         }
         return out;
+    }
+
+    private static TestInputTopic<String, Long> inputTopic(final TopologyTestDriver driver) {
+        return driver.createInputTopic(INPUT_TOPIC, new StringSerializer(), new LongSerializer());
+    }
+
+    private static <V> TestOutputTopic<Windowed<String>, V> outputTopic(
+            final TopologyTestDriver driver, final CaseSpec spec, final Agg<V> agg) {
+        return driver.createOutputTopic(
+            OUTPUT_TOPIC,
+            spec.window.equals("session")
+                ? new SessionWindowedDeserializer<>(new StringDeserializer())
+                : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
+            agg.serde().deserializer());
     }
 
     /** Reads everything forwarded since the last call; cross-checks it against {@code seen}. */
