@@ -17,6 +17,7 @@ from windowstore.exceptions import (
     WindowStoreError,
 )
 from windowstore.sessions import SessionWindowProcessor, session_windows
+from windowstore.sliding import SlidingWindowProcessor, sliding_windows
 
 __all__ = [
     "InvalidRecordError",
@@ -25,10 +26,12 @@ __all__ = [
     "SessionOverflowError",
     "SessionStore",
     "SessionWindowProcessor",
+    "SlidingWindowProcessor",
     "SnapshotError",
     "StoreCapacityError",
     "WindowStoreError",
     "__version__",
     "agg",
     "session_windows",
+    "sliding_windows",
 ]

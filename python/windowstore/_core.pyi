@@ -5,7 +5,14 @@ from typing import Any, Literal, final
 
 import pyarrow as pa
 
-__all__ = ["SessionProcessor", "SessionStore", "__version__", "session_windows"]
+__all__ = [
+    "SessionProcessor",
+    "SessionStore",
+    "SlidingProcessor",
+    "__version__",
+    "session_windows",
+    "sliding_windows",
+]
 
 __version__: str
 
@@ -97,3 +104,38 @@ def session_windows(
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
+
+@final
+class SlidingProcessor:
+    """The streaming sliding window processor (wrapped by windowstore.SlidingWindowProcessor)."""
+
+    def __new__(
+        cls,
+        *,
+        key: list[str],
+        time: str,
+        time_unit: str | None,
+        time_difference: _Duration,
+        grace: _Duration,
+        emit: str,
+        aggs: list[_Agg],
+        on_invalid: str,
+    ) -> SlidingProcessor: ...
+    def process(self, data: Any) -> pa.Table: ...
+    def flush(self) -> pa.Table | None: ...
+    def rejected(self) -> pa.Table | None: ...
+    def metrics(self) -> dict[str, int | None]: ...
+    def snapshot(self, path: str | PathLike[str]) -> None: ...
+    @staticmethod
+    def restore(path: str | PathLike[str]) -> SlidingProcessor: ...
+
+def sliding_windows(
+    data: Any,
+    *,
+    key: list[str],
+    time: str,
+    time_unit: str | None,
+    time_difference: _Duration,
+    aggs: list[_Agg],
+    on_invalid: str,
+) -> tuple[pa.Table, pa.Table]: ...

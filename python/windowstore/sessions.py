@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Literal, overload
 
@@ -10,31 +9,17 @@ import pyarrow as pa
 
 from windowstore import _core
 from windowstore._durations import DurationLike, to_duration
+from windowstore._processor import (
+    Emit,
+    OnInvalid,
+    TimeUnit,
+    WindowProcessor,
+    aggs_arg,
+    keys_arg,
+)
 from windowstore.agg import Agg
 
 __all__ = ["SessionWindowProcessor", "session_windows"]
-
-Emit = Literal["final", "updates", "changes"]
-OnInvalid = Literal["drop", "error"]
-TimeUnit = Literal["s", "ms", "us", "ns"]
-
-
-def _keys(key: str | Sequence[str]) -> list[str]:
-    if isinstance(key, str):
-        return [key]
-    keys = list(key)
-    if not keys or not all(isinstance(k, str) for k in keys):
-        raise TypeError(f"key must be a column name or a non-empty list of names, not {key!r}")
-    return keys
-
-
-def _aggs(aggs: Sequence[Agg]) -> list[tuple[str, str | None, str | None, int | None, str | None]]:
-    out = []
-    for a in aggs:
-        if not isinstance(a, Agg):
-            raise TypeError(f"aggs must be windowstore.agg aggregations, not {a!r}")
-        out.append(a.to_core())
-    return out
 
 
 def _gaps(
@@ -47,7 +32,7 @@ def _gaps(
     )
 
 
-class SessionWindowProcessor:
+class SessionWindowProcessor(WindowProcessor):
     """Session windows over a stream of Arrow batches, record by record (Kafka's semantics).
 
     Each record at time ``t`` with gap ``g`` covers ``[t, t + g]``; records whose intervals chain
@@ -98,7 +83,7 @@ class SessionWindowProcessor:
     ) -> None:
         g, column, m = _gaps(gap, gap_column, max_gap)
         self._inner = _core.SessionProcessor(
-            key=_keys(key),
+            key=keys_arg(key),
             time=time,
             time_unit=time_unit,
             gap=g,
@@ -107,40 +92,11 @@ class SessionWindowProcessor:
             grace=to_duration(grace, "grace"),
             retention=None if retention is None else to_duration(retention, "retention"),
             emit=emit,
-            aggs=_aggs(aggs),
+            aggs=aggs_arg(aggs),
             on_invalid=on_invalid,
         )
 
-    def process(self, data: Any) -> pa.Table:
-        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
-        pyarrow, polars, duckdb), record by record; returns the windows it emits."""
-        return self._inner.process(data)
-
-    def flush(self) -> pa.Table:
-        """Ends the input: in ``final`` mode, returns every session not emitted yet."""
-        out = self._inner.flush()
-        return pa.table({}) if out is None else out
-
-    def rejected(self) -> pa.Table:
-        """Takes the rejected input rows so far, with a ``reason`` column."""
-        out = self._inner.rejected()
-        return pa.table({}) if out is None else out
-
-    def metrics(self) -> dict[str, int | None]:
-        """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes."""
-        metrics: dict[str, int | None] = self._inner.metrics()
-        return metrics
-
-    def snapshot(self, path: str | os.PathLike[str]) -> None:
-        """Writes the whole state (sessions, stream time, counters) atomically to ``path``."""
-        self._inner.snapshot(path)
-
-    @classmethod
-    def restore(cls, path: str | os.PathLike[str]) -> SessionWindowProcessor:
-        """A processor restored from :meth:`snapshot`; refuses a damaged file whole."""
-        self = cls.__new__(cls)
-        self._inner = _core.SessionProcessor.restore(path)
-        return self
+    _core_class = _core.SessionProcessor
 
 
 @overload
@@ -206,13 +162,13 @@ def session_windows(
     g, column, m = _gaps(gap, gap_column, max_gap)
     windows, rejected, _clamped = _core.session_windows(
         data,
-        key=_keys(key),
+        key=keys_arg(key),
         time=time,
         time_unit=time_unit,
         gap=g,
         gap_column=column,
         max_gap=m,
-        aggs=_aggs(aggs),
+        aggs=aggs_arg(aggs),
         on_invalid=on_invalid,
     )
     return (windows, rejected) if return_rejected else windows

@@ -54,6 +54,29 @@ impl Reason {
 /// Name of the column that carries the reason in rejected output.
 pub const REASON_COLUMN: &str = "reason";
 
+/// What to do with a record that cannot be used (null key or time, invalid gap, time overflow).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnInvalid {
+    /// Count it and keep it on the rejected output.
+    Drop,
+    /// Fail the whole call, before any state changes.
+    Error,
+}
+
+impl OnInvalid {
+    /// Parses `drop` or `error`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "drop" => Ok(Self::Drop),
+            "error" => Ok(Self::Error),
+            other => Err(Error::invalid(
+                "on_invalid",
+                format!("unknown policy {other:?}; expected drop or error"),
+            )),
+        }
+    }
+}
+
 /// Rejected rows of the batches processed so far, and counts per reason.
 #[derive(Debug, Default)]
 pub struct Rejections {

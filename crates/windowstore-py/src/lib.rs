@@ -3,6 +3,7 @@
 mod convert;
 mod errors;
 mod sessions;
+mod sliding;
 mod store;
 
 use pyo3::prelude::*;
@@ -20,5 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PySessionStore>()?;
     m.add_class::<sessions::PySessionProcessor>()?;
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
+    m.add_class::<sliding::PySlidingProcessor>()?;
+    m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
     Ok(())
 }

@@ -46,7 +46,7 @@ fn gap_spec(
     }
 }
 
-fn input_spec(key: Vec<String>, time: String, time_unit: Option<String>) -> PyResult<InputSpec> {
+pub(crate) fn input_spec(key: Vec<String>, time: String, time_unit: Option<String>) -> PyResult<InputSpec> {
     Ok(InputSpec {
         key,
         time,

@@ -20,7 +20,7 @@
 //! Modules: `spec` (what is asked), `kind` (accepted types), `native` (primitive order),
 //! `slot` (a spec bound to a schema), `value`, `codec` and [`state`] (the state layout, public
 //! for its documentation: states are stored in snapshots), `build` and `finish` (states to
-//! arrays), `runs` (the fast path), [`aggregator`], [`overflow`].
+//! arrays), `runs` and `ranges` (the fast paths), [`aggregator`], [`overflow`].
 
 pub mod aggregator;
 pub(crate) mod build;
@@ -29,6 +29,7 @@ pub(crate) mod finish;
 pub(crate) mod kind;
 pub(crate) mod native;
 pub mod overflow;
+pub(crate) mod ranges;
 pub(crate) mod runs;
 pub(crate) mod slot;
 pub mod spec;

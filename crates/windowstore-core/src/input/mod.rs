@@ -3,6 +3,7 @@
 
 pub mod gap;
 pub mod keys;
+pub(crate) mod order;
 pub mod time;
 
 use std::sync::Arc;

@@ -4,6 +4,8 @@ use arrow_schema::TimeUnit;
 
 use crate::emit::EmitMode;
 use crate::time::Duration;
+
+pub use crate::reject::OnInvalid;
 use crate::{Error, Result};
 
 /// A fixed gap or a gap read per record from a column.
@@ -18,29 +20,6 @@ pub enum GapSpec {
         /// The cap; gaps above it are clamped (and counted).
         max_gap: Duration,
     },
-}
-
-/// What to do with a record that cannot be used (null key or time, invalid gap, overflow).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnInvalid {
-    /// Count it and keep it on the rejected output.
-    Drop,
-    /// Fail the whole call, before any state changes.
-    Error,
-}
-
-impl OnInvalid {
-    /// Parses `drop` or `error`.
-    pub fn parse(name: &str) -> Result<Self> {
-        match name {
-            "drop" => Ok(Self::Drop),
-            "error" => Ok(Self::Error),
-            other => Err(Error::invalid(
-                "on_invalid",
-                format!("unknown policy {other:?}; expected drop or error"),
-            )),
-        }
-    }
 }
 
 /// The parameters of a session window.

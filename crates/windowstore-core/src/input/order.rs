@@ -1,0 +1,61 @@
+//! Grouping a batch's valid rows by key, each group in time order: the first step of every
+//! complete-data engine.
+
+use hashbrown::HashMap;
+
+use super::KeyView;
+
+/// Valid rows grouped by key (groups in order of first appearance), each group in (time, row)
+/// order; returns the rows and the group boundaries (`runs[g]..runs[g + 1]`).
+pub(crate) fn group_by_key_then_time(
+    keys: &KeyView<'_>,
+    valid: &[bool],
+    times: &[i64],
+) -> (Vec<u32>, Vec<usize>) {
+    let n = valid.len();
+    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let mut row_id = vec![u32::MAX; n];
+    let mut sizes: Vec<usize> = Vec::new();
+    for row in 0..n {
+        if !valid[row] {
+            continue;
+        }
+        let next = ids.len() as u32;
+        let id = *ids.entry(keys.bytes(row)).or_insert(next);
+        if id == next {
+            sizes.push(0);
+        }
+        sizes[id as usize] += 1;
+        row_id[row] = id;
+    }
+    let mut runs = Vec::with_capacity(sizes.len() + 1);
+    let mut at = 0usize;
+    runs.push(0);
+    let mut next_slot: Vec<usize> = sizes
+        .iter()
+        .map(|&s| {
+            let start = at;
+            at += s;
+            runs.push(at);
+            start
+        })
+        .collect();
+    let mut order = vec![0u32; at];
+    for (row, &id) in row_id.iter().enumerate() {
+        if id != u32::MAX {
+            let slot = &mut next_slot[id as usize];
+            order[*slot] = row as u32;
+            *slot += 1;
+        }
+    }
+    for group in runs.windows(2) {
+        let rows = &mut order[group[0]..group[1]];
+        if rows
+            .windows(2)
+            .any(|w| times[w[0] as usize] > times[w[1] as usize])
+        {
+            rows.sort_unstable_by_key(|&r| (times[r as usize], r));
+        }
+    }
+    (order, runs)
+}

@@ -1,0 +1,86 @@
+"""What the streaming window processors share: argument checks and the processor methods."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
+
+import pyarrow as pa
+
+from windowstore.agg import Agg
+
+__all__ = ["Emit", "OnInvalid", "TimeUnit", "WindowProcessor", "aggs_arg", "keys_arg"]
+
+Emit = Literal["final", "updates", "changes"]
+OnInvalid = Literal["drop", "error"]
+TimeUnit = Literal["s", "ms", "us", "ns"]
+
+_P = TypeVar("_P", bound="WindowProcessor")
+
+
+def keys_arg(key: str | Sequence[str]) -> list[str]:
+    """The key column names as a list; refuses anything that is not one or more names."""
+    if isinstance(key, str):
+        return [key]
+    keys = list(key)
+    if not keys or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"key must be a column name or a non-empty list of names, not {key!r}")
+    return keys
+
+
+def aggs_arg(
+    aggs: Sequence[Agg],
+) -> list[tuple[str, str | None, str | None, int | None, str | None]]:
+    """The aggregations in the form the compiled core takes."""
+    out = []
+    for a in aggs:
+        if not isinstance(a, Agg):
+            raise TypeError(f"aggs must be windowstore.agg aggregations, not {a!r}")
+        out.append(a.to_core())
+    return out
+
+
+class _Core(Protocol):
+    def process(self, data: Any) -> pa.Table: ...
+    def flush(self) -> pa.Table | None: ...
+    def rejected(self) -> pa.Table | None: ...
+    def metrics(self) -> dict[str, int | None]: ...
+    def snapshot(self, path: str | os.PathLike[str]) -> None: ...
+
+
+class WindowProcessor:
+    """The methods every streaming processor has, over its compiled ``_inner`` processor."""
+
+    _core_class: ClassVar[Any]
+    _inner: _Core
+
+    def process(self, data: Any) -> pa.Table:
+        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
+        pyarrow, polars, duckdb), record by record; returns the windows it emits."""
+        return self._inner.process(data)
+
+    def flush(self) -> pa.Table:
+        """Ends the input: in ``final`` mode, returns every window not emitted yet."""
+        out = self._inner.flush()
+        return pa.table({}) if out is None else out
+
+    def rejected(self) -> pa.Table:
+        """Takes the rejected input rows so far, with a ``reason`` column."""
+        out = self._inner.rejected()
+        return pa.table({}) if out is None else out
+
+    def metrics(self) -> dict[str, int | None]:
+        """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes."""
+        return self._inner.metrics()
+
+    def snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Writes the whole state (windows, stream time, counters) atomically to ``path``."""
+        self._inner.snapshot(path)
+
+    @classmethod
+    def restore(cls: type[_P], path: str | os.PathLike[str]) -> _P:
+        """A processor restored from :meth:`snapshot`; refuses a damaged file whole."""
+        self = cls.__new__(cls)
+        self._inner = cls._core_class.restore(path)
+        return self
