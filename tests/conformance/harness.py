@@ -713,23 +713,27 @@ def compare_case(case: Case) -> Mismatch | None:
 
 
 def shrink(case: Case, fails: Callable[[list[Case]], list[bool]]) -> Case:
-    """A smaller case that still fails: delta debugging over the records (Zeller's ddmin, on
-    complements: drop one of n chunks, n from 2 up to one record a chunk), then the same over
-    the keys (rename every record of one key to another). ``fails`` takes a batch of candidate
-    cases and says which fail, so each round costs one Kafka run."""
+    """A smaller case that still fails: delta debugging over the records (Zeller's ddmin: cut
+    the records into n chunks, try each chunk alone and each complement, keep the smallest
+    that fails; n doubles up to one record a chunk), then over the keys (rename every record
+    of one key to another). ``fails`` takes a batch of candidate cases and says which fail,
+    so each round costs one Kafka run. The result is one-minimal: no single record can go."""
     records = list(case["records"])
     n = 2
     while len(records) >= 2:
         size = math.ceil(len(records) / n)
         chunks = [records[i : i + size] for i in range(0, len(records), size)]
-        candidates = [
+        subsets = chunks if len(chunks) > 2 else []  # with two, each is the other's complement
+        complements = [
             [r for j, c in enumerate(chunks) if j != i for r in c] for i in range(len(chunks))
         ]
+        candidates = [*subsets, *complements]
         verdicts = fails([with_records(case, c) for c in candidates])
         failing = [c for c, bad in zip(candidates, verdicts, strict=True) if bad]
         if failing:
-            records = failing[0]
-            n = max(n - 1, 2)
+            smallest = min(failing, key=len)
+            n = 2 if len(smallest) <= size else max(n - 1, 2)
+            records = smallest
         elif size == 1:
             break
         else:
@@ -754,12 +758,17 @@ def shrink_mismatch(
     adjustments: Sequence[Adjustment] = ADJUSTMENTS,
     plant: Plant | None = None,
 ) -> Mismatch:
-    """The mismatch of the smallest stream :func:`shrink` finds."""
+    """The mismatch of the smallest stream :func:`shrink` finds. Records after the first
+    difference cannot cause it, so the stream is first cut there (when that still fails)."""
 
     def fails(cases: list[Case]) -> list[bool]:
         return [m is not None for m in compare(cases, adjustments, plant)]
 
-    small = shrink(mismatch.case, fails)
+    start = mismatch.case
+    prefix = with_records(start, start["records"][: mismatch.index + 1])
+    if mismatch.error is None and fails([prefix]) == [True]:
+        start = prefix
+    small = shrink(start, fails)
     result = compare([small], adjustments, plant)[0]
     assert result is not None, "shrink() returned a passing case"
     return result

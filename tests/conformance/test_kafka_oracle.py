@@ -12,18 +12,11 @@ from typing import Any
 
 import pytest
 
-from .kafka_oracle import OracleError, OracleRecord, build_oracle, run_oracle
+from .kafka_oracle import OracleError, OracleRecord, run_oracle
 
 pytestmark = pytest.mark.conformance
 
 Window = tuple[str, int, int]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def oracle_jar() -> None:
-    # Builds the jar once (if missing or stale). Without java/mvn this errors loudly rather
-    # than skipping; deselect with `-m "not conformance"` on machines without a JDK.
-    build_oracle()
 
 
 def last_by_start(records: Sequence[OracleRecord]) -> dict[int, int | str | None]:

@@ -4,7 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -15,6 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import org.apache.kafka.common.serialization.Serde;
@@ -52,7 +62,8 @@ import org.apache.kafka.streams.test.TestRecord;
 /**
  * Kafka Streams conformance oracle.
  *
- * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}. IN is a JSON array of cases,
+ * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}, or without arguments as a
+ * server (see {@link #serve()}). IN is a JSON array of cases,
  * OUT receives a JSON array with, per case, the list of records Kafka forwarded to the output
  * topic, in forwarding order. See {@link CaseSpec} for the input format; each output record is
  * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long,
@@ -68,51 +79,107 @@ public final class Driver {
 
     private static final String INPUT_TOPIC = "input";
     private static final String OUTPUT_TOPIC = "output";
+    private static final ExecutorService CLOSER = Executors.newSingleThreadExecutor();
+    /** Application ids are unique per JVM: a driver may still be closing in the background. */
+    private static final AtomicInteger CASES = new AtomicInteger();
+    private static final ObjectMapper MAPPER =
+        new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
 
     private Driver() {
     }
 
     public static void main(final String[] args) {
+        if (args.length == 0) {
+            serve();
+            return;
+        }
         if (args.length != 2) {
-            System.err.println("usage: java -jar kafka-oracle.jar IN.json OUT.json");
+            System.err.println("usage: java -jar kafka-oracle.jar [IN.json OUT.json]");
             System.exit(2);
         }
         Path stateDir = null;
         int exit = 0;
         try {
-            final ObjectMapper mapper = new ObjectMapper();
-            final JsonNode root = mapper.readTree(Paths.get(args[0]).toFile());
-            if (root == null || !root.isArray()) {
-                throw new IllegalArgumentException("input must be a JSON array of cases");
-            }
+            final JsonNode root = MAPPER.readTree(Paths.get(args[0]).toFile());
             stateDir = Files.createTempDirectory("kafka-oracle-state");
-            final List<List<Map<String, Object>>> results = new ArrayList<>();
-            for (int i = 0; i < root.size(); i++) {
-                final CaseSpec spec;
-                try {
-                    spec = CaseSpec.parse(root.get(i));
-                } catch (final RuntimeException e) {
-                    throw new IllegalArgumentException("case " + i + ": " + e.getMessage(), e);
-                }
-                try {
-                    results.add(runCase(spec, stateDir, i));
-                } catch (final RuntimeException e) {
-                    throw new IllegalStateException("case " + i + " failed: " + e, e);
-                }
-            }
-            mapper.disable(SerializationFeature.INDENT_OUTPUT);
-            mapper.writeValue(Paths.get(args[1]).toFile(), results);
+            MAPPER.writeValue(Paths.get(args[1]).toFile(), runAll(root, stateDir));
         } catch (final Exception e) {
             System.err.println("kafka-oracle: " + e.getMessage());
             e.printStackTrace(System.err);
             exit = 1;
         } finally {
-            if (stateDir != null) {
-                deleteRecursively(stateDir);
-            }
+            finish(stateDir);
         }
         // Exit explicitly: Kafka may leave non-daemon threads behind.
         System.exit(exit);
+    }
+
+    /**
+     * Server mode (no arguments): one JSON array of cases per line on stdin, one line per
+     * request on stdout, {@code {"ok": [...]}} or {@code {"error": "..."}}; ends at end of
+     * input. Saves the JVM start (about a second) on every request after the first.
+     */
+    private static void serve() {
+        Path stateDir = null;
+        int exit = 0;
+        try (BufferedReader in = new BufferedReader(
+                new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            stateDir = Files.createTempDirectory("kafka-oracle-state");
+            final PrintStream out = new PrintStream(
+                new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+            System.setOut(System.err);  // nothing but replies on stdout
+            String line;
+            while ((line = in.readLine()) != null) {
+                Map<String, Object> reply;
+                try {
+                    reply = Map.of("ok", runAll(MAPPER.readTree(line), stateDir));
+                } catch (final Exception e) {
+                    reply = Map.of("error", String.valueOf(e.getMessage()));
+                }
+                out.println(MAPPER.writeValueAsString(reply));
+                out.flush();
+            }
+        } catch (final IOException e) {
+            System.err.println("kafka-oracle: " + e.getMessage());
+            exit = 1;
+        } finally {
+            finish(stateDir);
+        }
+        System.exit(exit);
+    }
+
+    private static List<List<Map<String, Object>>> runAll(final JsonNode root, final Path stateDir) {
+        if (root == null || !root.isArray()) {
+            throw new IllegalArgumentException("input must be a JSON array of cases");
+        }
+        final List<List<Map<String, Object>>> results = new ArrayList<>();
+        for (int i = 0; i < root.size(); i++) {
+            final CaseSpec spec;
+            try {
+                spec = CaseSpec.parse(root.get(i));
+            } catch (final RuntimeException e) {
+                throw new IllegalArgumentException("case " + i + ": " + e.getMessage(), e);
+            }
+            try {
+                results.add(runCase(spec, stateDir, CASES.getAndIncrement()));
+            } catch (final RuntimeException e) {
+                throw new IllegalStateException("case " + i + " failed: " + e, e);
+            }
+        }
+        return results;
+    }
+
+    /** Waits for the drivers still closing, then removes the state directory. */
+    private static void finish(final Path stateDir) {
+        CLOSER.shutdown();
+        try {
+            CLOSER.awaitTermination(10, TimeUnit.MINUTES);
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (stateDir != null) {
+            deleteRecursively(stateDir);
+        }
     }
 
     /**
@@ -205,7 +272,8 @@ public final class Driver {
     private static <V, S extends StateStore> Materialized<String, V, S> store(
             final CaseSpec spec, final Serde<V> valueSerde) {
         Materialized<String, V, S> m = Materialized.<String, V, S>with(Serdes.String(), valueSerde)
-            .withCachingDisabled();
+            .withCachingDisabled()
+            .withLoggingDisabled();
         if (spec.retention != null) {
             m = m.withRetention(Duration.ofMillis(spec.retention));
         }
@@ -237,8 +305,8 @@ public final class Driver {
         }
     }
 
-    /** A window as seen inside the topology, before serialization. */
-    private record SeenWindow(String key, long start, long end) {
+    /** A window as seen inside the topology, before serialization, and the input it came of. */
+    private record SeenWindow(String key, long start, long end, int input) {
     }
 
     private static <V> List<Map<String, Object>> runTyped(
@@ -278,9 +346,13 @@ public final class Driver {
             windowedSerde = WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.timeDifference);
         }
 
+        // Processing is synchronous in TopologyTestDriver: everything forwarded while the input
+        // record `current[0]` is piped in is caused by that record.
+        final int[] current = {0};
         final List<SeenWindow> seen = new ArrayList<>();
         table.toStream()
-            .peek((k, v) -> seen.add(new SeenWindow(k.key(), k.window().start(), k.window().end())))
+            .peek((k, v) -> seen.add(
+                new SeenWindow(k.key(), k.window().start(), k.window().end(), current[0])))
             .to(OUTPUT_TOPIC, Produced.with(windowedSerde, agg.serde()));
         final Topology topology = builder.build();
 
@@ -301,24 +373,27 @@ public final class Driver {
         try {
             TestInputTopic<String, Long> input = inputTopic(driver);
             TestOutputTopic<Windowed<String>, V> output = outputTopic(driver, spec, agg);
-            // The output is drained after every input record, so each output record is tagged
-            // with the index of the input record that made Kafka forward it.
             for (int in = 0; in < spec.records.size(); in++) {
                 if (spec.restartBefore.contains(in)) {
                     // A new driver, hence new processor instances: what a restart does to
                     // in-memory processor state such as observed stream time. The stores do
                     // not survive (TopologyTestDriver.close() cleans the state directory).
+                    drain(output, seen, out);
                     driver.close();
                     driver = new TopologyTestDriver(topology, props);
                     input = inputTopic(driver);
                     output = outputTopic(driver, spec, agg);
                 }
                 final InputRecord r = spec.records.get(in);
+                current[0] = in;
                 input.pipeInput(r.key, r.value, r.timestamp);
-                drain(output, seen, in, out);
             }
+            drain(output, seen, out);
         } finally {
-            driver.close();
+            // Closing (RocksDB, state directory) costs as much as a case; it overlaps with the
+            // next one. Each case has its own application id, hence its own directory.
+            final TopologyTestDriver closing = driver;
+            CLOSER.submit(closing::close);
         }
         return out;
     }
@@ -339,7 +414,7 @@ public final class Driver {
 
     /** Reads everything forwarded since the last call; cross-checks it against {@code seen}. */
     private static <V> void drain(final TestOutputTopic<Windowed<String>, V> output,
-                                  final List<SeenWindow> seen, final int inputIndex,
+                                  final List<SeenWindow> seen,
                                   final List<Map<String, Object>> out) {
         final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
         if (records.size() != seen.size()) {
@@ -350,8 +425,8 @@ public final class Driver {
             final TestRecord<Windowed<String>, V> rec = records.get(i);
             final Windowed<String> wk = rec.key();
             final SeenWindow inTopology = seen.get(i);
-            final SeenWindow deserialized =
-                new SeenWindow(wk.key(), wk.window().start(), wk.window().end());
+            final SeenWindow deserialized = new SeenWindow(
+                wk.key(), wk.window().start(), wk.window().end(), inTopology.input());
             if (!inTopology.equals(deserialized)) {
                 throw new IllegalStateException("window mismatch: topology forwarded "
                     + inTopology + " but output topic decoded " + deserialized);
@@ -365,7 +440,7 @@ public final class Driver {
             o.put("end", wk.window().end());
             o.put("value", rec.value());
             o.put("timestamp", rec.timestamp());
-            o.put("input", inputIndex);
+            o.put("input", inTopology.input());
             out.add(o);
         }
         seen.clear();
