@@ -1,4 +1,4 @@
-"""Options shared by the whole test suite (kept minimal; per-area fixtures live beside the tests)."""
+"""Options of the whole test suite (kept minimal; per-area fixtures live beside the tests)."""
 
 from __future__ import annotations
 

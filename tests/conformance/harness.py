@@ -256,8 +256,8 @@ class KafkaTimeOffset(Adjustment):
     def offset(case: Case) -> int:
         if not case["records"]:
             return 0
-        low = min(r[1] for r in case["records"])
-        floor = case["time_difference"] if case["window"] == "sliding" else 0
+        low = min(int(r[1]) for r in case["records"])
+        floor = int(case["time_difference"]) if case["window"] == "sliding" else 0
         return max(0, floor - low)
 
     def kafka_case(self, case: Case, kafka: Case) -> Case:
@@ -393,9 +393,10 @@ class KafkaFinalExpiredBeforeEmit(Adjustment):
     Sliding windows: the window store's ``fetchAll`` shows only windows starting at or after
     ``store time - retention`` (store time: the largest start put; measured, see
     ``test_kafka_final_expired_before_emit_sliding``), so a window that closes at a record
-    that also moves the store's time past its start plus the retention is never emitted. windowstore emits every window once when it closes (SEMANTICS.md 6), so its
-    rows for the windows Kafka loses are removed before comparison; nothing else about them
-    differs. ``test_adjustments.test_kafka_final_expired_before_emit_*`` show both. Not in
+    that also moves the store's time past its start plus the retention is never emitted.
+    windowstore emits every window once when it closes (SEMANTICS.md 6), so its rows for the
+    windows Kafka loses are removed before comparison; nothing else about them differs.
+    ``test_adjustments.test_kafka_final_expired_before_emit_*`` show both. Not in
     SEMANTICS.md 7: an open question in the issue note.
     """
 
@@ -535,10 +536,14 @@ class SlidingLeftWindowClosed(Adjustment):
                 continue
             times = orphan.setdefault(key, {})
             previous = max((p for p in times if p < t), default=None)
-            if previous is not None and previous >= t - d - 1 and times[previous]:
-                if _key_changes(kafka[i], key) != _key_changes(ours[i], key):
-                    cut[key] = i
-                    continue
+            if (
+                previous is not None
+                and previous >= t - d - 1
+                and times[previous]
+                and _key_changes(kafka[i], key) != _key_changes(ours[i], key)
+            ):
+                cut[key] = i
+                continue
             if t + d >= close:  # not dropped whole
                 times[t] = times.get(t, True) and t < close
         return cut
@@ -678,7 +683,7 @@ def _context(
 
 
 def _needs_probe(case: Case) -> bool:
-    return case["window"] == "sliding" and case["emit"] == "final"
+    return bool(case["window"] == "sliding" and case["emit"] == "final")
 
 
 def compare(
@@ -743,14 +748,14 @@ def shrink(case: Case, fails: Callable[[list[Case]], list[bool]]) -> Case:
         keys = sorted({r[0] for r in case["records"]})
         if len(keys) < 2:
             return case
-        candidates = [
+        renamed = [
             with_records(case, [[keys[0] if r[0] == k else r[0], *r[1:]] for r in case["records"]])
             for k in keys[1:]
         ]
-        verdicts = fails(candidates)
+        verdicts = fails(renamed)
         if not any(verdicts):
             return case
-        case = candidates[verdicts.index(True)]
+        case = renamed[verdicts.index(True)]
 
 
 def shrink_mismatch(

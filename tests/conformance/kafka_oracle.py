@@ -131,7 +131,8 @@ class _Server:
         )
 
     def request(self, cases: Sequence[Mapping[str, Any]]) -> object:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         try:
             self.proc.stdin.write(json.dumps(list(cases)) + "\n")
             self.proc.stdin.flush()

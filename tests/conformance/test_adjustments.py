@@ -56,13 +56,25 @@ def without(name: str) -> list[Adjustment]:
 
 
 def session(gap: int, grace: int, agg_: str, emit: str, records: list[list[Any]]) -> Case:
-    return {"window": "session", "gap": gap, "grace": grace, "agg": agg_, "emit": emit,
-            "records": records}  # fmt: skip
+    return {
+        "window": "session",
+        "gap": gap,
+        "grace": grace,
+        "agg": agg_,
+        "emit": emit,
+        "records": records,
+    }
 
 
 def sliding(d: int, grace: int, agg_: str, emit: str, records: list[list[Any]]) -> Case:
-    return {"window": "sliding", "time_difference": d, "grace": grace, "agg": agg_,
-            "emit": emit, "records": records}  # fmt: skip
+    return {
+        "window": "sliding",
+        "time_difference": d,
+        "grace": grace,
+        "agg": agg_,
+        "emit": emit,
+        "records": records,
+    }
 
 
 # SEMANTICS.md 7: negative timestamps allowed, no [0, D] early window -> kafka_time_offset
@@ -132,8 +144,9 @@ def test_boundary_retention_sliding() -> None:
     window [142, 144] starts at stream time - grace - 2D. Kafka's store (retention grace + 2D
     = 6, store time 148) no longer shows it, so Kafka builds 146's left window [144, 146]
     without the record at 144."""
-    case = sliding(2, 2, "concat", "update", [["k", 144, 1], ["k", 147, 2], ["k", 148, 3],
-                                              ["k", 146, 4]])  # fmt: skip
+    case = sliding(
+        2, 2, "concat", "update", [["k", 144, 1], ["k", 147, 2], ["k", 148, 3], ["k", 146, 4]]
+    )
     assert (3, "k", 144, 146, "4", 146) in kafka(case)
     assert ("k", 144, 146, (1, 4), 146) in ours(case)[3]
     assert BoundaryRetention.kafka_retention(case) == 2 + 2 * 2 + 2
@@ -192,8 +205,7 @@ def test_kafka_final_expired_before_emit_sliding() -> None:
     """D 5, grace 0 (Kafka's retention grace + 2D + 2 = 12): [207, 212] closes when the next
     record arrives; Kafka emits it if that record's left window starts at most 12 after 207,
     and never otherwise."""
-    records = [[["k", 212, 1], ["k", t, 1]] for t in (224, 225)]
-    kept, lost = (sliding(5, 0, "count", "final", r) for r in records)
+    kept, lost = (sliding(5, 0, "count", "final", [["k", 212, 1], ["k", t, 1]]) for t in (224, 225))
     assert kafka(kept, ADJUSTMENTS) == [(1, "k", 207, 212, 1, 212)]
     assert kafka(lost, ADJUSTMENTS) == []
     assert ours(kept) == ours(lost) == [[], [("k", 207, 212, 1, 212)]]
@@ -211,8 +223,12 @@ def test_concat_as_multiset() -> None:
     case = session(10, 0, "concat", "update", [["k", 5, 1], ["k", 0, 2], ["k", 3, 3]])
     assert [row[4] for row in kafka(case)] == ["1", None, "1,2", None, "1,2,3"]
     assert [row[3] for group in ours(case) for row in group] == [
-        (1,), None, (2, 1), None, (2, 3, 1),
-    ]  # fmt: skip
+        (1,),
+        None,
+        (2, 1),
+        None,
+        (2, 3, 1),
+    ]
     assert passes(case)
     assert not passes(case, without("concat_as_multiset"))
 
@@ -239,12 +255,18 @@ def test_sliding_order_within_record() -> None:
 def test_sliding_left_window_closed() -> None:
     """D 7, grace 0; j's record moves stream time to 913. k's record at 909 arrives with its
     left window [902, 909] closed; it joins [906, 913] and creates 906's right window
-    [907, 914]. At 913, both find 909 as the previous record in [906, 913]; Kafka then overwrites it with 906 and does not
-    create 909's right window [910, 917]. At 910, Kafka copies 910's right window [911, 918]
-    from [907, 914], which holds the record at 909 (value 4): a window holding a record before
-    its start. windowstore creates [910, 917] and gives [911, 918] only the record at 913."""
-    case = sliding(7, 0, "concat", "update", [["k", 905, 1], ["k", 906, 2], ["j", 913, 3],
-                                              ["k", 909, 4], ["k", 913, 5], ["k", 910, 6]])  # fmt: skip
+    [907, 914]. At 913, both find 909 as the previous record in [906, 913]; Kafka then
+    overwrites it with 906 and does not create 909's right window [910, 917]. At 910, Kafka
+    copies 910's right window [911, 918] from [907, 914], which holds the record at 909
+    (value 4): a window holding a record before its start. windowstore creates [910, 917] and
+    gives [911, 918] only the record at 913."""
+    case = sliding(
+        7,
+        0,
+        "concat",
+        "update",
+        [["k", 905, 1], ["k", 906, 2], ["j", 913, 3], ["k", 909, 4], ["k", 913, 5], ["k", 910, 6]],
+    )
     k = kafka(case, ADJUSTMENTS)
     assert [r for r in k if r[0] == 4] == [
         (4, "k", 907, 914, "4,5", 913),
@@ -270,9 +292,21 @@ def test_sliding_previous_of_two_late_records() -> None:
     47 (46 is accepted, and in range, but missing) and no [47, 82]; Kafka creates neither.
     Not a Kafka difference (the comparison stops at this key, see
     ``sliding_left_window_closed``): a windowstore bug against the definition."""
-    case = sliding(35, 0, "concat", "update", [["k", 37, 1], ["k", 11, 2], ["j", 46, 3],
-                                               ["k", 44, 4], ["j", 49, 5], ["k", 46, 6],
-                                               ["k", 47, 7]])  # fmt: skip
+    case = sliding(
+        35,
+        0,
+        "concat",
+        "update",
+        [
+            ["k", 37, 1],
+            ["k", 11, 2],
+            ["j", 46, 3],
+            ["k", 44, 4],
+            ["j", 49, 5],
+            ["k", 46, 6],
+            ["k", 47, 7],
+        ],
+    )
     current: dict[tuple[str, int], Any] = {}
     for group in ours(case):
         for key, start, _end, value, _time in group:

@@ -69,8 +69,14 @@ def test_shrink_reaches_a_one_minimal_stream() -> None:
         )
 
     rng = random.Random(7)
-    case = {"window": "session", "gap": 5, "grace": 0, "agg": "count", "emit": "update",
-            "records": [[rng.choice("abc"), rng.randint(0, 400), 1] for _ in range(200)]}  # fmt: skip
+    case = {
+        "window": "session",
+        "gap": 5,
+        "grace": 0,
+        "agg": "count",
+        "emit": "update",
+        "records": [[rng.choice("abc"), rng.randint(0, 400), 1] for _ in range(200)],
+    }
     assert bad(case)
     rounds: list[int] = []
 
@@ -91,8 +97,14 @@ def test_shrink_mismatch_against_kafka_prints_a_pasteable_minimal_case() -> None
     three records of one key, through Kafka and windowstore; the report pastes back."""
     rng = random.Random(11)
     records = [[rng.choice("abc"), rng.randint(0, 3000), rng.randint(0, 9)] for _ in range(200)]
-    case = {"window": "session", "gap": 20, "grace": 50, "agg": "count", "emit": "update",
-            "records": records}  # fmt: skip
+    case = {
+        "window": "session",
+        "gap": 20,
+        "grace": 50,
+        "agg": "count",
+        "emit": "update",
+        "records": records,
+    }
     (mismatch,) = compare([case], plant=count_off_by_one_from_three)
     assert mismatch is not None
     small = shrink_mismatch(mismatch, plant=count_off_by_one_from_three)
@@ -123,11 +135,16 @@ def test_session_model_agrees_with_windowstore_rejections() -> None:
     for i in range(100):
         case = random_case(random.Random(f"model-{i}"), "session", "update", 200)
         p = SessionWindowProcessor(
-            key="k", time="t", gap=case["gap"], grace=case["grace"],
-            retention=case.get("retention"), emit="changes", aggs=[],
-        )  # fmt: skip
+            key="k",
+            time="t",
+            gap=case["gap"],
+            grace=case["grace"],
+            retention=case.get("retention"),
+            emit="changes",
+            aggs=[],
+        )
         late = []
-        for j, (k, t, _) in enumerate(case["records"]):
+        for k, t, _ in case["records"]:
             p.process(pa.table({"k": [k], "t": pa.array([t], pa.int64())}))
             late.append(p.metrics()["rejected_late"])
         rejected = [j for j in range(len(late)) if late[j] != (late[j - 1] if j else 0)]
