@@ -134,7 +134,7 @@ public final class Driver {
                 try {
                     reply = Map.of("ok", runAll(MAPPER.readTree(line), stateDir));
                 } catch (final Exception e) {
-                    reply = Map.of("error", String.valueOf(e.getMessage()));
+                    reply = Map.of("error", causes(e));
                 }
                 out.println(MAPPER.writeValueAsString(reply));
                 out.flush();
@@ -146,6 +146,15 @@ public final class Driver {
             finish(stateDir);
         }
         System.exit(exit);
+    }
+
+    /** The message of an exception and of each of its causes, one a line. */
+    private static String causes(final Throwable e) {
+        final StringBuilder text = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            text.append("\ncaused by: ").append(c);
+        }
+        return text.toString();
     }
 
     private static List<List<Map<String, Object>>> runAll(final JsonNode root, final Path stateDir) {
@@ -359,7 +368,8 @@ public final class Driver {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "windowstore-oracle-" + index);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle.invalid:9092");
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        // A state directory of its own: a closing driver cleans its directory in the background.
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.resolve("case-" + index).toString());
         // Emit "update" = every update forwarded: record cache disabled (Kafka 4.x name).
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         // Emit "final" (onWindowClose) checks for closed windows at most once per this many
