@@ -21,9 +21,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
@@ -79,8 +76,7 @@ public final class Driver {
 
     private static final String INPUT_TOPIC = "input";
     private static final String OUTPUT_TOPIC = "output";
-    private static final ExecutorService CLOSER = Executors.newSingleThreadExecutor();
-    /** Application ids are unique per JVM: a driver may still be closing in the background. */
+    /** Application ids (and state directories) are unique per JVM, across requests. */
     private static final AtomicInteger CASES = new AtomicInteger();
     private static final ObjectMapper MAPPER =
         new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
@@ -178,14 +174,8 @@ public final class Driver {
         return results;
     }
 
-    /** Waits for the drivers still closing, then removes the state directory. */
+    /** Removes the state directory. */
     private static void finish(final Path stateDir) {
-        CLOSER.shutdown();
-        try {
-            CLOSER.awaitTermination(10, TimeUnit.MINUTES);
-        } catch (final InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
         if (stateDir != null) {
             deleteRecursively(stateDir);
         }
@@ -368,7 +358,7 @@ public final class Driver {
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "windowstore-oracle-" + index);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle.invalid:9092");
-        // A state directory of its own: a closing driver cleans its directory in the background.
+        // A state directory of its own per case.
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.resolve("case-" + index).toString());
         // Emit "update" = every update forwarded: record cache disabled (Kafka 4.x name).
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
@@ -400,10 +390,8 @@ public final class Driver {
             }
             drain(output, seen, out);
         } finally {
-            // Closing (RocksDB, state directory) costs as much as a case; it overlaps with the
-            // next one. Each case has its own application id, hence its own directory.
-            final TopologyTestDriver closing = driver;
-            CLOSER.submit(closing::close);
+            // On this thread: closed from another one, a driver leaves RocksDB files open.
+            driver.close();
         }
         return out;
     }
