@@ -452,34 +452,34 @@ class ConcatAsMultiset(Adjustment):
 
 
 class SlidingOrderWithinRecord(Adjustment):
-    """Sliding ``changes``: the rows of one input record are compared stably sorted by window.
+    """Sliding ``changes``: Kafka updates a record's existing windows latest start first.
 
     Kafka updates the existing windows a record falls into while iterating its store backwards
     (``KStreamSlidingWindowAggregate.processReverse``, used whenever the store can iterate
-    backwards, as RocksDB can: latest start first), then forwards the previous record's new
-    right window, the record's left window and its right window; windowstore updates the
-    existing windows in ascending start order. The sort is stable, so the changes to any one
-    window keep their order (a window can change twice in one record: when ``t - D`` is the
-    previous record's time plus one, its right window and the new left window are the same
-    window, forwarded twice by both); sliding windows are only ever upserted. So replaying a
-    record's rows in either order gives the same windows after every input record
-    (SEMANTICS.md 6: applying the changelog in order gives the current windows); only the
-    interleaving of different windows within one input record is not compared.
+    backwards, as RocksDB can), then forwards the previous record's new right window, the
+    record's left window and its right window. windowstore does the same in the same order,
+    except that it updates the existing windows in ascending start order. So in Kafka's rows of
+    each input record, the leading run of updates of windows it had forwarded before is
+    reversed; everything else, the order included, is compared as it is. (Measured on 200
+    random streams: 25,109 multi-row groups, all equal after this and nothing else.)
+    SEMANTICS.md 6 does not fix the order of a record's changes to different windows, and
+    replaying either gives the same windows; ``test_sliding_order_within_record`` shows it.
     """
 
     name = "sliding_order_within_record"
 
-    @staticmethod
-    def _sorted(case: Case, rows: Rows) -> Rows:
+    def kafka_rows(self, case: Case, rows: Rows) -> Rows:
         if case["window"] != "sliding" or case["emit"] != "update":
             return rows
-        return [sorted(group, key=lambda r: (r[0], r[1])) for group in rows]
-
-    def kafka_rows(self, case: Case, rows: Rows) -> Rows:
-        return self._sorted(case, rows)
-
-    def our_rows(self, case: Case, rows: Rows) -> Rows:
-        return self._sorted(case, rows)
+        seen: set[tuple[str, int]] = set()
+        out: Rows = []
+        for group in rows:
+            n = 0
+            while n < len(group) and (group[n][0], group[n][1]) in seen:
+                n += 1
+            out.append([*reversed(group[:n]), *group[n:]])
+            seen.update((r[0], r[1]) for r in group)
+        return out
 
 
 class SlidingLeftWindowClosed(Adjustment):
