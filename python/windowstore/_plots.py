@@ -11,11 +11,13 @@ import pyarrow.compute as pc
 __all__ = ["plot_sessions"]
 
 
-def plot_sessions(sessions: pa.Table, out: Path, gap_minutes: int, users: int = 25) -> list[Path]:
+def plot_sessions(
+    sessions: pa.Table, out: Path, gap_minutes: int, users: int = 25, days: int = 4
+) -> list[Path]:
     """Writes ``sessions_per_user.png`` (a timeline of the sessions of the ``users`` busiest
-    users) and ``session_lengths.png`` (histograms of session length and events per session)
-    into ``out``; returns their paths. ``sessions`` has ``user_id``, ``session_start``,
-    ``session_end`` (epoch milliseconds) and ``count``.
+    users over their first ``days`` days) and ``session_lengths.png`` (histograms of session
+    length and events per session) into ``out``; returns their paths. ``sessions`` has
+    ``user_id``, ``session_start``, ``session_end`` (epoch milliseconds) and ``count``.
     """
     import matplotlib
 
@@ -32,6 +34,8 @@ def plot_sessions(sessions: pa.Table, out: Path, gap_minutes: int, users: int = 
     origin = start.min() if len(start) else 0.0
     y = np.array([row[u] for u in chosen["user_id"].to_pylist()])
     counts = chosen["count"].to_numpy()
+    week = start - origin < days * 24  # the first days only: sessions last minutes
+    start, end, y, counts = start[week], end[week], y[week], counts[week]
 
     fig, ax = plt.subplots(figsize=(11, 6))
     width = np.maximum(end - start, 0.05)  # one-event sessions still show
@@ -44,7 +48,7 @@ def plot_sessions(sessions: pa.Table, out: Path, gap_minutes: int, users: int = 
     )
     ax.set_yticks(range(len(busiest)), busiest, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("hours since the first session")
+    ax.set_xlabel(f"hours since the first session (first {days} days)")
     ax.set_title(
         f"Sessions of the {len(busiest)} busiest users ({gap_minutes}-minute gap; "
         f"colour: events per session)"
