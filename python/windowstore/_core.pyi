@@ -10,6 +10,8 @@ __all__ = [
     "SessionStore",
     "SlidingProcessor",
     "__version__",
+    "merge_session_partials",
+    "session_partials",
     "session_windows",
     "sliding_windows",
 ]
@@ -139,3 +141,19 @@ def sliding_windows(
     aggs: list[_Agg],
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table]: ...
+def session_partials(
+    data: Any,
+    *,
+    key: list[str],
+    time: str,
+    time_unit: str | None,
+    gap: _Duration | None,
+    gap_column: str | None,
+    max_gap: _Duration | None,
+    aggs: list[_Agg],
+    on_invalid: str,
+) -> tuple[pa.Table, pa.Table, int]:
+    """Map-side partial sessions of one part: (partials, rejected rows, gaps clamped)."""
+
+def merge_session_partials(data: Any, *, input: Any, key: list[str], aggs: list[_Agg]) -> pa.Table:
+    """Session windows from partial sessions (every partial of a key in ``data``)."""

@@ -2,6 +2,7 @@
 
 mod convert;
 mod errors;
+mod partial;
 mod sessions;
 mod sliding;
 mod store;
@@ -21,6 +22,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PySessionStore>()?;
     m.add_class::<sessions::PySessionProcessor>()?;
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
+    m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     m.add_class::<sliding::PySlidingProcessor>()?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
     Ok(())

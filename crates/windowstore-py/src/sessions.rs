@@ -15,7 +15,7 @@ use windowstore_core::time::parse_unit;
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 
-fn gap_spec(
+pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
     gap_column: Option<String>,
     max_gap: Option<PyDuration>,
@@ -46,7 +46,11 @@ fn gap_spec(
     }
 }
 
-pub(crate) fn input_spec(key: Vec<String>, time: String, time_unit: Option<String>) -> PyResult<InputSpec> {
+pub(crate) fn input_spec(
+    key: Vec<String>,
+    time: String,
+    time_unit: Option<String>,
+) -> PyResult<InputSpec> {
     Ok(InputSpec {
         key,
         time,

@@ -22,7 +22,7 @@ use crate::{Error, Result};
 /// outputs from complete windows of a batch, columnar.
 #[derive(Debug, Clone)]
 pub struct Aggregator {
-    slots: Vec<Slot>,
+    pub(crate) slots: Vec<Slot>,
 }
 
 impl Aggregator {
@@ -232,7 +232,12 @@ impl Aggregator {
     }
 
     /// Checks the batch's columns against the slots and the runs against `order` and the batch.
-    fn check_runs(&self, batch: &RecordBatch, order: &[u32], offsets: &[usize]) -> Result<()> {
+    pub(crate) fn check_runs(
+        &self,
+        batch: &RecordBatch,
+        order: &[u32],
+        offsets: &[usize],
+    ) -> Result<()> {
         for slot in self.slots.iter().filter(|s| s.op != Op::Count) {
             match batch.columns().get(slot.index) {
                 Some(c) if c.data_type() == &slot.data_type => {}

@@ -30,6 +30,7 @@ pub(crate) mod kind;
 pub(crate) mod native;
 pub mod overflow;
 pub(crate) mod ranges;
+pub(crate) mod run_states;
 pub(crate) mod runs;
 pub(crate) mod slot;
 pub mod spec;

@@ -8,6 +8,7 @@
 //! the same records in time order.
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 use super::record::record_gap;
@@ -39,6 +40,106 @@ pub fn session_windows(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<CompleteSessions> {
+    let Cut {
+        schema,
+        batch,
+        bound,
+        aggregator,
+        ticks: t,
+        order,
+        offsets,
+        mut rejections,
+        gap_clamped,
+        ..
+    } = cut(schema, batches, input, gap, aggs, on_invalid)?;
+    let layout = Layout {
+        start: "session_start",
+        end: "session_end",
+        time: None,
+        op: false,
+    };
+    let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
+    let windows = offsets.len() - 1;
+    let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
+    let mut columns: Vec<ArrayRef> = bound
+        .keys
+        .columns()
+        .iter()
+        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
+    columns.push(
+        bound
+            .time
+            .to_array(firsts.values().iter().map(|&r| t[r as usize]).collect()),
+    );
+    columns.push(
+        bound.time.to_array(
+            offsets[1..]
+                .iter()
+                .map(|&end| t[order[end - 1] as usize])
+                .collect(),
+        ),
+    );
+    match aggregator.aggregate_runs(&batch, &t, &order, &offsets) {
+        Ok(arrays) => columns.extend(arrays),
+        Err(e) => {
+            // A collect with overflow="fail" overflowed: name the first window that did.
+            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
+                return Err(e);
+            };
+            let (first, last) = (
+                order[offsets[w]] as usize,
+                order[offsets[w + 1] - 1] as usize,
+            );
+            let key = bound.keys.render_row(&batch, first);
+            return Err(fill_overflow(e, key, t[first], t[last]));
+        }
+    }
+    let windows = RecordBatch::try_new(output.schema().clone(), columns)
+        .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
+    Ok(CompleteSessions {
+        windows,
+        rejected: rejections.drain(&schema)?,
+        gap_clamped,
+    })
+}
+
+/// Bounded input checked row by row, grouped by key and time and cut into sessions: the part
+/// of complete mode that map-side partial sessions ([`super::partial`]) share.
+pub(crate) struct Cut {
+    /// The input schema, view types read as plain ones.
+    pub schema: SchemaRef,
+    /// All input rows in one batch.
+    pub batch: RecordBatch,
+    /// The key, time and gap columns bound to `schema`.
+    pub bound: BoundInput,
+    /// The aggregations bound to `schema`.
+    pub aggregator: Aggregator,
+    /// The time of each row in ticks.
+    pub ticks: ScalarBuffer<i64>,
+    /// Valid rows grouped into sessions, each in (time, row) order.
+    pub order: Vec<u32>,
+    /// Session `w` holds `order[offsets[w]..offsets[w + 1]]`.
+    pub offsets: Vec<usize>,
+    /// The reach (`max(t + g)`) of each session.
+    pub reach: Vec<i64>,
+    /// The rejected rows.
+    pub rejections: Rejections,
+    /// Dynamic gaps clamped to `max_gap`.
+    pub gap_clamped: u64,
+}
+
+/// Checks the rows of `batches`, groups the valid ones by key and time and cuts each key's
+/// rows into sessions wherever a record starts after the running reach `max(t + g)`.
+pub(crate) fn cut(
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    input: InputSpec,
+    gap: GapSpec,
+    aggs: Vec<AggSpec>,
+    on_invalid: OnInvalid,
+) -> Result<Cut> {
     let input = InputSpec {
         gap: match &gap {
             GapSpec::Column { column, .. } => Some(column.clone()),
@@ -67,13 +168,6 @@ pub fn session_windows(
         return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
     }
     let aggregator = Aggregator::try_new(aggs, &schema)?;
-    let layout = Layout {
-        start: "session_start",
-        end: "session_end",
-        time: None,
-        op: false,
-    };
-    let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
     for b in batches {
         bound.check(b)?;
     }
@@ -140,6 +234,7 @@ pub fn session_windows(
     let t = &times.ticks;
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
     offsets.push(0usize);
+    let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
         let mut reach = i64::MIN;
@@ -147,56 +242,27 @@ pub fn session_windows(
             let row = row as usize;
             if i > lo && t[row] > reach {
                 offsets.push(i);
+                reaches.push(reach);
                 reach = i64::MIN;
             }
             reach = reach.max(t[row] + gap_of(row));
         }
         if hi > lo {
             offsets.push(hi);
+            reaches.push(reach);
         }
     }
-    let windows = offsets.len() - 1;
-    let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
-    let mut columns: Vec<ArrayRef> = bound
-        .keys
-        .columns()
-        .iter()
-        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
-    columns.push(
-        bound
-            .time
-            .to_array(firsts.values().iter().map(|&r| t[r as usize]).collect()),
-    );
-    columns.push(
-        bound.time.to_array(
-            offsets[1..]
-                .iter()
-                .map(|&end| t[order[end - 1] as usize])
-                .collect(),
-        ),
-    );
-    match aggregator.aggregate_runs(&batch, t, &order, &offsets) {
-        Ok(arrays) => columns.extend(arrays),
-        Err(e) => {
-            // A collect with overflow="fail" overflowed: name the first window that did.
-            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
-                return Err(e);
-            };
-            let (first, last) = (
-                order[offsets[w]] as usize,
-                order[offsets[w + 1] - 1] as usize,
-            );
-            let key = bound.keys.render_row(&batch, first);
-            return Err(fill_overflow(e, key, t[first], t[last]));
-        }
-    }
-    let windows = RecordBatch::try_new(output.schema().clone(), columns)
-        .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
-    Ok(CompleteSessions {
-        windows,
-        rejected: rejections.drain(&schema)?,
+    let ticks = times.ticks.clone();
+    Ok(Cut {
+        schema,
+        batch,
+        bound,
+        aggregator,
+        ticks,
+        order,
+        offsets,
+        reach: reaches,
+        rejections,
         gap_clamped,
     })
 }

@@ -1,0 +1,291 @@
+//! The aggregate state of each whole run of rows, computed column by column: what map-side
+//! partial sessions carry to the merge. Equal to folding `encode_row` and `merge` over the run's
+//! rows (with `seq` = row index), at the cost of the fast path instead of one merge per row.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+
+use super::aggregator::Aggregator;
+use super::codec::{put_f64, put_i128, put_i64, put_u64, put_varint};
+use super::runs::run_slot;
+use super::slot::{Op, Slot};
+use super::spec::Overflow;
+use super::state::{encode, overflow_error, SEEN, VERSION};
+use super::value::Value;
+use crate::{Error, Result};
+
+/// One slot's segment of every run, back to back, with the offsets of each run's segment.
+struct Segments {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Segments {
+    fn new(runs: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(runs * 9),
+            ends: Vec::with_capacity(runs),
+        }
+    }
+
+    /// Closes the current run's segment.
+    fn end(&mut self) {
+        self.ends.push(self.bytes.len());
+    }
+
+    fn get(&self, run: usize) -> &[u8] {
+        let start = if run == 0 { 0 } else { self.ends[run - 1] };
+        &self.bytes[start..self.ends[run]]
+    }
+}
+
+impl Aggregator {
+    /// The state of each run `order[offsets[w]..offsets[w + 1]]` of `batch` (rows in (time,
+    /// arrival) order, `times[row]` the event time, arrival = row index), concatenated, and the
+    /// end offset of each state. Merging these states equals merging the per-row states.
+    ///
+    /// Errors as [`Aggregator::aggregate_runs`]: a batch that does not match the schema, bad
+    /// runs, an integer sum beyond Int64 within a run, a `collect` under `Fail` beyond its bound.
+    pub fn run_states(
+        &self,
+        batch: &RecordBatch,
+        times: &[i64],
+        order: &[u32],
+        offsets: &[usize],
+    ) -> Result<(Vec<u8>, Vec<usize>)> {
+        self.check_runs(batch, order, offsets)?;
+        if order.iter().any(|&r| r as usize >= times.len()) {
+            return Err(Error::invalid("order", "row index beyond the times"));
+        }
+        let runs = offsets.len().saturating_sub(1);
+        let segments = self
+            .slots
+            .iter()
+            .map(|slot| segments(slot, batch, times, order, offsets))
+            .collect::<Result<Vec<_>>>()?;
+        let mut states = Vec::with_capacity(runs * (1 + segments.len() * 9));
+        let mut ends = Vec::with_capacity(runs);
+        for run in 0..runs {
+            states.push(VERSION);
+            for s in &segments {
+                states.extend_from_slice(s.get(run));
+            }
+            ends.push(states.len());
+        }
+        Ok((states, ends))
+    }
+}
+
+/// The rows of run `w` whose value in `column` is not null, in run order.
+fn valid_rows<'a>(
+    column: &'a dyn Array,
+    run: &'a [u32],
+) -> impl DoubleEndedIterator<Item = usize> + 'a {
+    let nulls = column.nulls().filter(|n| n.null_count() > 0);
+    run.iter()
+        .map(|&r| r as usize)
+        .filter(move |&r| nulls.is_none_or(|n| n.is_valid(r)))
+}
+
+/// `slot`'s segment of every run.
+fn segments(
+    slot: &Slot,
+    batch: &RecordBatch,
+    times: &[i64],
+    order: &[u32],
+    offsets: &[usize],
+) -> Result<Segments> {
+    let runs = offsets.len().saturating_sub(1);
+    let mut out = Segments::new(runs);
+    let column: Option<&ArrayRef> = batch.columns().get(slot.index);
+    let fast = |op: Op| -> Result<ArrayRef> {
+        let slot = Slot { op, ..slot.clone() };
+        run_slot(&slot, column, order, offsets)
+    };
+    let run_rows = |w: usize| &order[offsets[w]..offsets[w + 1]];
+    match slot.op {
+        Op::Count => {
+            for w in 0..runs {
+                put_u64(&mut out.bytes, run_rows(w).len() as u64);
+                out.end();
+            }
+        }
+        Op::Sum(kind) | Op::Mean(kind) => {
+            let sums = fast(Op::Sum(kind))?;
+            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
+            for w in 0..runs {
+                let seen = sums.is_valid(w);
+                let b = &mut out.bytes;
+                if matches!(slot.op, Op::Sum(_)) {
+                    b.push(if seen { SEEN } else { 0 });
+                }
+                if kind.is_integer() {
+                    let s = sums.as_primitive::<Int64Type>();
+                    put_i128(b, if seen { i128::from(s.value(w)) } else { 0 });
+                } else {
+                    let s = sums.as_primitive::<Float64Type>();
+                    put_f64(b, if seen { s.value(w) } else { -0.0 });
+                }
+                if matches!(slot.op, Op::Mean(_)) {
+                    put_u64(b, valid_rows(column.as_ref(), run_rows(w)).count() as u64);
+                }
+                out.end();
+            }
+        }
+        Op::Min(kind) | Op::Max(kind) => {
+            let best = fast(slot.op)?;
+            for w in 0..runs {
+                let v = Value::of_row(best.as_ref(), &slot.data_type, kind, w);
+                encode(&slot.op, v, 0, 0, &mut out.bytes);
+                out.end();
+            }
+        }
+        Op::First(kind) | Op::Last(kind) => {
+            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
+            for w in 0..runs {
+                let mut rows = valid_rows(column.as_ref(), run_rows(w));
+                let row = match slot.op {
+                    Op::First(_) => rows.next(),
+                    _ => rows.next_back(),
+                };
+                match row {
+                    Some(r) => {
+                        let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
+                        encode(&slot.op, v, times[r], r as u64, &mut out.bytes);
+                    }
+                    None => encode(&slot.op, Value::Null, 0, 0, &mut out.bytes),
+                }
+                out.end();
+            }
+        }
+        Op::Collect {
+            kind,
+            max_size,
+            overflow,
+        } => {
+            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
+            let mut rows = Vec::new();
+            for w in 0..runs {
+                rows.clear();
+                rows.extend(valid_rows(column.as_ref(), run_rows(w)));
+                let kept: &[usize] = match max_size {
+                    Some(n) if rows.len() > n => match overflow {
+                        Overflow::DropOldest => &rows[rows.len() - n..],
+                        Overflow::DropNewest => &rows[..n],
+                        Overflow::Fail => return Err(overflow_error(slot, n)),
+                    },
+                    _ => &rows,
+                };
+                put_varint(&mut out.bytes, kept.len() as u64);
+                for &r in kept {
+                    put_i64(&mut out.bytes, times[r]);
+                    put_u64(&mut out.bytes, r as u64);
+                    Value::of_row(column.as_ref(), &slot.data_type, kind, r)
+                        .write(kind, &mut out.bytes);
+                }
+                out.end();
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Float64Array, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::agg::{AggSpec, Overflow};
+
+    /// Run states equal, byte for byte, the fold of per-row states over each run.
+    #[test]
+    fn run_states_equal_folded_row_states() {
+        let n = 40;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let ints: Int64Array = (0..n)
+            .map(|i| (i % 5 != 0).then_some(i * 7 % 11 - 5))
+            .collect();
+        let floats: Float64Array = (0..n)
+            .map(|i| (i % 7 != 3).then_some(i as f64 * 0.37 - 4.0))
+            .collect();
+        let strings: StringArray = (0..n)
+            .map(|i| (i % 4 != 1).then(|| format!("v{}", i * 13 % 9)))
+            .collect();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(ints), Arc::new(floats), Arc::new(strings)],
+        )
+        .unwrap();
+        let specs = vec![
+            AggSpec::count(),
+            AggSpec::sum("i"),
+            AggSpec::sum("f"),
+            AggSpec::mean("i"),
+            AggSpec::mean("f"),
+            AggSpec::min("s"),
+            AggSpec::max("f"),
+            AggSpec::first("s"),
+            AggSpec::last("i"),
+            AggSpec::collect("s", Some(3), Overflow::DropOldest),
+            AggSpec::collect("i", Some(2), Overflow::DropNewest),
+            AggSpec::collect("f", None, Overflow::Fail),
+        ];
+        let aggregator = Aggregator::try_new(specs, &schema).unwrap();
+        let times: Vec<i64> = (0..n).map(|i| i / 3).collect();
+        // Runs of several lengths (one empty), rows in (time, row) order within each.
+        let order: Vec<u32> = (0..n as u32).collect();
+        let offsets = vec![0, 1, 1, 6, 20, 33, 40];
+        let (states, ends) = aggregator
+            .run_states(&batch, &times, &order, &offsets)
+            .unwrap();
+        for w in 0..offsets.len() - 1 {
+            let start = if w == 0 { 0 } else { ends[w - 1] };
+            let rows = &order[offsets[w]..offsets[w + 1]];
+            if rows.is_empty() {
+                continue;
+            }
+            let mut acc = Vec::new();
+            for (i, &r) in rows.iter().enumerate() {
+                let mut one = Vec::new();
+                let r = r as usize;
+                aggregator.encode_row(&batch, r, times[r], r as u64, &mut one);
+                if i == 0 {
+                    acc = one;
+                } else {
+                    let mut merged = Vec::new();
+                    aggregator.merge(&acc, &one, &mut merged).unwrap();
+                    acc = merged;
+                }
+            }
+            assert_eq!(&states[start..ends[w]], acc.as_slice(), "run {w}");
+        }
+    }
+
+    #[test]
+    fn a_collect_beyond_its_bound_under_fail_is_an_error() {
+        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, true)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from(vec![1, 2, 3]))],
+        )
+        .unwrap();
+        let aggregator = Aggregator::try_new(
+            vec![AggSpec::collect("i", Some(2), Overflow::Fail)],
+            &schema,
+        )
+        .unwrap();
+        let err = aggregator
+            .run_states(&batch, &[0, 1, 2], &[0, 1, 2], &[0, 3])
+            .unwrap_err();
+        assert!(matches!(err, Error::SessionOverflow { .. }), "{err}");
+    }
+}

@@ -1,0 +1,18 @@
+"""Session and sliding windows of Spark DataFrames, computed by windowstore's Rust engine.
+
+Importing :mod:`windowstore` never imports pyspark; this subpackage does. Executors need
+windowstore installed (or shipped in a venv-pack archive through ``spark.archives``).
+
+Example:
+    >>> from windowstore import agg
+    >>> from windowstore.spark import session_windows
+    >>> sessions = session_windows(clicks, key="user_id", time="ts", gap="30m",
+    ...                            aggs=[agg.count(), agg.sum("amount")])
+"""
+
+from __future__ import annotations
+
+from windowstore.spark.sessions import session_windows
+from windowstore.spark.sliding import sliding_windows
+
+__all__ = ["session_windows", "sliding_windows"]

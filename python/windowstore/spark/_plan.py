@@ -1,0 +1,54 @@
+"""Pieces shared by the Spark window functions: argument checks and the shuffle by key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from windowstore.agg import Agg
+from windowstore.exceptions import InvalidWindowSpec
+
+__all__ = ["by_key", "check_aggs", "check_on_invalid", "column", "project"]
+
+
+def column(name: str) -> Column:
+    """The column ``name`` taken literally (dots and spaces are part of the name)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def project(df: DataFrame, names: Sequence[str]) -> DataFrame:
+    """Only the columns the engine reads: less to send from the JVM to Python."""
+    return df.select(*[column(n) for n in names])
+
+
+def by_key(df: DataFrame, key: Sequence[str], partitions: int | None) -> DataFrame:
+    """``df`` hash-partitioned by the key columns, so that each key lives in one partition."""
+    if partitions is None:
+        return df.repartition(*[column(k) for k in key])
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions <= 0:
+        raise InvalidWindowSpec(
+            f"invalid partitions: must be a positive int, got {partitions!r}", "partitions"
+        )
+    return df.repartition(partitions, *[column(k) for k in key])
+
+
+def check_aggs(aggs: Sequence[Agg]) -> list[Agg]:
+    """The aggregations as a list, refusing anything that is not a ``windowstore.agg``."""
+    out = list(aggs)
+    for a in out:
+        if not isinstance(a, Agg):
+            raise InvalidWindowSpec(
+                f"invalid aggs: expected windowstore.agg aggregations, got {a!r}", "aggs"
+            )
+    return out
+
+
+def check_on_invalid(on_invalid: str) -> str:
+    """``on_invalid`` if it is ``"error"`` or ``"drop"``."""
+    if on_invalid not in ("error", "drop"):
+        raise InvalidWindowSpec(
+            f'invalid on_invalid: {on_invalid!r}; expected "error" or "drop"', "on_invalid"
+        )
+    return on_invalid

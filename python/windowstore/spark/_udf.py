@@ -1,0 +1,185 @@
+"""The functions Spark runs in its Python workers, over Arrow batches (no pandas).
+
+They are pickled by reference, so every executor imports ``windowstore`` (install the wheel
+there, or ship it in a venv-pack archive: see the README). Each takes its parameters first
+(bound with :func:`functools.partial` on the driver) and the partition's batches last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from windowstore import _core
+from windowstore._durations import DurationLike
+from windowstore._processor import OnInvalid, TimeUnit
+from windowstore.agg import Agg
+from windowstore.exceptions import InvalidRecordError
+from windowstore.sliding import sliding_windows
+
+__all__ = [
+    "CHUNK_ROWS",
+    "SessionArgs",
+    "SlidingArgs",
+    "invalid_row",
+    "merge_partials",
+    "rejected_sessions",
+    "rejected_sliding",
+    "session_partials",
+    "sliding",
+]
+
+#: Rows per call of the partial-session engine on the map side: bounds a worker's memory on
+#: huge partitions (partials of one key from several chunks merge after the shuffle anyway).
+CHUNK_ROWS = 1 << 22
+
+_Agg = tuple[str, str | None, str | None, int | None, str | None]
+_Duration = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SessionArgs:
+    """The parameters of the session engine, as the compiled core takes them."""
+
+    key: list[str]
+    time: str
+    time_unit: str | None
+    gap: _Duration | None
+    gap_column: str | None
+    max_gap: _Duration | None
+    aggs: list[_Agg]
+    on_invalid: str
+
+    def core(self, aggs: list[_Agg] | None = None) -> dict[str, Any]:
+        """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows``."""
+        return {
+            "key": self.key,
+            "time": self.time,
+            "time_unit": self.time_unit,
+            "gap": self.gap,
+            "gap_column": self.gap_column,
+            "max_gap": self.max_gap,
+            "aggs": self.aggs if aggs is None else aggs,
+            "on_invalid": self.on_invalid,
+        }
+
+
+@dataclass(frozen=True)
+class SlidingArgs:
+    """The parameters of the sliding engine (``windowstore.sliding_windows``)."""
+
+    key: list[str]
+    time: str
+    time_unit: TimeUnit | None
+    time_difference: DurationLike
+    aggs: tuple[Agg, ...]
+    on_invalid: OnInvalid
+
+
+def chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The non-empty batches of ``batches`` gathered into tables of about ``rows`` rows."""
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(pending)
+            pending, count = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def whole(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
+    """Every non-empty batch of the partition as one table, or None for an empty partition."""
+    parts = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(parts) if parts else None
+
+
+def invalid_row(e: InvalidRecordError, table: pa.Table) -> InvalidRecordError:
+    """``e`` with the offending row's values, so that the failed job says which row it was."""
+    row = e.row if e.row is not None and 0 <= e.row < table.num_rows else None
+    values = "" if row is None else f" {table.slice(row, 1).to_pylist()[0]}"
+    return InvalidRecordError(
+        f"windowstore: unusable row ({e.reason}){values}; on_invalid='drop' with "
+        f"return_rejected=True keeps such rows aside with their reason",
+        e.row,
+        e.reason,
+    )
+
+
+def session_partials(
+    args: SessionArgs, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Map side: the partial sessions of the partition, chunk by chunk."""
+    for table in chunks(batches, CHUNK_ROWS):
+        try:
+            partials, _rejected, _clamped = _core.session_partials(table, **args.core())
+        except InvalidRecordError as e:
+            raise invalid_row(e, table) from None
+        yield from partials.to_batches()
+
+
+def merge_partials(
+    args: SessionArgs, input_schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Reduce side: all partial sessions of the partition's keys merged into sessions."""
+    table = whole(batches)
+    if table is None:
+        return
+    windows = _core.merge_session_partials(
+        table, input=input_schema.empty_table(), key=args.key, aggs=args.aggs
+    )
+    yield from windows.to_batches()
+
+
+def rejected_sessions(
+    args: SessionArgs, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The rows the session engine rejects, with their reason (the engine's own rules)."""
+    for batch in batches:
+        if batch.num_rows:
+            _windows, rejected, _clamped = _core.session_windows(batch, **args.core(aggs=[]))
+            yield from rejected.to_batches()
+
+
+def _sliding_call(
+    args: SlidingArgs, table: pa.Table, aggs: tuple[Agg, ...]
+) -> tuple[pa.Table, pa.Table]:
+    return sliding_windows(
+        table,
+        key=args.key,
+        time=args.time,
+        time_difference=args.time_difference,
+        aggs=aggs,
+        on_invalid=args.on_invalid,
+        time_unit=args.time_unit,
+        return_rejected=True,
+    )
+
+
+def sliding(args: SlidingArgs, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Every sliding window of the partition's keys (all records of a key are here)."""
+    table = whole(batches)
+    if table is None:
+        return
+    try:
+        windows, _rejected = _sliding_call(args, table, args.aggs)
+    except InvalidRecordError as e:
+        raise invalid_row(e, table) from None
+    yield from windows.to_batches()
+
+
+def rejected_sliding(
+    args: SlidingArgs, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The rows the sliding engine rejects, with their reason."""
+    for batch in batches:
+        if batch.num_rows:
+            _windows, rejected = _sliding_call(args, pa.Table.from_batches([batch]), ())
+            yield from rejected.to_batches()

@@ -1,0 +1,150 @@
+"""Session windows of Spark DataFrames: map-side partial sessions, merged after the shuffle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Literal, overload
+
+from pyspark.sql import DataFrame
+
+from windowstore import _core
+from windowstore._durations import DurationLike, to_duration
+from windowstore._processor import OnInvalid, TimeUnit
+from windowstore.agg import Agg
+from windowstore.spark import _schema, _udf
+from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
+
+__all__ = ["session_windows"]
+
+
+@overload
+def session_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = ...,
+    gap_column: str | None = ...,
+    max_gap: DurationLike | None = ...,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[False] = ...,
+    partitions: int | None = ...,
+) -> DataFrame: ...
+
+
+@overload
+def session_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = ...,
+    gap_column: str | None = ...,
+    max_gap: DurationLike | None = ...,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[True],
+    partitions: int | None = ...,
+) -> tuple[DataFrame, DataFrame]: ...
+
+
+def session_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    gap: DurationLike | None = None,
+    gap_column: str | None = None,
+    max_gap: DurationLike | None = None,
+    aggs: Sequence[Agg] = (),
+    on_invalid: OnInvalid = "error",
+    time_unit: TimeUnit | None = None,
+    return_rejected: bool = False,
+    partitions: int | None = None,
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """Session windows of a batch DataFrame, computed by the Rust engine in Spark's workers.
+
+    The sessions are those of :func:`windowstore.session_windows` over all of ``df``: per key,
+    the records whose intervals ``[t, t + gap]`` chain. Each input partition is cut into
+    partial sessions first (one Arrow call per partition, aggregates kept as mergeable states),
+    so only the partials are shuffled by key; after the shuffle the partials of each key are
+    merged and finished. The result is lazy, like any DataFrame.
+
+    Args:
+        df: The input. Only the key, time, gap and aggregated columns are read.
+        key: Key column name(s).
+        time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
+            ``time_unit``, default milliseconds).
+        gap: A fixed gap: ``"30m"``, ``timedelta`` or integer ticks of the time column
+            (microseconds for timestamps).
+        gap_column: A column of per-record gaps (integer ticks or day-time intervals), with
+            ``max_gap``.
+        max_gap: The cap on dynamic gaps.
+        aggs: Aggregations from :mod:`windowstore.agg`.
+        on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
+            time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
+            of the windows, and ``return_rejected=True`` returns them.
+        time_unit: The tick of an integer time column.
+        return_rejected: Also return the rejected rows: every input column plus ``reason``.
+        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+
+    Returns:
+        The windows: the key columns, ``session_start`` and ``session_end`` (first and last
+        event time, both inclusive, of the time column's Spark type), then the aggregates. With
+        ``return_rejected=True``, ``(windows, rejected)``.
+
+    Raises:
+        SchemaError: A column is missing or of an unusable type (names the column).
+        InvalidWindowSpec: A parameter is invalid (names the parameter).
+
+    Example:
+        >>> from windowstore import agg
+        >>> from windowstore.spark import session_windows
+        >>> df = spark.createDataFrame([("a", 0, 1.0), ("a", 5, 2.0)],
+        ...                            "user string, ts long, x double")
+        >>> session_windows(df, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).collect()
+        [Row(user='a', session_start=0, session_end=5, sum_x=3.0)]
+    """
+    names = _schema.keys(key)
+    aggs = check_aggs(aggs)
+    args = _udf.SessionArgs(
+        key=names,
+        time=time,
+        time_unit=time_unit,
+        gap=None if gap is None else to_duration(gap, "gap"),
+        gap_column=gap_column,
+        max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
+        aggs=[a.to_core() for a in aggs],
+        on_invalid=check_on_invalid(on_invalid),
+    )
+    _schema.check_time(df, time)
+    columns = _schema.used_columns(names, time, [gap_column], aggs)
+    arrow = _schema.arrow_schema(df, columns)
+    # The engines check everything on an empty table of the executors' schema: same rules, and
+    # the exact output schemas, before any job starts.
+    empty = arrow.empty_table()
+    partial_schema = _core.session_partials(empty, **args.core())[0].schema
+    windows_schema = _core.merge_session_partials(
+        partial_schema.empty_table(), input=empty, key=names, aggs=args.aggs
+    ).schema
+
+    partials = project(df, columns).mapInArrow(
+        partial(_udf.session_partials, args), _schema.spark_schema(partial_schema)
+    )
+    windows = by_key(partials, names, partitions).mapInArrow(
+        partial(_udf.merge_partials, args, arrow), _schema.spark_schema(windows_schema)
+    )
+    if not return_rejected:
+        return windows
+    return windows, _rejected(df, args)
+
+
+def _rejected(df: DataFrame, args: _udf.SessionArgs) -> DataFrame:
+    """The rows of ``df`` the engine rejects, with their reason (computed only when read)."""
+    arrow = _schema.arrow_schema(df, df.columns)
+    schema = _core.session_windows(arrow.empty_table(), **args.core(aggs=[]))[1].schema
+    return df.mapInArrow(partial(_udf.rejected_sessions, args), _schema.spark_schema(schema))

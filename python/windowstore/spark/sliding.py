@@ -1,0 +1,143 @@
+"""Sliding windows of Spark DataFrames: every record of a key in one partition, one engine call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Literal, overload
+
+from pyspark.sql import DataFrame
+
+from windowstore._durations import DurationLike, to_duration
+from windowstore._processor import OnInvalid, TimeUnit
+from windowstore.agg import Agg
+from windowstore.sliding import sliding_windows as local_sliding
+from windowstore.spark import _schema, _udf
+from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
+
+__all__ = ["sliding_windows"]
+
+
+@overload
+def sliding_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    time_difference: DurationLike,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[False] = ...,
+    partitions: int | None = ...,
+) -> DataFrame: ...
+
+
+@overload
+def sliding_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    time_difference: DurationLike,
+    aggs: Sequence[Agg] = ...,
+    on_invalid: OnInvalid = ...,
+    time_unit: TimeUnit | None = ...,
+    return_rejected: Literal[True],
+    partitions: int | None = ...,
+) -> tuple[DataFrame, DataFrame]: ...
+
+
+def sliding_windows(
+    df: DataFrame,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    time_difference: DurationLike,
+    aggs: Sequence[Agg] = (),
+    on_invalid: OnInvalid = "error",
+    time_unit: TimeUnit | None = None,
+    return_rejected: bool = False,
+    partitions: int | None = None,
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """Kafka's sliding windows (KIP-450) of a batch DataFrame, computed by the Rust engine.
+
+    The windows are those of :func:`windowstore.sliding_windows` over all of ``df``: per key,
+    every distinct set of records within ``time_difference`` of each other, once. ``df`` is
+    shuffled by key; each partition then goes to the engine in one call.
+
+    Args:
+        df: The input. Only the key, time and aggregated columns are read.
+        key: Key column name(s).
+        time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
+            ``time_unit``, default milliseconds).
+        time_difference: The window length D (``"5m"``, ``timedelta`` or integer ticks).
+        aggs: Aggregations from :mod:`windowstore.agg`.
+        on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
+            time), naming its reason; ``"drop"`` leaves such rows out, and
+            ``return_rejected=True`` returns them.
+        time_unit: The tick of an integer time column.
+        return_rejected: Also return the rejected rows: every input column plus ``reason``.
+        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+
+    Returns:
+        The windows: the key columns, ``window_start``, ``window_end`` (both inclusive),
+        ``window_time`` (the latest record time in the window), of the time column's Spark type,
+        then the aggregates. With ``return_rejected=True``, ``(windows, rejected)``.
+
+    Raises:
+        SchemaError: A column is missing or of an unusable type (names the column).
+        InvalidWindowSpec: A parameter is invalid (names the parameter).
+
+    Example:
+        >>> from windowstore import agg
+        >>> from windowstore.spark import sliding_windows
+        >>> df = spark.createDataFrame([("a", 8000), ("a", 9200)], "user string, ts long")
+        >>> sliding_windows(df, key="user", time="ts", time_difference=5000,
+        ...                 aggs=[agg.count()]).count()
+        3
+    """
+    names = _schema.keys(key)
+    aggs = check_aggs(aggs)
+    to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
+    args = _udf.SlidingArgs(
+        key=names,
+        time=time,
+        time_unit=time_unit,
+        time_difference=time_difference,
+        aggs=tuple(aggs),
+        on_invalid=on_invalid,
+    )
+    check_on_invalid(on_invalid)
+    _schema.check_time(df, time)
+    columns = _schema.used_columns(names, time, [], aggs)
+    empty = _schema.arrow_schema(df, columns).empty_table()
+    # The engine checks everything on an empty table of the executors' schema, before any job.
+    schema = local_sliding(
+        empty,
+        key=names,
+        time=time,
+        time_difference=time_difference,
+        aggs=aggs,
+        on_invalid=on_invalid,
+        time_unit=time_unit,
+    ).schema
+    windows = by_key(project(df, columns), names, partitions).mapInArrow(
+        partial(_udf.sliding, args), _schema.spark_schema(schema)
+    )
+    if not return_rejected:
+        return windows
+    full = _schema.arrow_schema(df, df.columns).empty_table()
+    rejected_schema = local_sliding(
+        full,
+        key=names,
+        time=time,
+        time_difference=time_difference,
+        on_invalid=on_invalid,
+        time_unit=time_unit,
+        return_rejected=True,
+    )[1].schema
+    rejected = df.mapInArrow(
+        partial(_udf.rejected_sliding, args), _schema.spark_schema(rejected_schema)
+    )
+    return windows, rejected

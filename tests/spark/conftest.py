@@ -1,0 +1,43 @@
+"""One local SparkSession for every Spark test (local[2], small shuffles, quiet logs)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+# The workers must run this interpreter (the one windowstore is installed in).
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("windowstore-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def to_spark(spark: SparkSession, table: pa.Table, partitions: int = 3) -> DataFrame:
+    """``table`` as a DataFrame spread round-robin over ``partitions`` partitions, so that
+    every key's records are split across partitions (the partial-session merge has work)."""
+    return spark.createDataFrame(table).repartition(partitions)
+
+
+def sort_rows(table: pa.Table, by: list[str]) -> pa.Table:
+    """``table`` sorted by ``by``, ascending."""
+    return table.sort_by([(c, "ascending") for c in by])

@@ -1,0 +1,125 @@
+"""``windowstore sessions`` / ``sliding`` / ``demo`` on real Spark, with Parquet and CSV files."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+import windowstore
+from windowstore import agg
+from windowstore.cli import main
+from windowstore.clickstream import clickstream
+
+from .compare import assert_same_windows
+
+pytestmark = pytest.mark.spark
+
+
+def read_dir(path: Path, fmt: str = "parquet") -> pa.Table:
+    if fmt == "csv":
+        return pa.concat_tables([pacsv.read_csv(p) for p in sorted(path.glob("part-*.csv"))])
+    return ds.dataset(path, format="parquet").to_table()
+
+
+@pytest.mark.usefixtures("spark")
+def test_sessions_parquet_in_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = clickstream(20_000, users=100, seed=1)
+    pq.write_table(table, tmp_path / "clicks.parquet")
+    out = tmp_path / "sessions"
+    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    args += ["--time", "ts", "--gap", "30m", "--agg", "count", "--agg", "total=sum:amount"]
+    assert main(args) == 0
+    want = windowstore.session_windows(
+        table,
+        key="user_id",
+        time="ts",
+        gap="30m",
+        aggs=[agg.count(), agg.sum("amount").alias("total")],
+    )
+    assert_same_windows(read_dir(out), want, ["user_id", "session_start"])
+    assert f"{want.num_rows:,} sessions windows written" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("spark")
+def test_sliding_csv_in_and_out_with_rejected_rows(tmp_path: Path) -> None:
+    table = clickstream(3_000, users=30, seed=2)
+    users = table["user_id"].to_pylist()
+    users[5] = None
+    table = table.set_column(0, "user_id", pa.array(users, pa.string()))
+    pacsv.write_csv(table, tmp_path / "clicks.csv")
+    out = tmp_path / "sliding.csv"
+    args = ["sliding", str(tmp_path / "clicks.csv"), "-o", str(out), "--key", "user_id"]
+    args += ["--time", "ts", "--time-difference", "60000", "--agg", "count"]
+    args += ["--agg", "collect:amount:3", "--on-invalid", "drop"]
+    assert main(args) == 0
+    got = read_dir(out, "csv")
+    clean = table.filter(pa.compute.is_valid(table["user_id"]))
+    want = windowstore.sliding_windows(
+        clean, key="user_id", time="ts", time_difference=60_000, aggs=[agg.count()]
+    )
+    assert got.num_rows == want.num_rows
+    assert sorted(got["count"].to_pylist()) == sorted(want["count"].to_pylist())
+    assert got["collect_amount"][0].as_py().startswith("[")  # lists are JSON in CSV
+    rejected = read_dir(tmp_path / "sliding.csv.rejected", "csv")
+    assert rejected["reason"].to_pylist() == ["null_key"]
+
+
+@pytest.mark.usefixtures("spark")
+def test_bad_input_exits_2_naming_the_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pq.write_table(clickstream(100, users=5), tmp_path / "c.parquet")
+    args = ["sessions", str(tmp_path / "c.parquet"), "-o", str(tmp_path / "o"), "--key", "user"]
+    assert main([*args, "--time", "ts", "--gap", "1m"]) == 2
+    assert '"user"' in capsys.readouterr().err
+    args[-1] = "user_id"
+    assert main([*args, "--time", "ts", "--gap", "1 eon"]) == 2
+    assert "gap" in capsys.readouterr().err
+    assert main([*args, "--time", "ts", "--gap", "1m", "--agg", "avg:amount"]) == 2
+    assert "avg:amount" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_failing_row_fails_the_command_with_its_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pq.write_table(pa.table({"u": ["a", None], "ts": [1, 2]}), tmp_path / "c.parquet")
+    args = ["sessions", str(tmp_path / "c.parquet"), "-o", str(tmp_path / "o"), "--key", "u"]
+    assert main([*args, "--time", "ts", "--gap", "10"]) == 1
+    assert "null_key" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("spark")
+def test_demo_on_spark_writes_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--events", "30000", "--users", "300", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "same sessions from windowstore.spark" in out
+    for name in ("sessions_per_user.png", "session_lengths.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png.startswith(b"\x89PNG")
+        assert len(png) > 10_000
+        assert str(tmp_path / name) in out
+
+
+def test_console_script_runs_a_spark_job(tmp_path: Path, spark: SparkSession) -> None:
+    del spark  # only to run after the session fixture exists (any order works)
+    pq.write_table(clickstream(2_000, users=20), tmp_path / "c.parquet")
+    command = ["windowstore", "sessions", str(tmp_path / "c.parquet"), "-o", str(tmp_path / "s")]
+    command += ["--key", "user_id", "--time", "ts", "--gap", "5m", "--agg", "count"]
+    command += ["--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=2"]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "windows written" in result.stdout
+    assert read_dir(tmp_path / "s").num_rows > 20
