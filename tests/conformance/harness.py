@@ -14,8 +14,8 @@ retention (see :class:`BoundaryRetention`).
 Every output record becomes a :data:`Row` ``(key, start, end, value, time)``: ``value`` None is
 a delete (Kafka's tombstone), ``time`` is the record timestamp Kafka forwards (sessions: the
 window end; sliding: the largest record time in the window, our ``window_time``). Rows are
-grouped by the input record whose processing emitted them: Kafka's driver drains its output
-after every input record, and windowstore is given one record per batch.
+grouped by the input record whose processing emitted them: Kafka's driver tags each output
+record with it, and windowstore is given one record per batch.
 
 The comparison applies :data:`ADJUSTMENTS`, each a named class whose docstring says which
 deliberate difference it absorbs and how; everything else must be equal. On a mismatch
@@ -48,11 +48,6 @@ Rows = list[list[Row]]  # per input record, the rows its processing emitted
 Plant = Callable[[Case, Rows], Rows]
 
 HARNESS_FIELDS = ("gap_column", "restart_at")
-
-
-def span(case: Case) -> int:
-    """The gap (sessions) or the time difference (sliding)."""
-    return int(case["gap"] if case["window"] == "session" else case["time_difference"])
 
 
 def with_records(case: Case, records: Sequence[Sequence[Any]]) -> Case:

@@ -11,9 +11,14 @@ Case format (input), one dict per case::
      "gap": ms,                 # session only
      "time_difference": ms,     # sliding only
      "grace": ms,
+     "retention": ms,           # optional: the store's retention (default Kafka's own)
+     "restart_before": [i, ...],  # optional: a new TopologyTestDriver before these records
      "agg": "count" | "sum" | "concat",
      "emit": "update" | "final",
      "records": [[key, timestamp_ms, value], ...]}   # arrival order
+
+Stores are materialized explicitly with caching (and changelogging) disabled, so emit "update"
+forwards every single update.
 
 Output, per case, the list of records in the order Kafka forwarded them::
 
@@ -21,7 +26,7 @@ Output, per case, the list of records in the order Kafka forwarded them::
      "input": int}
 
 ``input`` is the index (in ``records``) of the input record whose processing made Kafka forward
-the output record: the driver drains the output topic after every input record.
+the output record (processing is synchronous; the topology notes the record being piped in).
 ``value`` None is a tombstone (a session window deleted by a merge). ``end`` is inclusive for
 both window kinds (sessions: last event time; sliding: start + time_difference, which is what
 Kafka's ``Window.end()`` reports for sliding windows).
