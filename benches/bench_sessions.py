@@ -15,19 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from harness import median_seconds, peak_extra_bytes
 
 from windowstore import SessionWindowProcessor, agg, session_windows
 from windowstore.clickstream import clickstream
@@ -35,15 +31,6 @@ from windowstore.clickstream import clickstream
 GAP_MS = 30 * 60 * 1000
 GRACE_MS = 5 * 60 * 1000
 AGGS = [agg.count(), agg.sum("amount"), agg.max("amount")]
-
-
-def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
 
 
 def polars_sessions(df: pl.DataFrame) -> pl.DataFrame:
@@ -98,29 +85,6 @@ def delayed(table: pa.Table, fraction: float, seed: int) -> pa.Table:
     arrival = table["ts"].to_numpy() + delay
     order = np.argsort(arrival, kind="stable")
     return table.take(pa.array(order))
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def peak_extra_bytes(fn: Callable[[], Any]) -> int:
-    """Largest RSS above the starting RSS while fn runs (sampled every millisecond)."""
-    base, peak, done = rss_bytes(), [0], threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], rss_bytes())
-            time.sleep(0.001)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    result = fn()
-    done.set()
-    sampler.join()
-    del result
-    return max(peak[0], rss_bytes()) - base
 
 
 def main() -> None:

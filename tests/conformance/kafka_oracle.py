@@ -3,7 +3,7 @@
 The oracle is a small Maven project in ``kafka/`` that pipes record streams through Kafka
 Streams' ``TopologyTestDriver`` (no broker) and writes every record Kafka forwarded to the
 output topic. This module builds its runnable jar (once, when missing or stale) and runs it
-over many cases in a single JVM.
+over many cases in a single JVM, kept running for the whole test session (server mode).
 
 Case format (input), one dict per case::
 
@@ -11,14 +11,22 @@ Case format (input), one dict per case::
      "gap": ms,                 # session only
      "time_difference": ms,     # sliding only
      "grace": ms,
+     "retention": ms,           # optional: the store's retention (default Kafka's own)
+     "restart_before": [i, ...],  # optional: a new TopologyTestDriver before these records
      "agg": "count" | "sum" | "concat",
      "emit": "update" | "final",
      "records": [[key, timestamp_ms, value], ...]}   # arrival order
 
+Stores are materialized explicitly with caching (and changelogging) disabled, so emit "update"
+forwards every single update.
+
 Output, per case, the list of records in the order Kafka forwarded them::
 
-    {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int}
+    {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int,
+     "input": int}
 
+``input`` is the index (in ``records``) of the input record whose processing made Kafka forward
+the output record (processing is synchronous; the topology notes the record being piped in).
 ``value`` None is a tombstone (a session window deleted by a merge). ``end`` is inclusive for
 both window kinds (sessions: last event time; sliding: start + time_difference, which is what
 Kafka's ``Window.end()`` reports for sliding windows).
@@ -26,6 +34,7 @@ Kafka's ``Window.end()`` reports for sliding windows).
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import shutil
@@ -39,7 +48,6 @@ ORACLE_DIR = Path(__file__).resolve().parent / "kafka"
 JAR_PATH = ORACLE_DIR / "target" / "kafka-oracle.jar"
 
 BUILD_TIMEOUT_S = 1800
-RUN_TIMEOUT_S = 1800
 
 
 class OracleRecord(TypedDict):
@@ -50,6 +58,7 @@ class OracleRecord(TypedDict):
     end: int
     value: int | str | None
     timestamp: int
+    input: int
 
 
 class OracleError(RuntimeError):
@@ -111,28 +120,86 @@ def build_oracle() -> Path:
     return JAR_PATH
 
 
+class _Server:
+    """The oracle in server mode: one JVM for the whole test run, one request per line."""
+
+    def __init__(self, jar: Path) -> None:
+        self.jar_mtime = jar.stat().st_mtime
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen(
+            [_require("java"), "-jar", str(jar)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def request(self, cases: Sequence[Mapping[str, Any]]) -> object:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(json.dumps(list(cases)) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self.stderr.seek(0)
+            err = self.stderr.read().decode("utf-8", "replace")
+            raise OracleError(f"the Kafka oracle died (exit {self.proc.poll()}):\n{err}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise OracleError(f"Kafka oracle failed: {reply['error']}")
+        return reply["ok"]
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.stderr.close()
+
+
+_server: _Server | None = None
+
+
+@atexit.register
+def _stop_server() -> None:
+    global _server
+    if _server is not None:
+        _server.close()
+        _server = None
+
+
 def run_oracle(cases: Sequence[Mapping[str, Any]]) -> list[list[OracleRecord]]:
-    """Run every case through Kafka Streams in one JVM; return per-case output records."""
+    """Run every case through Kafka Streams; return per-case output records.
+
+    The first call starts the oracle in server mode; later calls reuse that JVM (a new one if
+    the jar was rebuilt, or the old one died). Each case still gets a fresh
+    ``TopologyTestDriver``, so cases never share state.
+    """
+    global _server
     if not cases:
         return []
     jar = build_oracle()
-    java = _require("java")
-    with tempfile.TemporaryDirectory(prefix="kafka-oracle-") as tmp:
-        in_path = Path(tmp) / "in.json"
-        out_path = Path(tmp) / "out.json"
-        in_path.write_text(json.dumps(list(cases)), encoding="utf-8")
-        proc = subprocess.run(
-            [java, "-jar", str(jar), str(in_path), str(out_path)],
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise OracleError(
-                f"Kafka oracle failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-            )
-        raw: object = json.loads(out_path.read_text(encoding="utf-8"))
+    if _server is not None and (
+        _server.proc.poll() is not None or _server.jar_mtime != jar.stat().st_mtime
+    ):
+        _stop_server()
+    if _server is None:
+        _server = _Server(jar)
+    try:
+        raw = _server.request(cases)
+    except OracleError as e:
+        if "died" in str(e):
+            _stop_server()
+        raise
     if not isinstance(raw, list) or len(raw) != len(cases):
         raise OracleError(f"Kafka oracle returned {raw!r:.200} for {len(cases)} cases")
     return cast("list[list[OracleRecord]]", raw)

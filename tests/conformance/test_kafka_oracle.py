@@ -12,18 +12,11 @@ from typing import Any
 
 import pytest
 
-from .kafka_oracle import OracleError, OracleRecord, build_oracle, run_oracle
+from .kafka_oracle import OracleError, OracleRecord, run_oracle
 
 pytestmark = pytest.mark.conformance
 
 Window = tuple[str, int, int]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def oracle_jar() -> None:
-    # Builds the jar once (if missing or stale). Without java/mvn this errors loudly rather
-    # than skipping; deselect with `-m "not conformance"` on machines without a JDK.
-    build_oracle()
 
 
 def last_by_start(records: Sequence[OracleRecord]) -> dict[int, int | str | None]:
@@ -141,7 +134,8 @@ def test_session_emit_final_once_per_closed_session() -> None:
             session_case(10, 5, "sum", "final", [[k, t, t + 1] for k, t, _ in records]),
         ]
     )
-    closed = {"key": "k", "start": 0, "end": 5, "timestamp": 5}
+    # Emitted while processing the record at 100 (input 2), the first to close [0,5].
+    closed = {"key": "k", "start": 0, "end": 5, "timestamp": 5, "input": 2}
     assert count_final == [{**closed, "value": 2}]
     assert sum_final == [{**closed, "value": 1 + 6}]
 
@@ -156,7 +150,7 @@ def test_session_emit_final_close_boundary() -> None:
         ]
     )
     assert not_yet == []
-    assert closed == [{"key": "k", "start": 0, "end": 0, "value": 1, "timestamp": 0}]
+    assert closed == [{"key": "k", "start": 0, "end": 0, "value": 1, "timestamp": 0, "input": 1}]
 
 
 def test_session_tombstone_rule_observations() -> None:

@@ -6,6 +6,7 @@
 
 pub mod agg;
 pub mod emit;
+mod engine;
 pub mod error;
 pub mod input;
 mod meta;

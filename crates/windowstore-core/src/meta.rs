@@ -15,8 +15,9 @@ use arrow_schema::{Schema, SchemaRef};
 
 use crate::agg::{AggFunc, AggSpec, Overflow};
 use crate::emit::EmitMode;
+use crate::engine::{Lifecycle, Restored};
 use crate::input::InputSpec;
-use crate::reject::{OnInvalid, Reason, Rejections};
+use crate::reject::{OnInvalid, Reason};
 use crate::time::{parse_unit, unit_name, Duration};
 use crate::{Error, Result};
 
@@ -164,22 +165,18 @@ impl<'a> MetaWriter<'a> {
         }
     }
 
-    /// Stream time, the arrival counter, the flushed flag and the rejection counts.
-    pub(crate) fn progress(
-        &mut self,
-        stream_time: Option<i64>,
-        seq: u64,
-        flushed: bool,
-        rejections: &Rejections,
-    ) {
-        if let Some(t) = stream_time {
+    /// Stream time, what was emitted, the arrival counter, the flushed flag and the rejection
+    /// counts.
+    pub(crate) fn progress(&mut self, life: &Lifecycle) {
+        if let Some(t) = life.stream_time {
             self.put("stream_time", t.to_string());
         }
-        self.put("seq", seq.to_string());
-        self.put("flushed", flushed.to_string());
+        self.put("emitted_below", life.emitted_below.to_string());
+        self.put("seq", life.seq.to_string());
+        self.put("flushed", life.flushed.to_string());
         for reason in Reason::ALL {
             let name = format!("rejected.{}", reason.as_str());
-            self.put(&name, rejections.count(reason).to_string());
+            self.put(&name, life.rejections.count(reason).to_string());
         }
     }
 }
@@ -190,15 +187,6 @@ pub(crate) struct MetaReader<'a> {
     what: &'static str,
     path: &'a Path,
     meta: &'a HashMap<String, String>,
-}
-
-/// What [`MetaWriter::progress`] wrote.
-#[derive(Debug)]
-pub(crate) struct Progress {
-    pub stream_time: Option<i64>,
-    pub seq: u64,
-    pub flushed: bool,
-    pub rejected: Vec<(Reason, u64)>,
 }
 
 impl<'a> MetaReader<'a> {
@@ -308,12 +296,13 @@ impl<'a> MetaReader<'a> {
     }
 
     /// What [`MetaWriter::progress`] wrote.
-    pub(crate) fn progress(&self) -> Result<Progress> {
-        Ok(Progress {
+    pub(crate) fn progress(&self) -> Result<Restored> {
+        Ok(Restored {
             stream_time: self
                 .get("stream_time")
                 .map(|_| self.number("stream_time"))
                 .transpose()?,
+            emitted_below: self.number("emitted_below")?,
             seq: self.number("seq")?,
             flushed: self.need("flushed")? == "true",
             rejected: Reason::ALL

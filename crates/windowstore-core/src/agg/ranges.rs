@@ -2,10 +2,12 @@
 //!
 //! Sliding windows of one key, listed by start, cover ranges `[lo, hi)` of the key's records in
 //! time order in which both ends only move forward. Each spec is then computed in O(records +
-//! windows) with the two-stacks queue ([`fold_monotone`]): an associative fold with no inverse,
-//! so float sums never cancel and `min`/`max`/`first`/`last` need no deque of their own.
-//! `collect` copies each window's values (its output is that large anyway).
+//! windows): integer sums and counts as running sums (add what enters, subtract what leaves:
+//! exact in `i128`); float sums with the two-stacks queue ([`fold_monotone`]), which never
+//! subtracts, so they never cancel; `min`/`max` with a monotonic deque; `first`/`last` with a
+//! pointer each. `collect` copies each window's values (its output is that large anyway).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -88,6 +90,31 @@ fn fold_monotone<A: Copy>(
     }
 }
 
+/// Folds every range of `ranges` with an invertible fold: `add` each element as it enters the
+/// window, `remove` it as it leaves; hands each window's accumulator to `emit`.
+#[inline(always)]
+fn running<A: Copy>(
+    ranges: Ranges<'_>,
+    id: A,
+    add: impl Fn(A, u32) -> A,
+    remove: impl Fn(A, u32) -> A,
+    mut emit: impl FnMut(A),
+) {
+    let order = ranges.order;
+    let (mut entered, mut left, mut acc) = (0usize, 0usize, id);
+    for (l, h) in ranges.bounds() {
+        while entered < h {
+            acc = add(acc, order[entered]);
+            entered += 1;
+        }
+        while left < l {
+            acc = remove(acc, order[left]);
+            left += 1;
+        }
+        emit(acc);
+    }
+}
+
 /// A validity test of row indices: `None` when the column has no nulls.
 fn validity(array: &dyn Array) -> Option<&NullBuffer> {
     array.nulls().filter(|n| n.null_count() > 0)
@@ -111,20 +138,28 @@ where
     let mut sums = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
     let mut overflow = None;
-    fold_monotone(
+    // Fewer than 2^61 terms below 2^64 each: the running i128 sum cannot overflow.
+    let term = |i: u32| match is_valid(nulls, i) {
+        true => (values[i as usize].to_i128(), 1u64),
+        false => (0, 0),
+    };
+    running(
         ranges,
-        (0i128, false),
-        |i| match is_valid(nulls, i) {
-            true => (values[i as usize].to_i128(), true),
-            false => (0, false),
+        (0i128, 0u64),
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s + v, n + c)
         },
-        |(x, a), (y, b)| (x + y, a || b),
-        |(s, seen)| {
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s - v, n - c)
+        },
+        |(s, n)| {
             sums.push(i64::try_from(s).unwrap_or_else(|_| {
                 overflow.get_or_insert(s);
                 0
             }));
-            valid.append(seen);
+            valid.append(n > 0);
         },
     );
     if let Some(s) = overflow {
@@ -177,14 +212,21 @@ where
     let (values, nulls) = (a.values(), validity(a));
     let mut out = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
-    fold_monotone(
+    let term = |i: u32| match is_valid(nulls, i) {
+        true => (values[i as usize].to_i128(), 1u64),
+        false => (0, 0),
+    };
+    running(
         ranges,
         (0i128, 0u64),
-        |i| match is_valid(nulls, i) {
-            true => (values[i as usize].to_i128(), 1),
-            false => (0, 0),
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s + v, n + c)
         },
-        |(x, a), (y, b)| (x + y, a + b),
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s - v, n - c)
+        },
         |(s, n)| {
             out.push(if n > 0 { s as f64 / n as f64 } else { 0.0 });
             valid.append(n > 0);
@@ -193,34 +235,71 @@ where
     Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.finish()))
 }
 
-/// The row chosen in each window by the associative `pick` (`None` for windows without valid
-/// rows), as take indices.
-fn pick_rows(
+/// The best valid row of each window (`None` for windows without valid rows), as take
+/// indices: a monotonic deque of the window's candidates, best first. `better(x, y)` says that
+/// row `x` strictly beats row `y`; of equal rows the earliest wins.
+fn best_rows(
     nulls: Option<&NullBuffer>,
     ranges: Ranges<'_>,
-    pick: impl Fn(u32, u32) -> u32,
+    better: impl Fn(u32, u32) -> bool,
 ) -> UInt32Array {
+    let order = ranges.order;
     let mut chosen = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
-    fold_monotone(
-        ranges,
-        None,
-        |i| is_valid(nulls, i).then_some(i),
-        |a, b| match (a, b) {
-            (Some(x), Some(y)) => Some(pick(x, y)),
-            (x, None) => x,
-            (None, y) => y,
-        },
-        |c: Option<u32>| {
-            chosen.push(c.unwrap_or(0));
-            valid.append(c.is_some());
-        },
-    );
+    let mut deque: VecDeque<usize> = VecDeque::new();
+    let mut entered = 0usize;
+    for (l, h) in ranges.bounds() {
+        while entered < h {
+            let row = order[entered];
+            if is_valid(nulls, row) {
+                while deque.back().is_some_and(|&b| better(row, order[b])) {
+                    deque.pop_back();
+                }
+                deque.push_back(entered);
+            }
+            entered += 1;
+        }
+        while deque.front().is_some_and(|&f| f < l) {
+            deque.pop_front();
+        }
+        let best = deque.front().map(|&p| order[p]);
+        chosen.push(best.unwrap_or(0));
+        valid.append(best.is_some());
+    }
     UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
 }
 
-/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`]:
-/// the earlier row wins ties, as in the other paths.
+/// The first (or last) valid row of each window, by a pointer that only moves forward.
+fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UInt32Array {
+    let order = ranges.order;
+    let mut chosen = Vec::with_capacity(ranges.len());
+    let mut valid = NullBufferBuilder::new(ranges.len());
+    // first: the first valid position at or after the window's start (or the window's end);
+    // last: the last valid position before the window's end.
+    let (mut first, mut entered, mut last_valid) = (0usize, 0usize, None::<usize>);
+    for (l, h) in ranges.bounds() {
+        let found = if last {
+            while entered < h {
+                if is_valid(nulls, order[entered]) {
+                    last_valid = Some(entered);
+                }
+                entered += 1;
+            }
+            last_valid.filter(|&p| p >= l)
+        } else {
+            first = first.max(l);
+            while first < h && !is_valid(nulls, order[first]) {
+                first += 1;
+            }
+            (first < h).then_some(first)
+        };
+        chosen.push(found.map_or(0, |p| order[p]));
+        valid.append(found.is_some());
+    }
+    UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
+}
+
+/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`].
 fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
     data_type: &DataType,
     a: &PrimitiveArray<T>,
@@ -230,13 +309,12 @@ where
     T::Native: Num,
 {
     let values = a.values();
-    let rows = pick_rows(validity(a), ranges, |x, y| {
+    let rows = best_rows(validity(a), ranges, |x, y| {
         let (kx, ky) = (values[x as usize].key(), values[y as usize].key());
-        let y_better = if MAX { ky > kx } else { ky < kx };
-        if y_better {
-            y
+        if MAX {
+            kx > ky
         } else {
-            x
+            kx < ky
         }
     });
     let best: Vec<T::Native> = rows
@@ -260,13 +338,13 @@ fn best_other(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, max: bool) -> 
     fn by<'a, F: Fn(u32) -> V + 'a, V: PartialOrd>(
         value: F,
         max: bool,
-    ) -> impl Fn(u32, u32) -> u32 + 'a {
+    ) -> impl Fn(u32, u32) -> bool + 'a {
         move |x, y| {
             let (vx, vy) = (value(x), value(y));
-            if (max && vy > vx) || (!max && vy < vx) {
-                y
+            if max {
+                vx > vy
             } else {
-                x
+                vx < vy
             }
         }
     }
@@ -274,23 +352,23 @@ fn best_other(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, max: bool) -> 
     let rows = match &slot.data_type {
         DataType::Boolean => {
             let a = array.as_boolean();
-            pick_rows(nulls, ranges, by(|i| a.value(i as usize), max))
+            best_rows(nulls, ranges, by(|i| a.value(i as usize), max))
         }
         DataType::Utf8 => {
             let a = array.as_string::<i32>();
-            pick_rows(nulls, ranges, by(|i| a.value(i as usize).as_bytes(), max))
+            best_rows(nulls, ranges, by(|i| a.value(i as usize).as_bytes(), max))
         }
         DataType::LargeUtf8 => {
             let a = array.as_string::<i64>();
-            pick_rows(nulls, ranges, by(|i| a.value(i as usize).as_bytes(), max))
+            best_rows(nulls, ranges, by(|i| a.value(i as usize).as_bytes(), max))
         }
         DataType::Binary => {
             let a = array.as_binary::<i32>();
-            pick_rows(nulls, ranges, by(|i| a.value(i as usize), max))
+            best_rows(nulls, ranges, by(|i| a.value(i as usize), max))
         }
         DataType::LargeBinary => {
             let a = array.as_binary::<i64>();
-            pick_rows(nulls, ranges, by(|i| a.value(i as usize), max))
+            best_rows(nulls, ranges, by(|i| a.value(i as usize), max))
         }
         dt => {
             return Err(Error::schema(
@@ -423,8 +501,8 @@ pub(crate) fn range_slot(
         }
         Op::Min(_) => best_other(slot, array, ranges, false),
         Op::Max(_) => best_other(slot, array, ranges, true),
-        Op::First(_) => take(array, &pick_rows(nulls, ranges, |x, _| x)),
-        Op::Last(_) => take(array, &pick_rows(nulls, ranges, |_, y| y)),
+        Op::First(_) => take(array, &first_last(nulls, ranges, false)),
+        Op::Last(_) => take(array, &first_last(nulls, ranges, true)),
         Op::Collect {
             max_size, overflow, ..
         } => collect(slot, array, ranges, max_size, overflow),
@@ -490,5 +568,82 @@ mod tests {
             })
             .collect();
         assert_eq!(got, want);
+    }
+
+    /// Every function over monotone ranges equals the runs path over each window's rows
+    /// copied out (windows laid end to end), with nulls, ties and empty windows.
+    #[test]
+    fn ranges_equal_runs_for_every_function() {
+        use arrow_array::{Float64Array, RecordBatch, StringArray};
+        use arrow_schema::{Field, Schema};
+
+        use crate::agg::{AggSpec, Aggregator, Overflow};
+
+        let n = 64usize;
+        let ints: Int64Array = (0..n)
+            .map(|i| (i % 7 != 3).then_some((i as i64 * 37) % 11 - 5))
+            .collect();
+        // Small integers in f64: sums are exact in any grouping.
+        let floats: Float64Array = (0..n)
+            .map(|i| (i % 5 != 1).then_some(((i * 13) % 9) as f64 - 4.0))
+            .collect();
+        let strings: StringArray = (0..n)
+            .map(|i| (i % 6 != 0).then(|| format!("s{}", (i * 7) % 10)))
+            .collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(ints), Arc::new(floats), Arc::new(strings)],
+        )
+        .unwrap();
+        let mut specs = vec![AggSpec::count()];
+        for c in ["i", "f"] {
+            specs.extend([AggSpec::sum(c), AggSpec::mean(c)]);
+        }
+        for c in ["i", "f", "s"] {
+            specs.extend([
+                AggSpec::min(c),
+                AggSpec::max(c),
+                AggSpec::first(c),
+                AggSpec::last(c),
+                AggSpec::collect(c, None, Overflow::DropOldest),
+                AggSpec::collect(c, Some(2), Overflow::DropOldest),
+                AggSpec::collect(c, Some(2), Overflow::DropNewest),
+            ]);
+        }
+        let specs: Vec<AggSpec> = specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| s.with_alias(format!("a{i}")))
+            .collect();
+        let aggs = Aggregator::try_new(specs, &schema).unwrap();
+        // A permuted order (as if grouped by key) and monotone ranges of every shape.
+        let order: Vec<u32> = (0..n as u32).map(|i| (i * 29) % n as u32).collect();
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        let (mut l, mut h) = (0u32, 0u32);
+        for step in 0..90u32 {
+            h = (h + (step * 5) % 4).min(n as u32);
+            l = (l + (step * 3) % 3).min(h);
+            lo.push(l);
+            hi.push(h);
+        }
+        let got = aggs.aggregate_ranges(&batch, &order, &lo, &hi).unwrap();
+        let mut copied = Vec::new();
+        let mut offsets = vec![0usize];
+        for (&l, &h) in lo.iter().zip(&hi) {
+            copied.extend_from_slice(&order[l as usize..h as usize]);
+            offsets.push(copied.len());
+        }
+        let times = vec![0i64; n];
+        let want = aggs
+            .aggregate_runs(&batch, &times, &copied, &offsets)
+            .unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.as_ref(), w.as_ref(), "aggregate a{i}");
+        }
     }
 }

@@ -22,11 +22,12 @@ use arrow_schema::{Schema, SchemaRef};
 
 use super::record::record_gap;
 use super::spec::{OnInvalid, Resolved, SessionSpec};
-use crate::agg::{fill_overflow, AggSpec, Aggregator};
+use crate::agg::{fill_overflow, AggSpec};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
-use crate::output::{Layout, OutputBuilder};
-use crate::reject::{Reason, Rejections};
+use crate::engine::{write_snapshot, Bound, Lifecycle, Restored};
+use crate::input::{plain_batch, InputSpec};
+use crate::output::Layout;
+use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::PutOutcome;
 use crate::store::snapshot;
@@ -52,31 +53,17 @@ pub struct Counters {
     pub emitted: u64,
 }
 
-/// Everything that exists once the input schema is known.
-#[derive(Debug)]
-struct Bound {
-    input: BoundInput,
-    aggs: Aggregator,
-    output: OutputBuilder,
-    store: SessionStore,
-    ticks: Resolved,
-}
-
 /// A session window processor over a stream of Arrow record batches.
 #[derive(Debug)]
 pub struct SessionProcessor {
     spec: SessionSpec,
     input: InputSpec,
     agg_specs: Vec<AggSpec>,
-    bound: Option<Bound>,
-    stream_time: Option<i64>,
-    /// Every session with `reach < emitted_below` has been emitted (final mode).
-    emitted_below: i64,
-    seq: u64,
-    rejections: Rejections,
+    bound: Option<Bound<Resolved>>,
+    /// Stream time, arrivals, rejections; `emitted_below`: every session with a smaller reach
+    /// has been emitted (final mode).
+    life: Lifecycle,
     counters: Counters,
-    flushed: bool,
-    failed: Option<String>,
 }
 
 /// A candidate session for a record: its window, reach, and where its state lies in scratch.
@@ -101,39 +88,30 @@ impl SessionProcessor {
             input,
             agg_specs: aggs,
             bound: None,
-            stream_time: None,
-            emitted_below: i64::MIN,
-            seq: 0,
-            rejections: Rejections::default(),
+            life: Lifecycle::default(),
             counters: Counters::default(),
-            flushed: false,
-            failed: None,
         })
     }
 
     /// Binds the processor to an input schema now (the first batch does it otherwise).
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
-        if self.bound.is_some() {
-            return Ok(());
+        if self.bound.is_none() {
+            let layout = Layout {
+                op: self.spec.emit != EmitMode::Final,
+                ..LAYOUT
+            };
+            let spec = &self.spec;
+            self.bound = Some(Bound::try_new(
+                &self.input,
+                &self.agg_specs,
+                &schema,
+                layout,
+                |unit| spec.resolve(unit),
+                // The store keeps `end >= store time - retention`, which is what the contract
+                // asks.
+                |ticks| ticks.retention.saturating_add(1),
+            )?);
         }
-        let schema = plain_schema(&schema);
-        let input = BoundInput::try_new(&self.input, schema.clone())?;
-        let ticks = self.spec.resolve(input.time.unit())?;
-        let aggs = Aggregator::try_new(self.agg_specs.clone(), &schema)?;
-        let layout = Layout {
-            op: self.spec.emit != EmitMode::Final,
-            ..LAYOUT
-        };
-        let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
-        // The store keeps `end >= store time - retention`, which is what the contract asks.
-        let store = SessionStore::new(ticks.retention.saturating_add(1), None)?;
-        self.bound = Some(Bound {
-            input,
-            aggs,
-            output,
-            store,
-            ticks,
-        });
         Ok(())
     }
 
@@ -149,7 +127,7 @@ impl SessionProcessor {
 
     /// Stream time: the largest record time looked at.
     pub fn stream_time(&self) -> Option<i64> {
-        self.stream_time
+        self.life.stream_time
     }
 
     /// The processor's counters.
@@ -159,7 +137,7 @@ impl SessionProcessor {
 
     /// Rejected records counted under `reason`.
     pub fn rejected_count(&self, reason: Reason) -> u64 {
-        self.rejections.count(reason)
+        self.life.rejections.count(reason)
     }
 
     /// Metrics of the underlying store, once bound.
@@ -169,29 +147,11 @@ impl SessionProcessor {
 
     /// Processes one batch, record by record in row order; returns the batch's output.
     pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        self.check_usable()?;
+        self.life.check_usable()?;
         self.bind(batch.schema())?;
         let result = self.process_bound(batch);
-        if let Err(Error::SessionOverflow { .. }) = &result {
-            self.failed = Some(format!("{:?}", result.as_ref().err()));
-        }
+        self.life.note(&result);
         result
-    }
-
-    fn check_usable(&self) -> Result<()> {
-        if let Some(why) = &self.failed {
-            return Err(Error::invalid(
-                "process",
-                format!("the processor failed earlier and holds a partial batch ({why}); restore a snapshot"),
-            ));
-        }
-        if self.flushed {
-            return Err(Error::invalid(
-                "process",
-                "the processor was flushed (end of input); create a new one for more input",
-            ));
-        }
-        Ok(())
     }
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
@@ -244,19 +204,18 @@ impl SessionProcessor {
         let (mut acc, mut merged, mut value) = (Vec::new(), Vec::new(), Vec::new());
 
         for row in 0..n {
-            let seq = self.seq;
-            self.seq += 1;
+            let seq = self.life.seq;
+            self.life.seq += 1;
             self.counters.records += 1;
             if let Some(reason) = invalid[row] {
-                self.rejections.reject(row, reason);
+                self.life.rejections.reject(row, reason);
                 continue;
             }
             let key = keys.rows.row(row);
             let key = key.as_ref();
             let t = times.ticks[row];
             let reach_rec = t + record_gap_of[row];
-            let st = self.stream_time.map_or(t, |s| s.max(t));
-            self.stream_time = Some(st);
+            let st = self.life.observe(t);
             let close = st.saturating_sub(ticks.grace);
 
             candidates.clear();
@@ -286,7 +245,7 @@ impl SessionProcessor {
                 touches_closed |= c.reach < close;
             }
             if touches_closed || m_reach < close {
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
                 continue;
             }
 
@@ -327,8 +286,13 @@ impl SessionProcessor {
                 }
             }
             if mode == EmitMode::Final && bound.store.put_would_drop_segments(m_end) {
-                self.emitted_below =
-                    emit_closed(&bound.store, ticks, self.emitted_below, close, &mut finals);
+                self.life.emitted_below = emit_closed(
+                    &bound.store,
+                    ticks,
+                    self.life.emitted_below,
+                    close,
+                    &mut finals,
+                );
             }
             // The store gets the merged session before the merged-away ones go, so the key
             // stays interned (removing first would free it and intern it again at once).
@@ -338,7 +302,7 @@ impl SessionProcessor {
             if outcome == PutOutcome::Expired {
                 // Unreachable while retention >= max gap + grace (checked when binding); kept
                 // as a rejection so that a record can never vanish.
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
                 continue;
             }
             for c in &candidates {
@@ -368,38 +332,41 @@ impl SessionProcessor {
             }
         }
         self.counters.gap_clamped += clamped;
-        self.rejections.finish_batch(batch)?;
+        self.life.rejections.finish_batch(batch)?;
 
         let rows = if mode == EmitMode::Final {
-            if let Some(st) = self.stream_time {
+            if let Some(st) = self.life.stream_time {
                 let close = st.saturating_sub(ticks.grace);
-                self.emitted_below =
-                    emit_closed(&bound.store, ticks, self.emitted_below, close, &mut finals);
+                self.life.emitted_below = emit_closed(
+                    &bound.store,
+                    ticks,
+                    self.life.emitted_below,
+                    close,
+                    &mut finals,
+                );
             }
             finals
         } else {
             changelog.take()
         };
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
+        bound.build(&rows)
     }
 
     /// End of input: in `final` mode emits every session not emitted yet. The processor takes
     /// no more input afterwards.
     pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
-        self.check_usable()?;
-        self.flushed = true;
+        self.life.check_usable()?;
+        self.life.flushed = true;
         let Some(bound) = self.bound.as_ref() else {
             return Ok(None);
         };
         let mut rows = Vec::new();
         if self.spec.emit == EmitMode::Final {
-            let lo = self.emitted_below.saturating_sub(bound.ticks.max_gap);
+            let lo = self.life.emitted_below.saturating_sub(bound.ticks.max_gap);
             for s in bound.store.held_sessions_by_end(lo, i64::MAX) {
                 let (reach, agg_state) = state::split(s.session.value);
-                if reach >= self.emitted_below {
+                if reach >= self.life.emitted_below {
                     rows.push(final_change(
                         s.key,
                         s.session.start,
@@ -408,19 +375,16 @@ impl SessionProcessor {
                     ));
                 }
             }
-            self.emitted_below = i64::MAX;
+            self.life.emitted_below = i64::MAX;
         }
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
-            .map(Some)
+        bound.build(&rows).map(Some)
     }
 
     /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
     pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
         match &self.bound {
-            Some(b) => self.rejections.drain(b.input.schema()).map(Some),
+            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
             None => Ok(None),
         }
     }
@@ -429,15 +393,7 @@ impl SessionProcessor {
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
         let mut meta = HashMap::new();
         crate::session::snapshot_meta::write(self, &mut meta);
-        let empty;
-        let store = match &self.bound {
-            Some(b) => &b.store,
-            None => {
-                empty = SessionStore::new(1, None)?;
-                &empty
-            }
-        };
-        snapshot::write(store, path.as_ref(), &meta)
+        write_snapshot(self.bound.as_ref(), path.as_ref(), &meta)
     }
 
     /// Restores a processor written by [`SessionProcessor::snapshot`].
@@ -453,12 +409,8 @@ impl SessionProcessor {
             input: &self.input,
             aggs: &self.agg_specs,
             schema: self.bound.as_ref().map(|b| b.input.schema().as_ref()),
-            stream_time: self.stream_time,
-            emitted_below: self.emitted_below,
-            seq: self.seq,
+            life: &self.life,
             counters: self.counters,
-            rejections: &self.rejections,
-            flushed: self.flushed,
         }
     }
 
@@ -468,28 +420,19 @@ impl SessionProcessor {
         aggs: Vec<AggSpec>,
         schema: Option<SchemaRef>,
         store: SessionStore,
-        state: RestoredState,
+        state: Restored,
+        counters: Counters,
     ) -> Result<Self> {
         let mut p = Self::new(spec, input, aggs)?;
         if let Some(schema) = schema {
             p.bind(schema)?;
-            let bound = p.bound.as_mut().expect("bound just now");
-            if store.retention() != bound.store.retention() {
-                return Err(Error::invalid(
-                    "retention",
-                    "the snapshot's store retention does not match its parameters",
-                ));
-            }
-            bound.store = store;
+            p.bound
+                .as_mut()
+                .expect("bound just now")
+                .restore_store(store)?;
         }
-        p.stream_time = state.stream_time;
-        p.emitted_below = state.emitted_below;
-        p.seq = state.seq;
-        p.counters = state.counters;
-        p.flushed = state.flushed;
-        for (reason, count) in state.rejected {
-            p.rejections.set_count(reason, count);
-        }
+        p.life.restore(state);
+        p.counters = counters;
         Ok(p)
     }
 }
@@ -501,23 +444,8 @@ pub(crate) struct Parts<'a> {
     pub input: &'a InputSpec,
     pub aggs: &'a [AggSpec],
     pub schema: Option<&'a Schema>,
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
+    pub life: &'a Lifecycle,
     pub counters: Counters,
-    pub rejections: &'a Rejections,
-    pub flushed: bool,
-}
-
-/// The scalar state a snapshot restores.
-#[derive(Debug)]
-pub(crate) struct RestoredState {
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
-    pub counters: Counters,
-    pub flushed: bool,
-    pub rejected: Vec<(Reason, u64)>,
 }
 
 /// Emits sessions with `emitted_below <= reach < close`; returns the new `emitted_below`.

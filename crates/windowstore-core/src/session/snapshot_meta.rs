@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::processor::{Counters, RestoredState, SessionProcessor};
+use super::processor::{Counters, SessionProcessor};
 use super::spec::{GapSpec, SessionSpec};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::{Result, SessionStore};
@@ -29,8 +29,7 @@ pub(super) fn write(processor: &SessionProcessor, meta: &mut HashMap<String, Str
     }
     w.policies(p.spec.emit, p.spec.on_invalid);
     w.input(p.input, p.aggs, p.schema);
-    w.progress(p.stream_time, p.seq, p.flushed, p.rejections);
-    w.put("emitted_below", p.emitted_below.to_string());
+    w.progress(p.life);
     w.put("records", p.counters.records.to_string());
     w.put("accepted", p.counters.accepted.to_string());
     w.put("gap_clamped", p.counters.gap_clamped.to_string());
@@ -63,20 +62,12 @@ pub(super) fn read(
         on_invalid,
     };
     let (input, aggs, schema) = r.input()?;
-    let progress = r.progress()?;
-    let state = RestoredState {
-        stream_time: progress.stream_time,
-        emitted_below: r.number("emitted_below")?,
-        seq: progress.seq,
-        counters: Counters {
-            records: r.number("records")?,
-            accepted: r.number("accepted")?,
-            gap_clamped: r.number("gap_clamped")?,
-            emitted: r.number("emitted")?,
-        },
-        flushed: progress.flushed,
-        rejected: progress.rejected,
+    let counters = Counters {
+        records: r.number("records")?,
+        accepted: r.number("accepted")?,
+        gap_clamped: r.number("gap_clamped")?,
+        emitted: r.number("emitted")?,
     };
-    SessionProcessor::from_parts(spec, input, aggs, schema, store, state)
+    SessionProcessor::from_parts(spec, input, aggs, schema, store, r.progress()?, counters)
         .map_err(|e| r.bad(&format!("cannot rebuild the processor: {e}")))
 }

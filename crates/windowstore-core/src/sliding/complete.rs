@@ -164,27 +164,9 @@ pub fn sliding_windows(
     }
 
     let firsts = UInt32Array::from(group_of);
-    let mut columns: Vec<ArrayRef> = bound
-        .keys
-        .columns()
-        .iter()
-        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
-        .collect::<Result<_, _>>()
-        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
-    columns.push(bound.time.to_array(windows.start.clone()));
-    columns.push(
-        bound
-            .time
-            .to_array(windows.start.iter().map(|s| s + d).collect()),
-    );
-    columns.push(
-        bound
-            .time
-            .to_array(windows.hi.iter().map(|&h| at(h as usize - 1)).collect()),
-    );
     let (lo, hi) = (&windows.lo, &windows.hi);
-    match aggregator.aggregate_ranges(&batch, &order, lo, hi) {
-        Ok(arrays) => columns.extend(arrays),
+    let aggregates = match aggregator.aggregate_ranges(&batch, &order, lo, hi) {
+        Ok(arrays) => arrays,
         Err(e) => {
             // A collect with overflow="fail" overflowed: name the first window that did.
             let Some((w, _)) = aggregator.first_range_overflow(&batch, &order, lo, hi) else {
@@ -194,7 +176,26 @@ pub fn sliding_windows(
             let start = windows.start[w];
             return Err(fill_overflow(e, key, start, start + d));
         }
-    }
+    };
+    // The output is about as large as everything else together: each intermediate goes as
+    // soon as its column is built, and the starts move into theirs.
+    let Windows { start, lo, hi } = windows;
+    drop(lo);
+    let time = bound
+        .time
+        .to_array(hi.iter().map(|&h| at(h as usize - 1)).collect());
+    drop(hi);
+    let end = bound.time.to_array(start.iter().map(|s| s + d).collect());
+    let start = bound.time.to_array(start);
+    let mut columns: Vec<ArrayRef> = bound
+        .keys
+        .columns()
+        .iter()
+        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
+    columns.extend([start, end, time]);
+    columns.extend(aggregates);
     let windows = RecordBatch::try_new(output.schema().clone(), columns)
         .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
     Ok(CompleteSliding {

@@ -34,12 +34,13 @@ use super::check_record;
 use super::spec::{Resolved, SlidingSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
-use crate::output::{Layout, OutputBuilder};
-use crate::reject::{OnInvalid, Reason, Rejections};
+use crate::engine::{write_snapshot, Bound, Lifecycle, Restored};
+use crate::input::{plain_batch, InputSpec};
+use crate::output::Layout;
+use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::store::session_store::PutOutcome;
-use crate::store::snapshot;
+use crate::store::{snapshot, Session};
 use crate::{Error, Result, SessionStore};
 
 /// Counters of a processor, beyond the rejections.
@@ -55,31 +56,17 @@ pub struct Counters {
     pub emitted: u64,
 }
 
-/// Everything that exists once the input schema is known.
-#[derive(Debug)]
-struct Bound {
-    input: BoundInput,
-    aggs: Aggregator,
-    output: OutputBuilder,
-    store: SessionStore,
-    ticks: Resolved,
-}
-
 /// A sliding window processor over a stream of Arrow record batches.
 #[derive(Debug)]
 pub struct SlidingProcessor {
     spec: SlidingSpec,
     input: InputSpec,
     agg_specs: Vec<AggSpec>,
-    bound: Option<Bound>,
-    stream_time: Option<i64>,
-    /// Every window with `end < emitted_below` has been emitted (final mode).
-    emitted_below: i64,
-    seq: u64,
-    rejections: Rejections,
+    bound: Option<Bound<Resolved>>,
+    /// Stream time, arrivals, rejections; `emitted_below`: every window with a smaller end has
+    /// been emitted (final mode).
+    life: Lifecycle,
     counters: Counters,
-    flushed: bool,
-    failed: Option<String>,
 }
 
 /// An existing window read for a record: its start, window time, and state in scratch.
@@ -93,7 +80,7 @@ struct Found {
 /// What one record does to its key's windows, worked out before any of it happens.
 #[derive(Debug, Default)]
 struct Plan {
-    /// Existing windows that contain the record, in start order (indices into the found list).
+    /// Existing windows that contain the record, in start order (indices into `found`).
     updates: Vec<usize>,
     /// The latest window ending before the record: the previous left aggregate.
     left_agg: Option<usize>,
@@ -114,38 +101,28 @@ impl SlidingProcessor {
             input: InputSpec { gap: None, ..input },
             agg_specs: aggs,
             bound: None,
-            stream_time: None,
-            emitted_below: i64::MIN,
-            seq: 0,
-            rejections: Rejections::default(),
+            life: Lifecycle::default(),
             counters: Counters::default(),
-            flushed: false,
-            failed: None,
         })
     }
 
     /// Binds the processor to an input schema now (the first batch does it otherwise).
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
-        if self.bound.is_some() {
-            return Ok(());
+        if self.bound.is_none() {
+            let layout = Layout {
+                op: self.spec.emit != EmitMode::Final,
+                ..super::LAYOUT
+            };
+            let spec = &self.spec;
+            self.bound = Some(Bound::try_new(
+                &self.input,
+                &self.agg_specs,
+                &schema,
+                layout,
+                |unit| spec.resolve(unit),
+                |ticks| ticks.retention,
+            )?);
         }
-        let schema = plain_schema(&schema);
-        let input = BoundInput::try_new(&self.input, schema.clone())?;
-        let ticks = self.spec.resolve(input.time.unit())?;
-        let aggs = Aggregator::try_new(self.agg_specs.clone(), &schema)?;
-        let layout = Layout {
-            op: self.spec.emit != EmitMode::Final,
-            ..super::LAYOUT
-        };
-        let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
-        let store = SessionStore::new(ticks.retention, None)?;
-        self.bound = Some(Bound {
-            input,
-            aggs,
-            output,
-            store,
-            ticks,
-        });
         Ok(())
     }
 
@@ -161,7 +138,7 @@ impl SlidingProcessor {
 
     /// Stream time: the largest record time looked at.
     pub fn stream_time(&self) -> Option<i64> {
-        self.stream_time
+        self.life.stream_time
     }
 
     /// The processor's counters.
@@ -171,7 +148,7 @@ impl SlidingProcessor {
 
     /// Rejected records counted under `reason`.
     pub fn rejected_count(&self, reason: Reason) -> u64 {
-        self.rejections.count(reason)
+        self.life.rejections.count(reason)
     }
 
     /// Metrics of the underlying window store, once bound.
@@ -181,29 +158,11 @@ impl SlidingProcessor {
 
     /// Processes one batch, record by record in row order; returns the batch's output.
     pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        self.check_usable()?;
+        self.life.check_usable()?;
         self.bind(batch.schema())?;
         let result = self.process_bound(batch);
-        if let Err(Error::SessionOverflow { .. }) = &result {
-            self.failed = Some(format!("{:?}", result.as_ref().err()));
-        }
+        self.life.note(&result);
         result
-    }
-
-    fn check_usable(&self) -> Result<()> {
-        if let Some(why) = &self.failed {
-            return Err(Error::invalid(
-                "process",
-                format!("the processor failed earlier and holds a partial batch ({why}); restore a snapshot"),
-            ));
-        }
-        if self.flushed {
-            return Err(Error::invalid(
-                "process",
-                "the processor was flushed (end of input); create a new one for more input",
-            ));
-        }
-        Ok(())
     }
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
@@ -237,8 +196,9 @@ impl SlidingProcessor {
             mode,
             changelog: Changelog::new(mode),
             finals: Vec::new(),
-            emitted_below: self.emitted_below,
+            emitted_below: self.life.emitted_below,
             late_window_update: 0,
+            value: Vec::new(),
         };
         let mut found: Vec<Found> = Vec::new();
         let mut starts: Vec<i64> = Vec::new();
@@ -247,41 +207,27 @@ impl SlidingProcessor {
         let mut plan = Plan::default();
 
         for (row, reason) in invalid.iter().enumerate() {
-            let seq = self.seq;
-            self.seq += 1;
+            let seq = self.life.seq;
+            self.life.seq += 1;
             self.counters.records += 1;
             if let Some(reason) = *reason {
-                self.rejections.reject(row, reason);
+                self.life.rejections.reject(row, reason);
                 continue;
             }
             let key = keys.rows.row(row);
             let key = key.as_ref();
             let t = times.ticks[row];
-            let st = self.stream_time.map_or(t, |s| s.max(t));
-            self.stream_time = Some(st);
+            let st = self.life.observe(t);
             let close = st.saturating_sub(grace);
             // check_record guarantees t - D and t + 1 + D fit.
             if t + d < close {
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
                 continue;
             }
 
             // Windows starting in [t - 2D, t + 1], i.e. ending in [t - D, t + 1 + D].
-            found.clear();
-            starts.clear();
-            scratch.clear();
-            for s in bound.store.find_sessions(key, t - d, t + 1) {
-                let (time, agg_state) = state::split(s.value);
-                let at = scratch.len();
-                scratch.extend_from_slice(agg_state);
-                found.push(Found {
-                    start: s.start,
-                    time,
-                    state: (at, scratch.len()),
-                });
-                starts.push(s.start);
-            }
-            plan.read(&found, t, d);
+            let windows = bound.store.find_sessions(key, t - d, t + 1);
+            plan.read(windows, t, d, &mut found, &mut starts, &mut scratch);
             // Whether a window holding the record was stored (they may all be closed).
             let mut landed = false;
 
@@ -347,34 +293,32 @@ impl SlidingProcessor {
             if !landed {
                 // Every window the record belongs to had closed: it is in no window at all, so
                 // it is rejected as late rather than lost (the skipped updates are counted too).
-                self.rejections.reject(row, Reason::Late);
+                self.life.rejections.reject(row, Reason::Late);
             } else {
                 self.counters.accepted += 1;
             }
         }
-        self.rejections.finish_batch(batch)?;
+        self.life.rejections.finish_batch(batch)?;
         self.counters.late_window_update += out.late_window_update;
 
         let rows = if mode == EmitMode::Final {
-            if let Some(st) = self.stream_time {
+            if let Some(st) = self.life.stream_time {
                 out.emit_closed(&bound.store, st.saturating_sub(grace));
             }
-            self.emitted_below = out.emitted_below;
+            self.life.emitted_below = out.emitted_below;
             out.finals
         } else {
             out.changelog.take()
         };
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
+        bound.build(&rows)
     }
 
     /// End of input: in `final` mode emits every window not emitted yet. The processor takes
     /// no more input afterwards.
     pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
-        self.check_usable()?;
-        self.flushed = true;
+        self.life.check_usable()?;
+        self.life.flushed = true;
         let Some(bound) = self.bound.as_ref() else {
             return Ok(None);
         };
@@ -382,7 +326,7 @@ impl SlidingProcessor {
         if self.spec.emit == EmitMode::Final {
             for s in bound
                 .store
-                .held_sessions_by_end(self.emitted_below, i64::MAX)
+                .held_sessions_by_end(self.life.emitted_below, i64::MAX)
             {
                 rows.push(final_change(
                     s.key,
@@ -391,19 +335,16 @@ impl SlidingProcessor {
                     s.session.value,
                 ));
             }
-            self.emitted_below = i64::MAX;
+            self.life.emitted_below = i64::MAX;
         }
         self.counters.emitted += rows.len() as u64;
-        bound
-            .output
-            .build(&bound.input.keys, &bound.input.time, &bound.aggs, &rows)
-            .map(Some)
+        bound.build(&rows).map(Some)
     }
 
     /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
     pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
         match &self.bound {
-            Some(b) => self.rejections.drain(b.input.schema()).map(Some),
+            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
             None => Ok(None),
         }
     }
@@ -412,15 +353,7 @@ impl SlidingProcessor {
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
         let mut meta = HashMap::new();
         super::snapshot_meta::write(self, &mut meta);
-        let empty;
-        let store = match &self.bound {
-            Some(b) => &b.store,
-            None => {
-                empty = SessionStore::new(1, None)?;
-                &empty
-            }
-        };
-        snapshot::write(store, path.as_ref(), &meta)
+        write_snapshot(self.bound.as_ref(), path.as_ref(), &meta)
     }
 
     /// Restores a processor written by [`SlidingProcessor::snapshot`].
@@ -436,12 +369,8 @@ impl SlidingProcessor {
             input: &self.input,
             aggs: &self.agg_specs,
             schema: self.bound.as_ref().map(|b| b.input.schema().as_ref()),
-            stream_time: self.stream_time,
-            emitted_below: self.emitted_below,
-            seq: self.seq,
+            life: &self.life,
             counters: self.counters,
-            rejections: &self.rejections,
-            flushed: self.flushed,
         }
     }
 
@@ -451,58 +380,96 @@ impl SlidingProcessor {
         aggs: Vec<AggSpec>,
         schema: Option<SchemaRef>,
         store: SessionStore,
-        state: RestoredState,
+        state: Restored,
+        counters: Counters,
     ) -> Result<Self> {
         let mut p = Self::new(spec, input, aggs)?;
         if let Some(schema) = schema {
             p.bind(schema)?;
-            let bound = p.bound.as_mut().expect("bound just now");
-            if store.retention() != bound.store.retention() {
-                return Err(Error::invalid(
-                    "retention",
-                    "the snapshot's store retention does not match its parameters",
-                ));
-            }
-            bound.store = store;
+            p.bound
+                .as_mut()
+                .expect("bound just now")
+                .restore_store(store)?;
         }
-        p.stream_time = state.stream_time;
-        p.emitted_below = state.emitted_below;
-        p.seq = state.seq;
-        p.counters = state.counters;
-        p.flushed = state.flushed;
-        for (reason, count) in state.rejected {
-            p.rejections.set_count(reason, count);
-        }
+        p.life.restore(state);
+        p.counters = counters;
         Ok(p)
     }
 }
 
 impl Plan {
-    /// Classifies the windows found for a record at `t` (in start order), as KIP-450 does.
-    fn read(&mut self, found: &[Found], t: i64, d: i64) {
+    /// Reads a record's windows (the key's windows starting in `[t - 2D, t + 1]`, in start
+    /// order) and classifies them as KIP-450 does. Only the values the record needs are read
+    /// and copied to `scratch` (listed in `found`): the windows it joins and the latest window
+    /// ending before it; of the others the start is enough (reading every value costs a cache
+    /// miss per window).
+    fn read<'s>(
+        &mut self,
+        windows: impl Iterator<Item = Session<'s>>,
+        t: i64,
+        d: i64,
+        found: &mut Vec<Found>,
+        starts: &mut Vec<i64>,
+        scratch: &mut Vec<u8>,
+    ) {
         *self = Self {
             updates: std::mem::take(&mut self.updates),
             ..Self::default()
         };
         self.updates.clear();
-        for (i, f) in found.iter().enumerate() {
-            let end = f.start + d;
+        found.clear();
+        starts.clear();
+        scratch.clear();
+        let mut before = None;
+        let mut exact_previous = None;
+        for s in windows {
+            starts.push(s.start);
+            let end = s.start + d;
             if end < t {
-                self.left_agg = Some(i);
-                self.previous = Some(f.time);
-            } else if end == t {
-                self.left_exists = true;
-                if f.time < t {
-                    self.previous = Some(f.time);
-                }
-                self.updates.push(i);
-            } else if f.start <= t {
-                self.right_agg = Some(i);
-                self.updates.push(i);
-            } else {
+                before = Some(s);
+                continue;
+            }
+            if s.start > t {
                 // Only [t + 1, t + 1 + D] starts after t within the range read.
                 self.right_exists = true;
+                continue;
             }
+            let f = Found::copy(s, scratch);
+            if end == t {
+                self.left_exists = true;
+                if f.time < t {
+                    exact_previous = Some(f.time);
+                }
+            } else {
+                self.right_agg = Some(found.len());
+            }
+            self.updates.push(found.len());
+            found.push(f);
+        }
+        // The previous record's time: told by the window ending at t if it holds an earlier
+        // record, else by the latest window ending before t.
+        if let Some(s) = before {
+            let f = Found::copy(s, scratch);
+            self.previous = Some(f.time);
+            self.left_agg = Some(found.len());
+            found.push(f);
+        }
+        if exact_previous.is_some() {
+            self.previous = exact_previous;
+        }
+    }
+}
+
+impl Found {
+    /// A window's start and window time, with its state copied to the end of `scratch`.
+    fn copy(s: Session<'_>, scratch: &mut Vec<u8>) -> Self {
+        let (time, agg_state) = state::split(s.value);
+        let at = scratch.len();
+        scratch.extend_from_slice(agg_state);
+        Self {
+            start: s.start,
+            time,
+            state: (at, scratch.len()),
         }
     }
 }
@@ -537,6 +504,8 @@ struct Emitter {
     finals: Vec<Change>,
     emitted_below: i64,
     late_window_update: u64,
+    /// The stored value being built (reused).
+    value: Vec<u8>,
 }
 
 impl Emitter {
@@ -560,9 +529,9 @@ impl Emitter {
         if self.mode == EmitMode::Final && store.put_would_drop_segments(end) {
             self.emit_closed(store, ctx.close);
         }
-        let mut value = Vec::with_capacity(8 + agg_state.len());
-        state::join(time, agg_state, &mut value);
-        let outcome = store.put(ctx.key, start, end, &value)?;
+        self.value.clear();
+        state::join(time, agg_state, &mut self.value);
+        let outcome = store.put(ctx.key, start, end, &self.value)?;
         if outcome == PutOutcome::Expired {
             // Unreachable: retention covers every window a non-late record can reach.
             return Err(Error::Capacity(format!(
@@ -621,21 +590,6 @@ pub(crate) struct Parts<'a> {
     pub input: &'a InputSpec,
     pub aggs: &'a [AggSpec],
     pub schema: Option<&'a Schema>,
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
+    pub life: &'a Lifecycle,
     pub counters: Counters,
-    pub rejections: &'a Rejections,
-    pub flushed: bool,
-}
-
-/// The scalar state a snapshot restores.
-#[derive(Debug)]
-pub(crate) struct RestoredState {
-    pub stream_time: Option<i64>,
-    pub emitted_below: i64,
-    pub seq: u64,
-    pub counters: Counters,
-    pub flushed: bool,
-    pub rejected: Vec<(Reason, u64)>,
 }

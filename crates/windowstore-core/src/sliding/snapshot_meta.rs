@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::processor::{Counters, RestoredState, SlidingProcessor};
+use super::processor::{Counters, SlidingProcessor};
 use super::spec::SlidingSpec;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::{Result, SessionStore};
@@ -20,8 +20,7 @@ pub(super) fn write(processor: &SlidingProcessor, meta: &mut HashMap<String, Str
     w.duration("grace", p.spec.grace);
     w.policies(p.spec.emit, p.spec.on_invalid);
     w.input(p.input, p.aggs, p.schema);
-    w.progress(p.stream_time, p.seq, p.flushed, p.rejections);
-    w.put("emitted_below", p.emitted_below.to_string());
+    w.progress(p.life);
     w.put("records", p.counters.records.to_string());
     w.put("accepted", p.counters.accepted.to_string());
     w.put(
@@ -46,20 +45,12 @@ pub(super) fn read(
         on_invalid,
     };
     let (input, aggs, schema) = r.input()?;
-    let progress = r.progress()?;
-    let state = RestoredState {
-        stream_time: progress.stream_time,
-        emitted_below: r.number("emitted_below")?,
-        seq: progress.seq,
-        counters: Counters {
-            records: r.number("records")?,
-            accepted: r.number("accepted")?,
-            late_window_update: r.number("late_window_update")?,
-            emitted: r.number("emitted")?,
-        },
-        flushed: progress.flushed,
-        rejected: progress.rejected,
+    let counters = Counters {
+        records: r.number("records")?,
+        accepted: r.number("accepted")?,
+        late_window_update: r.number("late_window_update")?,
+        emitted: r.number("emitted")?,
     };
-    SlidingProcessor::from_parts(spec, input, aggs, schema, store, state)
+    SlidingProcessor::from_parts(spec, input, aggs, schema, store, r.progress()?, counters)
         .map_err(|e| r.bad(&format!("cannot rebuild the processor: {e}")))
 }

@@ -110,6 +110,23 @@ impl Segment {
         &self.arena[at..at + entry.len as usize]
     }
 
+    /// Every session of the segment with `earliest_end <= end <= latest_end`, with its key: each
+    /// key's list is entered by binary search, so a narrow range costs a probe per key rather
+    /// than a visit of every session. Keys in no particular order.
+    pub fn iter_by_end(
+        &self,
+        earliest_end: i64,
+        latest_end: i64,
+    ) -> impl Iterator<Item = (KeyId, &Entry)> + '_ {
+        self.by_key.iter().flat_map(move |(&key, list)| {
+            let from = list.partition_point(|e| e.end < earliest_end);
+            list[from..]
+                .iter()
+                .take_while(move |e| e.end <= latest_end)
+                .map(move |e| (key, e))
+        })
+    }
+
     /// Every session of the segment with its key, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (KeyId, &Entry)> + '_ {
         self.by_key

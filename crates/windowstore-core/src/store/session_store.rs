@@ -245,7 +245,7 @@ impl SessionStore {
             .search(bounds.earliest_end, bounds.latest_end)
             .flat_map(|segment| {
                 segment
-                    .iter()
+                    .iter_by_end(bounds.earliest_end, bounds.latest_end)
                     .filter(move |(_, e)| bounds.contains(e.start, e.end))
                     .map(move |(id, e)| KeyedSession {
                         key: self.keys.bytes(id),

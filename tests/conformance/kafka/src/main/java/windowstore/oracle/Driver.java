@@ -4,7 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -15,9 +21,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -43,15 +51,20 @@ import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
  * Kafka Streams conformance oracle.
  *
- * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}. IN is a JSON array of cases,
+ * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}, or without arguments as a
+ * server (see {@link #serve()}). IN is a JSON array of cases,
  * OUT receives a JSON array with, per case, the list of records Kafka forwarded to the output
  * topic, in forwarding order. See {@link CaseSpec} for the input format; each output record is
- * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long}}.
+ * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long,
+ * "input": int}}, where {@code input} is the index of the input record that caused it.
  *
  * <p>Every case gets a fresh {@link TopologyTestDriver} (closed afterwards) so cases never share
  * state, but all cases run in one JVM because JVM start-up dominates the cost of a case.
@@ -63,60 +76,124 @@ public final class Driver {
 
     private static final String INPUT_TOPIC = "input";
     private static final String OUTPUT_TOPIC = "output";
+    /** Application ids (and state directories) are unique per JVM, across requests. */
+    private static final AtomicInteger CASES = new AtomicInteger();
+    private static final ObjectMapper MAPPER =
+        new ObjectMapper().disable(SerializationFeature.INDENT_OUTPUT);
 
     private Driver() {
     }
 
     public static void main(final String[] args) {
+        if (args.length == 0) {
+            serve();
+            return;
+        }
         if (args.length != 2) {
-            System.err.println("usage: java -jar kafka-oracle.jar IN.json OUT.json");
+            System.err.println("usage: java -jar kafka-oracle.jar [IN.json OUT.json]");
             System.exit(2);
         }
         Path stateDir = null;
         int exit = 0;
         try {
-            final ObjectMapper mapper = new ObjectMapper();
-            final JsonNode root = mapper.readTree(Paths.get(args[0]).toFile());
-            if (root == null || !root.isArray()) {
-                throw new IllegalArgumentException("input must be a JSON array of cases");
-            }
+            final JsonNode root = MAPPER.readTree(Paths.get(args[0]).toFile());
             stateDir = Files.createTempDirectory("kafka-oracle-state");
-            final List<List<Map<String, Object>>> results = new ArrayList<>();
-            for (int i = 0; i < root.size(); i++) {
-                final CaseSpec spec;
-                try {
-                    spec = CaseSpec.parse(root.get(i));
-                } catch (final RuntimeException e) {
-                    throw new IllegalArgumentException("case " + i + ": " + e.getMessage(), e);
-                }
-                try {
-                    results.add(runCase(spec, stateDir, i));
-                } catch (final RuntimeException e) {
-                    throw new IllegalStateException("case " + i + " failed: " + e, e);
-                }
-            }
-            mapper.disable(SerializationFeature.INDENT_OUTPUT);
-            mapper.writeValue(Paths.get(args[1]).toFile(), results);
+            MAPPER.writeValue(Paths.get(args[1]).toFile(), runAll(root, stateDir));
         } catch (final Exception e) {
             System.err.println("kafka-oracle: " + e.getMessage());
             e.printStackTrace(System.err);
             exit = 1;
         } finally {
-            if (stateDir != null) {
-                deleteRecursively(stateDir);
-            }
+            finish(stateDir);
         }
         // Exit explicitly: Kafka may leave non-daemon threads behind.
         System.exit(exit);
     }
 
-    /** The aggregation-specific part of a topology: value serde and the aggregate call. */
+    /**
+     * Server mode (no arguments): one JSON array of cases per line on stdin, one line per
+     * request on stdout, {@code {"ok": [...]}} or {@code {"error": "..."}}; ends at end of
+     * input. Saves the JVM start (about a second) on every request after the first.
+     */
+    private static void serve() {
+        Path stateDir = null;
+        int exit = 0;
+        try (BufferedReader in = new BufferedReader(
+                new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            stateDir = Files.createTempDirectory("kafka-oracle-state");
+            final PrintStream out = new PrintStream(
+                new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+            System.setOut(System.err);  // nothing but replies on stdout
+            String line;
+            while ((line = in.readLine()) != null) {
+                Map<String, Object> reply;
+                try {
+                    reply = Map.of("ok", runAll(MAPPER.readTree(line), stateDir));
+                } catch (final Exception e) {
+                    reply = Map.of("error", causes(e));
+                }
+                out.println(MAPPER.writeValueAsString(reply));
+                out.flush();
+            }
+        } catch (final IOException e) {
+            System.err.println("kafka-oracle: " + e.getMessage());
+            exit = 1;
+        } finally {
+            finish(stateDir);
+        }
+        System.exit(exit);
+    }
+
+    /** The message of an exception and of each of its causes, one a line. */
+    private static String causes(final Throwable e) {
+        final StringBuilder text = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            text.append("\ncaused by: ").append(c);
+        }
+        return text.toString();
+    }
+
+    private static List<List<Map<String, Object>>> runAll(final JsonNode root, final Path stateDir) {
+        if (root == null || !root.isArray()) {
+            throw new IllegalArgumentException("input must be a JSON array of cases");
+        }
+        final List<List<Map<String, Object>>> results = new ArrayList<>();
+        for (int i = 0; i < root.size(); i++) {
+            final CaseSpec spec;
+            try {
+                spec = CaseSpec.parse(root.get(i));
+            } catch (final RuntimeException e) {
+                throw new IllegalArgumentException("case " + i + ": " + e.getMessage(), e);
+            }
+            try {
+                results.add(runCase(spec, stateDir, CASES.getAndIncrement()));
+            } catch (final RuntimeException e) {
+                throw new IllegalStateException("case " + i + " failed: " + e, e);
+            }
+        }
+        return results;
+    }
+
+    /** Removes the state directory. */
+    private static void finish(final Path stateDir) {
+        if (stateDir != null) {
+            deleteRecursively(stateDir);
+        }
+    }
+
+    /**
+     * The aggregation-specific part of a topology: value serde and the aggregate call. The store
+     * is always given explicitly: caching disabled (every update is forwarded, as the issue asks
+     * of emit-on-update) and, when the case says so, a retention other than Kafka's default.
+     */
     private interface Agg<V> {
         Serde<V> serde();
 
-        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed);
+        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed,
+                                            Materialized<String, V, SessionStore<Bytes, byte[]>> m);
 
-        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed);
+        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed,
+                                            Materialized<String, V, WindowStore<Bytes, byte[]>> m);
     }
 
     private static final Agg<Long> COUNT = new Agg<>() {
@@ -126,13 +203,17 @@ public final class Driver {
         }
 
         @Override
-        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
-            return w.count();
+        public KTable<Windowed<String>, Long> session(
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
+            return w.count(m);
         }
 
         @Override
-        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
-            return w.count();
+        public KTable<Windowed<String>, Long> sliding(
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
+            return w.count(m);
         }
     };
 
@@ -143,23 +224,28 @@ public final class Driver {
         }
 
         @Override
-        public KTable<Windowed<String>, Long> session(final SessionWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> 0L,
-                (key, value, agg) -> agg + value,
-                (key, left, right) -> left + right,
-                Materialized.with(Serdes.String(), Serdes.Long()));
+        public KTable<Windowed<String>, Long> session(
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value,
+                (key, left, right) -> left + right, m);
         }
 
         @Override
-        public KTable<Windowed<String>, Long> sliding(final TimeWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> 0L,
-                (key, value, agg) -> agg + value,
-                Materialized.with(Serdes.String(), Serdes.Long()));
+        public KTable<Windowed<String>, Long> sliding(
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value, m);
         }
     };
 
+    /**
+     * Comma-joined values. Order, read from Kafka's code: a session's value is its merged
+     * sessions' values in the order findSessions returns them (end, then start, ascending), then
+     * the new record's value; a new sliding window starts from a copy of an existing window's
+     * value; a record's value is appended to every window it updates. So the order is arrival
+     * order within a window's history, not event-time order.
+     */
     private static final Agg<String> CONCAT = new Agg<>() {
         @Override
         public Serde<String> serde() {
@@ -168,23 +254,30 @@ public final class Driver {
 
         @Override
         public KTable<Windowed<String>, String> session(
-                final SessionWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> "",
-                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
-                (key, left, right) -> joinCsv(left, right),
-                Materialized.with(Serdes.String(), Serdes.String()));
+                final SessionWindowedKStream<String, Long> w,
+                final Materialized<String, String, SessionStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)),
+                (key, left, right) -> joinCsv(left, right), m);
         }
 
         @Override
         public KTable<Windowed<String>, String> sliding(
-                final TimeWindowedKStream<String, Long> w) {
-            return w.aggregate(
-                () -> "",
-                (key, value, agg) -> joinCsv(agg, Long.toString(value)),
-                Materialized.with(Serdes.String(), Serdes.String()));
+                final TimeWindowedKStream<String, Long> w,
+                final Materialized<String, String, WindowStore<Bytes, byte[]>> m) {
+            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)), m);
         }
     };
+
+    private static <V, S extends StateStore> Materialized<String, V, S> store(
+            final CaseSpec spec, final Serde<V> valueSerde) {
+        Materialized<String, V, S> m = Materialized.<String, V, S>with(Serdes.String(), valueSerde)
+            .withCachingDisabled()
+            .withLoggingDisabled();
+        if (spec.retention != null) {
+            m = m.withRetention(Duration.ofMillis(spec.retention));
+        }
+        return m;
+    }
 
     /** "a" + "b" -> "a,b"; an empty side contributes nothing (the initializer is ""). */
     static String joinCsv(final String left, final String right) {
@@ -211,8 +304,8 @@ public final class Driver {
         }
     }
 
-    /** A window as seen inside the topology, before serialization. */
-    private record SeenWindow(String key, long start, long end) {
+    /** A window as seen inside the topology, before serialization, and the input it came of. */
+    private record SeenWindow(String key, long start, long end, int input) {
     }
 
     private static <V> List<Map<String, Object>> runTyped(
@@ -234,7 +327,7 @@ public final class Driver {
             if (emitFinal) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
-            table = agg.session(windowed);
+            table = agg.session(windowed, store(spec, agg.serde()));
             windowedSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
         } else {
             TimeWindowedKStream<String, Long> windowed = grouped.windowedBy(
@@ -243,7 +336,7 @@ public final class Driver {
             if (emitFinal) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
-            table = agg.sliding(windowed);
+            table = agg.sliding(windowed, store(spec, agg.serde()));
             // A time-windowed key is serialized as (key, start) only; the deserializer rebuilds
             // end = start + windowSize. For sliding windows Kafka's TimeWindow is built as
             // [start, start + timeDifference] (both ends inclusive in sliding semantics), so
@@ -252,16 +345,21 @@ public final class Driver {
             windowedSerde = WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.timeDifference);
         }
 
+        // Processing is synchronous in TopologyTestDriver: everything forwarded while the input
+        // record `current[0]` is piped in is caused by that record.
+        final int[] current = {0};
         final List<SeenWindow> seen = new ArrayList<>();
         table.toStream()
-            .peek((k, v) -> seen.add(new SeenWindow(k.key(), k.window().start(), k.window().end())))
+            .peek((k, v) -> seen.add(
+                new SeenWindow(k.key(), k.window().start(), k.window().end(), current[0])))
             .to(OUTPUT_TOPIC, Produced.with(windowedSerde, agg.serde()));
         final Topology topology = builder.build();
 
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, "windowstore-oracle-" + index);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "oracle.invalid:9092");
-        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        // A state directory of its own per case.
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.resolve("case-" + index).toString());
         // Emit "update" = every update forwarded: record cache disabled (Kafka 4.x name).
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
         // Emit "final" (onWindowClose) checks for closed windows at most once per this many
@@ -271,46 +369,79 @@ public final class Driver {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
 
         final List<Map<String, Object>> out = new ArrayList<>();
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
-            final TestInputTopic<String, Long> input = driver.createInputTopic(
-                INPUT_TOPIC, new StringSerializer(), new LongSerializer());
-            for (final InputRecord r : spec.records) {
+        TopologyTestDriver driver = new TopologyTestDriver(topology, props);
+        try {
+            TestInputTopic<String, Long> input = inputTopic(driver);
+            TestOutputTopic<Windowed<String>, V> output = outputTopic(driver, spec, agg);
+            for (int in = 0; in < spec.records.size(); in++) {
+                if (spec.restartBefore.contains(in)) {
+                    // A new driver, hence new processor instances: what a restart does to
+                    // in-memory processor state such as observed stream time. The stores do
+                    // not survive (TopologyTestDriver.close() cleans the state directory).
+                    drain(output, seen, out);
+                    driver.close();
+                    driver = new TopologyTestDriver(topology, props);
+                    input = inputTopic(driver);
+                    output = outputTopic(driver, spec, agg);
+                }
+                final InputRecord r = spec.records.get(in);
+                current[0] = in;
                 input.pipeInput(r.key, r.value, r.timestamp);
             }
-            final TestOutputTopic<Windowed<String>, V> output = driver.createOutputTopic(
-                OUTPUT_TOPIC,
-                session
-                    ? new SessionWindowedDeserializer<>(new StringDeserializer())
-                    : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
-                agg.serde().deserializer());
-            final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
-            if (records.size() != seen.size()) {
-                throw new IllegalStateException("forwarded " + seen.size()
-                    + " records but output topic holds " + records.size());
-            }
-            for (int i = 0; i < records.size(); i++) {
-                final TestRecord<Windowed<String>, V> rec = records.get(i);
-                final Windowed<String> wk = rec.key();
-                final SeenWindow inTopology = seen.get(i);
-                final SeenWindow deserialized =
-                    new SeenWindow(wk.key(), wk.window().start(), wk.window().end());
-                if (!inTopology.equals(deserialized)) {
-                    throw new IllegalStateException("window mismatch: topology forwarded "
-                        + inTopology + " but output topic decoded " + deserialized);
-                }
-                final Map<String, Object> o = new LinkedHashMap<>();
-                o.put("key", wk.key());
-                o.put("start", wk.window().start());
-                // Session: window end = last event time (inclusive).
-                // Sliding: Kafka reports Window.end() = start + timeDifference, which is the
-                // inclusive end of a sliding window; written unchanged.
-                o.put("end", wk.window().end());
-                o.put("value", rec.value());
-                o.put("timestamp", rec.timestamp());
-                out.add(o);
-            }
+            drain(output, seen, out);
+        } finally {
+            // On this thread: closed from another one, a driver leaves RocksDB files open.
+            driver.close();
         }
         return out;
+    }
+
+    private static TestInputTopic<String, Long> inputTopic(final TopologyTestDriver driver) {
+        return driver.createInputTopic(INPUT_TOPIC, new StringSerializer(), new LongSerializer());
+    }
+
+    private static <V> TestOutputTopic<Windowed<String>, V> outputTopic(
+            final TopologyTestDriver driver, final CaseSpec spec, final Agg<V> agg) {
+        return driver.createOutputTopic(
+            OUTPUT_TOPIC,
+            spec.window.equals("session")
+                ? new SessionWindowedDeserializer<>(new StringDeserializer())
+                : new TimeWindowedDeserializer<>(new StringDeserializer(), spec.timeDifference),
+            agg.serde().deserializer());
+    }
+
+    /** Reads everything forwarded since the last call; cross-checks it against {@code seen}. */
+    private static <V> void drain(final TestOutputTopic<Windowed<String>, V> output,
+                                  final List<SeenWindow> seen,
+                                  final List<Map<String, Object>> out) {
+        final List<TestRecord<Windowed<String>, V>> records = output.readRecordsToList();
+        if (records.size() != seen.size()) {
+            throw new IllegalStateException("forwarded " + seen.size()
+                + " records but output topic holds " + records.size());
+        }
+        for (int i = 0; i < records.size(); i++) {
+            final TestRecord<Windowed<String>, V> rec = records.get(i);
+            final Windowed<String> wk = rec.key();
+            final SeenWindow inTopology = seen.get(i);
+            final SeenWindow deserialized = new SeenWindow(
+                wk.key(), wk.window().start(), wk.window().end(), inTopology.input());
+            if (!inTopology.equals(deserialized)) {
+                throw new IllegalStateException("window mismatch: topology forwarded "
+                    + inTopology + " but output topic decoded " + deserialized);
+            }
+            final Map<String, Object> o = new LinkedHashMap<>();
+            o.put("key", wk.key());
+            o.put("start", wk.window().start());
+            // Session: window end = last event time (inclusive).
+            // Sliding: Kafka reports Window.end() = start + timeDifference, which is the
+            // inclusive end of a sliding window; written unchanged.
+            o.put("end", wk.window().end());
+            o.put("value", rec.value());
+            o.put("timestamp", rec.timestamp());
+            o.put("input", inTopology.input());
+            out.add(o);
+        }
+        seen.clear();
     }
 
     private static void deleteRecursively(final Path dir) {

@@ -1,0 +1,160 @@
+"""Sliding windows: windowstore beside Polars' rolling windows, in the same run.
+
+Data: --records records (default 10M) over --keys keys (default 100k), times uniform over a
+span such that the time difference D covers about --per-window records of a key (default 10);
+integer values (so sums compare exactly). Aggregates: count, sum, max.
+
+Prints medians over --repeat runs (the machine is noisy) for:
+- complete mode: Kafka's full window set (left and right windows, about two per record; the
+  sort included), beside Polars' `rolling` over the same table (left windows only: one window
+  per record), with the left windows checked equal to Polars';
+- the streaming processor fed in time order (its final windows checked equal to complete mode);
+- peak memory of complete mode above its input (in a fresh process).
+
+Run: python benches/bench_sliding.py [--records 10000000] [--keys 100000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+from harness import median_seconds, peak_extra_bytes
+
+from windowstore import SlidingWindowProcessor, agg, sliding_windows
+
+AGGS = [agg.count(), agg.sum("v"), agg.max("v")]
+
+
+def generate(records: int, keys: int, per_window: int, seed: int) -> tuple[pa.Table, int]:
+    """Records in time order, and the time difference D covering ~per_window of a key's."""
+    rng = np.random.default_rng(seed)
+    span = 1_000 * records  # ms; a key's mean spacing is span / (records / keys)
+    t = np.sort(rng.integers(0, span, records))
+    k = rng.integers(0, keys, records)
+    v = rng.integers(0, 1_000, records)
+    d = per_window * span * keys // records
+    return pa.table({"k": k, "t": t, "v": v}), d
+
+
+def polars_rolling(df: pl.DataFrame, d: int) -> pl.DataFrame:
+    """One window [t - D, t] per record, per key (Polars needs each key's times sorted)."""
+    return (
+        df.sort(["k", "t"])
+        .rolling(index_column="t", period=f"{d}i", closed="both", group_by="k")
+        .agg(count=pl.len(), sum_v=pl.col("v").sum(), max_v=pl.col("v").max())
+    )
+
+
+def left_windows(t: pa.Table) -> pa.Table:
+    """windowstore's left windows ([u - D, u] for each record time u: the windows whose end
+    is their latest record) as (k, t, count, sum_v, max_v), sorted."""
+    left = t.filter(pc.equal(t["window_end"], t["window_time"]))
+    out = pa.table(
+        {
+            "k": left["k"],
+            "t": left["window_end"],
+            "count": left["count"],
+            "sum_v": left["sum_v"],
+            "max_v": left["max_v"],
+        }
+    )
+    return out.sort_by([("k", "ascending"), ("t", "ascending")])
+
+
+def polars_left(out: pl.DataFrame) -> pa.Table:
+    """Polars' windows, one per distinct (key, time) (equal times share a window), sorted."""
+    unique = out.unique(subset=["k", "t"], keep="first").sort(["k", "t"])
+    return (
+        unique.select(["k", "t", "count", "sum_v", "max_v"])
+        .to_arrow()
+        .cast(pa.schema([(c, pa.int64()) for c in ["k", "t", "count", "sum_v", "max_v"]]))
+    )
+
+
+def stream(table: pa.Table, d: int, batch_rows: int) -> pa.Table:
+    p = SlidingWindowProcessor(key="k", time="t", time_difference=d, grace=0, aggs=AGGS)
+    out = [p.process(b) for b in table.to_batches(max_chunksize=batch_rows)]
+    out.append(p.flush())
+    m = p.metrics()
+    if m["rejected"] or m["late_window_update"]:
+        raise AssertionError(f"records rejected or skipped: {m}")
+    return pa.concat_tables(out)
+
+
+def canonical(t: pa.Table) -> pa.Table:
+    cols = ["k", "window_start", "window_end", "window_time", "count", "sum_v", "max_v"]
+    return t.select(cols).sort_by([(c, "ascending") for c in cols[:2]])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=10_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--per-window", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--batch-rows", type=int, default=1 << 16)
+    parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    data, d = generate(args.records, args.keys, args.per_window, seed=1)
+    if args.memory_probe:
+        print(
+            peak_extra_bytes(
+                lambda: sliding_windows(data, key="k", time="t", time_difference=d, aggs=AGGS)
+            )
+        )
+        return
+    n = data.num_rows
+    ws_s, ws = median_seconds(
+        lambda: sliding_windows(data, key="k", time="t", time_difference=d, aggs=AGGS),
+        args.repeat,
+    )
+    df = pl.from_arrow(data)
+    assert isinstance(df, pl.DataFrame)
+    pl_s, pl_out = median_seconds(lambda: polars_rolling(df, d), args.repeat)
+    if not left_windows(ws).equals(polars_left(pl_out)):
+        raise AssertionError("windowstore's left windows and polars' rolling windows disagree")
+    mean_left = pc.mean(left_windows(ws)["count"]).as_py()
+    print(
+        f"{n:,} records, {args.keys:,} keys, D = {d:,} ms (a left window holds {mean_left:.1f} "
+        f"records on average); polars {pl.__version__} on {pl.thread_pool_size()} threads; "
+        f"medians of {args.repeat}"
+    )
+    print(
+        f"windows: windowstore {ws.num_rows:,} (Kafka's full set, {ws.num_rows / n:.2f} per "
+        f"record), polars {pl_out.height:,} (left windows, one per record); left windows equal"
+    )
+
+    st_s, streamed = median_seconds(lambda: stream(data, d, args.batch_rows), args.repeat)
+    if not canonical(streamed).equals(canonical(ws)):
+        raise AssertionError("streaming differs from complete mode")
+
+    print(f"{'mode':<52}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}")
+    for name, s in (
+        ("windowstore complete, full window set (1 core)", ws_s),
+        (f"polars rolling, left windows only ({pl.thread_pool_size()} threads)", pl_s),
+        ("windowstore streaming, in time order (1 core)", st_s),
+    ):
+        print(f"{name:<52}{s:>10.3f}{n / s / 1e6:>10.2f}{pl_s / s:>10.2f}x")
+    # In a fresh process: this one's allocator holds pages of the runs above.
+    probe = subprocess.run(
+        [sys.executable, __file__, "--memory-probe", *sys.argv[1:]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    extra = int(probe.stdout.split()[-1])
+    print(
+        f"complete mode peak memory above its input: {extra / 1e6:,.0f} MB "
+        f"(input {data.nbytes / 1e6:,.0f} MB, output {ws.nbytes / 1e6:,.0f} MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""What the Python benchmarks share: medians of wall time, and peak memory of a call."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The median wall time of `repeat` calls of fn, and the last call's result."""
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def rss_bytes() -> int:
+    """This process's resident set size."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_extra_bytes(fn: Callable[[], Any]) -> int:
+    """Largest RSS above the starting RSS while fn runs (sampled every millisecond)."""
+    base, peak, done = rss_bytes(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_bytes())
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    result = fn()
+    done.set()
+    sampler.join()
+    del result
+    return max(peak[0], rss_bytes()) - base

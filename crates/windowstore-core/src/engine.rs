@@ -1,0 +1,171 @@
+//! What the streaming processors share around their algorithms: the parts that exist once the
+//! input schema is known, and the lifecycle (stream time, arrival counter, rejections, end of
+//! input, failure).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{SchemaRef, TimeUnit};
+
+use crate::agg::{AggSpec, Aggregator};
+use crate::emit::Change;
+use crate::input::{plain_schema, BoundInput, InputSpec};
+use crate::output::{Layout, OutputBuilder};
+use crate::reject::{Reason, Rejections};
+use crate::store::snapshot;
+use crate::{Error, Result, SessionStore};
+
+/// Everything that exists once the input schema is known; `T` is the engine's parameters in
+/// ticks of the time column.
+#[derive(Debug)]
+pub(crate) struct Bound<T> {
+    pub input: BoundInput,
+    pub aggs: Aggregator,
+    pub output: OutputBuilder,
+    pub store: SessionStore,
+    pub ticks: T,
+}
+
+impl<T> Bound<T> {
+    /// Binds `input` and `aggs` to `schema` (view types read as plain types): `resolve` turns
+    /// the parameters into ticks of the time column, `retention` gives the store's retention.
+    pub fn try_new(
+        input: &InputSpec,
+        aggs: &[AggSpec],
+        schema: &SchemaRef,
+        layout: Layout,
+        resolve: impl FnOnce(TimeUnit) -> Result<T>,
+        retention: impl FnOnce(&T) -> i64,
+    ) -> Result<Self> {
+        let schema = plain_schema(schema);
+        let input = BoundInput::try_new(input, schema.clone())?;
+        let ticks = resolve(input.time.unit())?;
+        let aggs = Aggregator::try_new(aggs.to_vec(), &schema)?;
+        let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
+        let store = SessionStore::new(retention(&ticks), None)?;
+        Ok(Self {
+            input,
+            aggs,
+            output,
+            store,
+            ticks,
+        })
+    }
+
+    /// The output batch of `rows`.
+    pub fn build(&self, rows: &[Change]) -> Result<RecordBatch> {
+        self.output
+            .build(&self.input.keys, &self.input.time, &self.aggs, rows)
+    }
+
+    /// Replaces the (empty) store with a restored one of the same retention.
+    pub fn restore_store(&mut self, store: SessionStore) -> Result<()> {
+        if store.retention() != self.store.retention() {
+            return Err(Error::invalid(
+                "retention",
+                "the snapshot's store retention does not match its parameters",
+            ));
+        }
+        self.store = store;
+        Ok(())
+    }
+}
+
+/// Writes `store` (or an empty one, before binding) and the processor's metadata to `path`.
+pub(crate) fn write_snapshot<T>(
+    bound: Option<&Bound<T>>,
+    path: &Path,
+    meta: &HashMap<String, String>,
+) -> Result<()> {
+    match bound {
+        Some(b) => snapshot::write(&b.store, path, meta),
+        None => snapshot::write(&SessionStore::new(1, None)?, path, meta),
+    }
+}
+
+/// A processor's progress through its input, beside its windows.
+#[derive(Debug)]
+pub(crate) struct Lifecycle {
+    /// The largest record time looked at.
+    pub stream_time: Option<i64>,
+    /// Every window below this bound has been emitted (final mode; what "below" means is the
+    /// engine's: sessions by reach, sliding windows by end).
+    pub emitted_below: i64,
+    /// The next record's arrival number.
+    pub seq: u64,
+    pub rejections: Rejections,
+    /// End of input was signalled: no more input.
+    pub flushed: bool,
+    /// Why an earlier batch failed half-way, leaving partial state.
+    pub failed: Option<String>,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Self {
+        Self {
+            stream_time: None,
+            emitted_below: i64::MIN,
+            seq: 0,
+            rejections: Rejections::default(),
+            flushed: false,
+            failed: None,
+        }
+    }
+}
+
+/// The scalar state a snapshot restores, besides the engine's counters.
+#[derive(Debug)]
+pub(crate) struct Restored {
+    pub stream_time: Option<i64>,
+    pub emitted_below: i64,
+    pub seq: u64,
+    pub flushed: bool,
+    pub rejected: Vec<(Reason, u64)>,
+}
+
+impl Lifecycle {
+    /// Refuses input after a failure or after the end of input.
+    pub fn check_usable(&self) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(Error::invalid(
+                "process",
+                format!("the processor failed earlier and holds a partial batch ({why}); restore a snapshot"),
+            ));
+        }
+        if self.flushed {
+            return Err(Error::invalid(
+                "process",
+                "the processor was flushed (end of input); create a new one for more input",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Notes a batch's result: a `collect` overflow under `fail` stops the batch half-way, so
+    /// the processor takes no more input until restored.
+    pub fn note(&mut self, result: &Result<RecordBatch>) {
+        if let Err(e @ Error::SessionOverflow { .. }) = result {
+            self.failed = Some(format!("{e:?}"));
+        }
+    }
+
+    /// The state a snapshot carried.
+    pub fn restore(&mut self, state: Restored) {
+        self.stream_time = state.stream_time;
+        self.emitted_below = state.emitted_below;
+        self.seq = state.seq;
+        self.flushed = state.flushed;
+        for (reason, count) in state.rejected {
+            self.rejections.set_count(reason, count);
+        }
+    }
+
+    /// Advances stream time to `t`; returns it.
+    #[inline]
+    pub fn observe(&mut self, t: i64) -> i64 {
+        let st = self.stream_time.map_or(t, |s| s.max(t));
+        self.stream_time = Some(st);
+        st
+    }
+}
