@@ -19,10 +19,11 @@
 //!    the latest window containing `t`, if it holds a later record).
 //!
 //! A record none of whose windows is open any more is in no window at all: it is rejected as
-//! late (Kafka drops it with only the skipped updates counted). The order of the changes is
-//! Kafka's: updates in start order, then the new windows in the
-//! order above. `final` emits a window once it closes: at the end of each batch, and before any
-//! put that would drop segments.
+//! late (Kafka drops it with only the skipped updates counted). Changes come as updates of
+//! existing windows in ascending start order, then the new windows in the order above. Kafka 4.x
+//! iterates its store backwards and updates latest start first; the conformance tests map that
+//! (`sliding_order_within_record`). `final` emits a window once it closes: at the end of each
+//! batch, and before any put that would drop segments.
 
 use std::collections::HashMap;
 use std::path::Path;
