@@ -47,6 +47,9 @@ class _Core(Protocol):
     def rejected(self) -> pa.Table | None: ...
     def metrics(self) -> dict[str, int | None]: ...
     def snapshot(self, path: str | os.PathLike[str]) -> None: ...
+    def to_bytes(self) -> bytes: ...
+    def advance(self, t: int) -> pa.Table | None: ...
+    def next_close(self) -> int | None: ...
 
 
 class WindowProcessor:
@@ -84,3 +87,25 @@ class WindowProcessor:
         self = cls.__new__(cls)
         self._inner = cls._core_class.restore(path)
         return self
+
+    def to_bytes(self) -> bytes:
+        """The whole state as bytes: what :meth:`snapshot` writes, for a store of your own."""
+        return self._inner.to_bytes()
+
+    @classmethod
+    def from_bytes(cls: type[_P], data: bytes) -> _P:
+        """A processor restored from :meth:`to_bytes`; refuses damaged bytes whole."""
+        self = cls.__new__(cls)
+        self._inner = cls._core_class.from_bytes(data)
+        return self
+
+    def advance(self, t: int) -> pa.Table:
+        """Advances stream time to ``t`` (ticks of the time column) without a record, as an
+        outside clock such as a watermark says; returns the windows that closes (``final``)."""
+        out = self._inner.advance(t)
+        return pa.table({}) if out is None else out
+
+    def next_close(self) -> int | None:
+        """In ``final`` mode, the earliest stream time at which a held window closes (so
+        ``advance(next_close())`` emits it); ``None`` if none is held or in changelog modes."""
+        return self._inner.next_close()

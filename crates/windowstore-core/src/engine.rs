@@ -78,11 +78,25 @@ pub(crate) fn write_snapshot<T>(
     path: &Path,
     meta: &HashMap<String, String>,
 ) -> Result<()> {
+    let bytes = encode_snapshot(bound, meta)?;
+    let staged = snapshot::stage(path, &bytes)?;
+    snapshot::commit(&staged, path)
+}
+
+/// The snapshot bytes of `store` (or an empty one, before binding) and the processor's
+/// metadata: the same bytes a snapshot file holds.
+pub(crate) fn encode_snapshot<T>(
+    bound: Option<&Bound<T>>,
+    meta: &HashMap<String, String>,
+) -> Result<Vec<u8>> {
     match bound {
-        Some(b) => snapshot::write(&b.store, path, meta),
-        None => snapshot::write(&SessionStore::new(1, None)?, path, meta),
+        Some(b) => snapshot::encode(&b.store, meta),
+        None => snapshot::encode(&SessionStore::new(1, None)?, meta),
     }
 }
+
+/// What names snapshot bytes that came from memory in errors (a file's path names a file).
+pub(crate) const IN_MEMORY: &str = "<snapshot bytes>";
 
 /// A processor's progress through its input, beside its windows.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::emit::EmitMode;
 use windowstore_core::reject::{OnInvalid, Reason};
@@ -119,6 +119,33 @@ impl PySlidingProcessor {
     fn restore(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let inner = py.detach(|| SlidingProcessor::restore(&path)).py()?;
         Ok(Self { inner })
+    }
+
+    /// The whole state as bytes (what `snapshot` writes to a file).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let bytes = py.detach(|| inner.to_bytes()).py()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let inner = py.detach(|| SlidingProcessor::from_bytes(data)).py()?;
+        Ok(Self { inner })
+    }
+
+    /// Advances stream time to `t` (ticks of the time column); returns what that emits.
+    fn advance<'py>(&mut self, py: Python<'py>, t: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let inner = &mut self.inner;
+        match py.detach(|| inner.advance(t)).py()? {
+            Some(batch) => Ok(Some(table(py, batch.schema(), vec![batch])?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The earliest stream time at which a window not emitted yet closes (`final` mode).
+    fn next_close(&self) -> Option<i64> {
+        self.inner.next_close()
     }
 }
 

@@ -14,6 +14,7 @@ from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
+from windowstore.spark._stream import check_batch_options, stream_windows
 
 __all__ = ["session_windows"]
 
@@ -32,6 +33,10 @@ def session_windows(
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[False] = ...,
     partitions: int | None = ...,
+    grace: DurationLike | None = ...,
+    emit: Literal["final", "updates"] = ...,
+    buckets: int | None = ...,
+    name: str = ...,
 ) -> DataFrame: ...
 
 
@@ -49,6 +54,10 @@ def session_windows(
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[True],
     partitions: int | None = ...,
+    grace: DurationLike | None = ...,
+    emit: Literal["final", "updates"] = ...,
+    buckets: int | None = ...,
+    name: str = ...,
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -65,6 +74,10 @@ def session_windows(
     time_unit: TimeUnit | None = None,
     return_rejected: bool = False,
     partitions: int | None = None,
+    grace: DurationLike | None = None,
+    emit: Literal["final", "updates"] = "final",
+    buckets: int | None = None,
+    name: str = "windowstore",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Session windows of a batch DataFrame, computed by the Rust engine in Spark's workers.
 
@@ -91,6 +104,15 @@ def session_windows(
         time_unit: The tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
         partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
+            whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
+        emit: ``"final"`` (each window once, when the watermark closes it; output mode
+            append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
+            mode update).
+        buckets: Streams only: how many state rows the keys are hashed into (default:
+            ``spark.sql.shuffle.partitions``). Keep it for the life of a checkpoint.
+        name: Streams only: the name of the observed metrics in the query's progress
+            (``windows`` and ``rejected_<reason>`` per micro-batch).
 
     Returns:
         The windows: the key columns, ``session_start`` and ``session_end`` (first and last
@@ -111,6 +133,27 @@ def session_windows(
     """
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
+    if df.isStreaming:
+        return stream_windows(
+            df,
+            kind="sessions",
+            key=names,
+            time=time,
+            params={
+                "gap": gap,
+                "gap_column": gap_column,
+                "max_gap": max_gap,
+                "on_invalid": check_on_invalid(on_invalid),
+            },
+            used=_schema.used_columns(names, time, [gap_column], aggs),
+            aggs=aggs,
+            grace=grace,
+            emit=emit,
+            return_rejected=return_rejected,
+            buckets=buckets,
+            name=name,
+        )
+    check_batch_options(emit, grace)
     args = _udf.SessionArgs(
         key=names,
         time=time,

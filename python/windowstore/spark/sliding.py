@@ -14,6 +14,7 @@ from windowstore.agg import Agg
 from windowstore.sliding import sliding_windows as local_sliding
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
+from windowstore.spark._stream import check_batch_options, stream_windows
 
 __all__ = ["sliding_windows"]
 
@@ -30,6 +31,10 @@ def sliding_windows(
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[False] = ...,
     partitions: int | None = ...,
+    grace: DurationLike | None = ...,
+    emit: Literal["final", "updates"] = ...,
+    buckets: int | None = ...,
+    name: str = ...,
 ) -> DataFrame: ...
 
 
@@ -45,6 +50,10 @@ def sliding_windows(
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[True],
     partitions: int | None = ...,
+    grace: DurationLike | None = ...,
+    emit: Literal["final", "updates"] = ...,
+    buckets: int | None = ...,
+    name: str = ...,
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -59,6 +68,10 @@ def sliding_windows(
     time_unit: TimeUnit | None = None,
     return_rejected: bool = False,
     partitions: int | None = None,
+    grace: DurationLike | None = None,
+    emit: Literal["final", "updates"] = "final",
+    buckets: int | None = None,
+    name: str = "windowstore",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Kafka's sliding windows (KIP-450) of a batch DataFrame, computed by the Rust engine.
 
@@ -79,6 +92,15 @@ def sliding_windows(
         time_unit: The tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
         partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
+            whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
+        emit: ``"final"`` (each window once, when the watermark closes it; output mode
+            append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
+            mode update).
+        buckets: Streams only: how many state rows the keys are hashed into (default:
+            ``spark.sql.shuffle.partitions``). Keep it for the life of a checkpoint.
+        name: Streams only: the name of the observed metrics in the query's progress
+            (``windows`` and ``rejected_<reason>`` per micro-batch).
 
     Returns:
         The windows: the key columns, ``window_start``, ``window_end`` (both inclusive),
@@ -100,6 +122,25 @@ def sliding_windows(
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
+    if df.isStreaming:
+        return stream_windows(
+            df,
+            kind="sliding",
+            key=names,
+            time=time,
+            params={
+                "time_difference": time_difference,
+                "on_invalid": check_on_invalid(on_invalid),
+            },
+            used=_schema.used_columns(names, time, [], aggs),
+            aggs=aggs,
+            grace=grace,
+            emit=emit,
+            return_rejected=return_rejected,
+            buckets=buckets,
+            name=name,
+        )
+    check_batch_options(emit, grace)
     args = _udf.SlidingArgs(
         key=names,
         time=time,

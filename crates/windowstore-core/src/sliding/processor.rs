@@ -35,7 +35,7 @@ use super::check_record;
 use super::spec::{Resolved, SlidingSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::engine::{write_snapshot, Bound, Lifecycle, Restored};
+use crate::engine::{encode_snapshot, write_snapshot, Bound, Lifecycle, Restored, IN_MEMORY};
 use crate::input::{plain_batch, InputSpec};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
@@ -362,6 +362,50 @@ impl SlidingProcessor {
         let path = path.as_ref();
         let (store, meta) = snapshot::read(path)?;
         super::snapshot_meta::read(path, store, meta)
+    }
+
+    /// The processor's whole state as bytes (the bytes [`SlidingProcessor::snapshot`] writes).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut meta = HashMap::new();
+        super::snapshot_meta::write(self, &mut meta);
+        encode_snapshot(self.bound.as_ref(), &meta)
+    }
+
+    /// Restores a processor from [`SlidingProcessor::to_bytes`]; refuses damaged bytes whole.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let path = Path::new(IN_MEMORY);
+        let (store, meta) = snapshot::decode(path, bytes)?;
+        super::snapshot_meta::read(path, store, meta)
+    }
+
+    /// In `final` mode, the earliest stream time at which a window not emitted yet closes
+    /// (stream time then exceeds its end plus grace); `None` when none is held, and in the
+    /// changelog modes, which emit nothing at close.
+    pub fn next_close(&self) -> Option<i64> {
+        let bound = self
+            .bound
+            .as_ref()
+            .filter(|_| self.spec.emit == EmitMode::Final)?;
+        let end = bound
+            .store
+            .held_sessions_by_end(self.life.emitted_below, i64::MAX)
+            .iter()
+            .map(|s| s.session.end)
+            .min()?;
+        Some(end.saturating_add(bound.ticks.grace).saturating_add(1))
+    }
+
+    /// Advances stream time to `t` (if later) without a record, as when an external clock,
+    /// such as Spark's watermark, says that time has passed. Returns what that emits: in
+    /// `final` mode the windows it closes; nothing in the changelog modes. `None` before the
+    /// processor has seen a schema (it then holds no window).
+    pub fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
+        self.life.check_usable()?;
+        self.life.observe(t);
+        let Some(schema) = self.input_schema() else {
+            return Ok(None);
+        };
+        self.process(&RecordBatch::new_empty(schema)).map(Some)
     }
 
     pub(crate) fn parts(&self) -> Parts<'_> {

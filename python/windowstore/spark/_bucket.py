@@ -1,0 +1,249 @@
+"""What a streaming query runs in Spark's Python workers: one bucket of keys per state row.
+
+Spark's stateful operators call Python once per grouping key and micro-batch, and every state
+read, write and timer is a round trip to the JVM: about 0.75 ms per key here, 75 s per
+micro-batch at 100k keys. So the state is grouped by *bucket* (``pmod(xxhash64(keys), n)``):
+each bucket's state row holds one engine processor, as the bytes of
+:meth:`~windowstore.SessionWindowProcessor.to_bytes`, for all of the bucket's keys. A call then
+feeds all of the bucket's new records to the Rust engine at once.
+
+Per call (:func:`step`):
+
+1. the processor is restored from the bucket's state (or created);
+2. stream time advances to Spark's watermark plus its delay: the largest event time the query
+   has seen, to the millisecond, so lateness is judged against the whole query's progress, as
+   Spark's own stateful operators do. In ``final`` mode this emits the windows it closes;
+3. the bucket's new records are processed in event-time order (ties in arrival order). Time
+   order means no record of the micro-batch is late because of another one: only the watermark
+   makes records late, so the result does not depend on how keys share buckets;
+4. the processor goes back into the state, rejected records are handed over with their counts,
+   and in ``final`` mode one timer is set at the watermark that closes the next window.
+
+Both of Spark's APIs drive this: ``transformWithStateInPandas`` (needs the RocksDB state store
+provider) and ``applyInPandasWithState`` (any provider).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.state import GroupState
+from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+from windowstore._processor import WindowProcessor
+from windowstore.exceptions import InvalidWindowSpec
+from windowstore.sessions import SessionWindowProcessor
+from windowstore.sliding import SlidingWindowProcessor
+
+__all__ = [
+    "BUCKET",
+    "REASONS",
+    "REJECTED",
+    "STATE_SCHEMA",
+    "BucketArgs",
+    "WindowsProcessor",
+    "apply_in_pandas_with_state",
+    "read_rejected",
+    "step",
+]
+
+#: The bucket column added to the input.
+BUCKET = "__windowstore_bucket"
+#: The output column that carries a call's rejected records (Arrow IPC bytes), else null.
+REJECTED = "__windowstore_rejected"
+#: Why a record is rejected (the engine's reasons); each has a count column in the output.
+REASONS = ("late", "invalid_gap", "null_key", "null_time", "time_overflow")
+#: A bucket's state row: the parameters that made it, and the engine's bytes.
+STATE_SCHEMA = StructType(
+    [StructField("params", StringType(), False), StructField("engine", BinaryType(), False)]
+)
+
+_PROCESSORS: dict[str, type[WindowProcessor]] = {
+    "sessions": SessionWindowProcessor,
+    "sliding": SlidingWindowProcessor,
+}
+
+
+def count_column(reason: str) -> str:
+    """The output column counting the records a call rejected for ``reason``."""
+    return f"__windowstore_n_{reason}"
+
+
+@dataclass(frozen=True)
+class BucketArgs:
+    """Everything a worker needs: the engine's parameters and the schemas around it."""
+
+    #: ``"sessions"`` or ``"sliding"``.
+    kind: str
+    #: Keyword arguments of the processor class (time in microseconds: ``time_unit="us"``).
+    params: dict[str, Any]
+    #: The time column (epoch microseconds in the engine's input).
+    time: str
+    #: The engine's input, as the driver checked it (pandas loses integer types to NaN).
+    input_schema: pa.Schema
+    #: The output of one call: the engine's windows, then REJECTED and the counts.
+    output_schema: pa.Schema
+    #: Spark's watermark delay: stream time is the watermark plus this.
+    delay_ms: int
+    #: The parameters as text, kept in every state row: a restart with other parameters would
+    #: otherwise silently continue old windows under new rules.
+    fingerprint: str
+    #: Whether the API fires a timer at a watermark equal to it (transformWithState) or only
+    #: above it (applyInPandasWithState).
+    timer_inclusive: bool
+
+    def new_processor(self) -> WindowProcessor:
+        return _PROCESSORS[self.kind](**self.params)
+
+    def restore(self, params: str, engine: bytes) -> WindowProcessor:
+        if params != self.fingerprint:
+            raise InvalidWindowSpec(
+                "the checkpoint's window state was made with other parameters "
+                f"({params}) than this query's ({self.fingerprint}); restart with the same "
+                "parameters or a new checkpoint location",
+                "checkpoint",
+            )
+        return _PROCESSORS[self.kind].from_bytes(engine)
+
+
+def step(
+    args: BucketArgs,
+    saved: tuple[str, bytes] | None,
+    watermark_ms: int,
+    frames: Iterable[pd.DataFrame],
+) -> tuple[list[pd.DataFrame], tuple[str, bytes], int | None]:
+    """One call for one bucket: returns the output frames, the new state row and the timer
+    (a watermark in ms) at which the next window closes, if any."""
+    p = args.new_processor() if saved is None else args.restore(*saved)
+    out: list[pa.Table] = []
+    if watermark_ms > 0:  # Spark's watermark is 0 until the first micro-batch ends
+        out.append(p.advance((watermark_ms + args.delay_ms) * 1000))
+    records = _records(args, frames)
+    if records is not None:
+        out.append(p.process(records.sort_by([(args.time, "ascending")])))
+    windows = [t for t in out if t.num_rows]
+    result = [_with_bookkeeping(args, t, None, {}) for t in windows]
+    rejected = p.rejected()
+    if rejected.num_rows:
+        counts = rejected.column("reason").value_counts().to_pylist()
+        carrier = args.output_schema.empty_table()
+        result.append(
+            _with_bookkeeping(
+                args, carrier, _ipc(rejected), {c["values"]: c["counts"] for c in counts}
+            )
+        )
+    return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close())
+
+
+def _records(args: BucketArgs, frames: Iterable[pd.DataFrame]) -> pa.Table | None:
+    """The call's records as Arrow, in the schema the driver checked."""
+    parts = [f for f in frames if len(f)]
+    if not parts:
+        return None
+    frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    return pa.Table.from_pandas(frame, schema=args.input_schema, preserve_index=False)
+
+
+def _timer(args: BucketArgs, close: int | None) -> int | None:
+    """The watermark (ms) at which stream time reaches ``close`` (us), for the API's rule."""
+    if close is None:
+        return None
+    at = -(-close // 1000) - args.delay_ms  # the first watermark that closes the window
+    return max(at if args.timer_inclusive else at - 1, 1)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _with_bookkeeping(
+    args: BucketArgs, windows: pa.Table, rejected: bytes | None, counts: dict[str, int]
+) -> pd.DataFrame:
+    """``windows`` (or one carrier row of rejected records) in the call's output schema."""
+    n = max(windows.num_rows, 1 if rejected is not None else 0)
+    columns = {f.name: windows.column(f.name) for f in windows.schema}
+    if rejected is not None:
+        columns = {f.name: pa.nulls(1, f.type) for f in windows.schema}
+    columns[REJECTED] = pa.array([rejected] * n, pa.binary())
+    for reason in REASONS:
+        value = counts.get(reason) if rejected is not None else None
+        columns[count_column(reason)] = pa.array([value] * n, pa.int64())
+    return pa.table(columns, schema=args.output_schema).to_pandas()
+
+
+def read_rejected(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The rejected records carried by the REJECTED column of ``batches`` (mapInArrow)."""
+    for batch in batches:
+        for blob in batch.column(0).to_pylist():
+            if blob is not None:
+                yield from pa.ipc.open_stream(blob).read_all().to_batches()
+
+
+class WindowsProcessor(StatefulProcessor):
+    """``transformWithStateInPandas``: a bucket's state in a value state, one event-time timer."""
+
+    def __init__(self, args: BucketArgs) -> None:
+        self.args = args
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("windowstore", STATE_SCHEMA)
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        yield from self._call(rows, timerValues.getCurrentWatermarkInMs(), None)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        fired = expiredTimerInfo.getExpiryTimeInMs()
+        yield from self._call((), timerValues.getCurrentWatermarkInMs(), fired)
+
+    def _call(
+        self, rows: Iterable[pd.DataFrame], watermark_ms: int, fired: int | None
+    ) -> Iterator[pd.DataFrame]:
+        saved = self.state.get() if self.state.exists() else None
+        frames, row, timer = step(
+            self.args, None if saved is None else (saved[0], saved[1]), watermark_ms, rows
+        )
+        self.state.update(row)
+        # Spark deletes the timer that fired itself, after this call.
+        for t in self.handle.listTimers():
+            if t != fired and t != timer:
+                self.handle.deleteTimer(t)
+        if timer is not None and timer != fired:
+            self.handle.registerTimer(timer)
+        yield from frames
+
+    def close(self) -> None:
+        pass
+
+
+def apply_in_pandas_with_state(
+    args: BucketArgs, key: Any, frames: Iterator[pd.DataFrame], state: GroupState
+) -> Iterator[pd.DataFrame]:
+    """``applyInPandasWithState``: a bucket's state in the group state, one event-time
+    timeout."""
+    saved = state.get if state.exists else None
+    watermark_ms = state.getCurrentWatermarkMs()
+    out, row, timer = step(
+        args,
+        None if saved is None else (saved[0], saved[1]),
+        watermark_ms,
+        () if state.hasTimedOut else frames,
+    )
+    state.update(row)
+    if timer is not None:
+        state.setTimeoutTimestamp(max(timer, watermark_ms))
+    yield from out

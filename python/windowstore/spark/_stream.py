@@ -1,0 +1,258 @@
+"""Streaming DataFrames: session and sliding windows with state in Spark's state store.
+
+The driver checks everything here, when the query is defined: the time column, the event-time
+basis (``grace`` or a watermark), every engine parameter (the engine runs on an empty table of
+the workers' input schema), and the output schema. The workers run :mod:`._bucket`.
+
+The plan, for an input ``df``:
+
+    df.withWatermark(time, grace)                      (unless df has a watermark already)
+      .select(bucket, keys, unix_micros(time), ...)    (the columns the engine reads)
+      .groupBy(bucket)
+      .transformWithStateInPandas(...)                 (RocksDB provider; else
+                                                        applyInPandasWithState)
+      .observe(name, windows, rejected_<reason>...)    (counts in the query's progress)
+      .filter(window rows).select(timestamps back)
+
+With ``return_rejected=True`` a second stream decodes the rejected records from the same
+operator's output; writing both runs the operator once per query (each with its own
+checkpoint), with the same deterministic results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+from pyspark.sql.types import LongType, TimestampType
+
+from windowstore._durations import DurationLike, to_duration
+from windowstore.agg import Agg
+from windowstore.exceptions import InvalidWindowSpec, SchemaError
+from windowstore.spark import _bucket, _schema
+from windowstore.spark._plan import column
+
+__all__ = ["check_batch_options", "stream_windows"]
+
+_WATERMARK = "spark.watermarkDelayMs"
+_ROCKSDB = "RocksDBStateStoreProvider"
+_EVENT_TIME = "__windowstore_event_time"
+#: Output columns that hold event times (epoch microseconds in the engine).
+_TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
+
+
+def check_batch_options(emit: str, grace: DurationLike | None) -> None:
+    """A batch DataFrame has complete data: final windows, no lateness."""
+    if emit != "final":
+        raise InvalidWindowSpec(
+            f"invalid emit: {emit!r} needs a streaming DataFrame; a batch DataFrame gives the "
+            'final windows (emit="final")',
+            "emit",
+        )
+    if grace is not None:
+        to_duration(grace, "grace")  # still refuse an unreadable value
+
+
+def stream_windows(
+    df: DataFrame,
+    *,
+    kind: str,
+    key: list[str],
+    time: str,
+    params: dict[str, Any],
+    used: list[str],
+    aggs: Sequence[Agg],
+    grace: DurationLike | None,
+    emit: str,
+    return_rejected: bool,
+    buckets: int | None,
+    name: str,
+) -> DataFrame | tuple[DataFrame, DataFrame]:
+    """The windows of streaming ``df`` (see :func:`windowstore.spark.session_windows`)."""
+    if emit not in ("final", "updates"):
+        raise InvalidWindowSpec(
+            f'invalid emit: {emit!r}; a stream takes "final" (output mode append) or '
+            '"updates" (output mode update)',
+            "emit",
+        )
+    if not isinstance(name, str) or not name:
+        raise InvalidWindowSpec(
+            f"invalid name: a non-empty string is required, not {name!r}", "name"
+        )
+    _check_stream_time(df, time)
+    df, delay_ms = _event_time(df, time, grace)
+    n = _buckets(df, buckets)
+
+    bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
+    projected = df.select(
+        bucket.alias(_bucket.BUCKET),
+        # The watermarked column itself: applyInPandasWithState checks its input has one.
+        column(time).alias(_EVENT_TIME),
+        *[F.unix_micros(column(c)).alias(c) if c == time else column(c) for c in used],
+    )
+    input_schema = _schema.arrow_schema(projected, used)
+    engine_params = {
+        **params,
+        "key": key,
+        "time": time,
+        "time_unit": "us",
+        "grace": delay_ms * 1000,
+        "emit": emit,
+        "aggs": tuple(aggs),
+    }
+    # The engine checks every parameter and column on an empty table of the workers' schema.
+    probe = _bucket.BucketArgs(
+        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True
+    ).new_processor()
+    windows_schema = probe.process(input_schema.empty_table()).schema
+    rejected_schema = probe.rejected().schema
+    output_schema = pa.schema(
+        [
+            *windows_schema,
+            pa.field(_bucket.REJECTED, pa.binary()),
+            *[pa.field(_bucket.count_column(r), pa.int64()) for r in _bucket.REASONS],
+        ]
+    )
+    rocksdb = _ROCKSDB in (
+        df.sparkSession.conf.get("spark.sql.streaming.stateStore.providerClass") or ""
+    )
+    args = _bucket.BucketArgs(
+        kind=kind,
+        params=engine_params,
+        time=time,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        delay_ms=delay_ms,
+        fingerprint=json.dumps(
+            {"kind": kind, **{k: repr(v) for k, v in sorted(engine_params.items())}},
+            sort_keys=True,
+        ),
+        timer_inclusive=rocksdb,
+    )
+    spark_output = _schema.spark_schema(output_schema)
+    grouped = projected.groupBy(_bucket.BUCKET)
+    mode = "Append" if emit == "final" else "Update"
+    if rocksdb:
+        out = grouped.transformWithStateInPandas(
+            _bucket.WindowsProcessor(args), spark_output, mode, "EventTime"
+        )
+    else:
+        out = grouped.applyInPandasWithState(
+            partial(_bucket.apply_in_pandas_with_state, args),
+            spark_output,
+            _bucket.STATE_SCHEMA,
+            mode.lower(),
+            GroupStateTimeout.EventTimeTimeout,
+        )
+    is_window = F.col(_bucket.REJECTED).isNull()
+    observed = out.observe(
+        name,
+        F.count(F.when(is_window, 1)).alias("windows"),
+        *[
+            F.coalesce(F.sum(_bucket.count_column(r)), F.lit(0)).alias(f"rejected_{r}")
+            for r in _bucket.REASONS
+        ],
+    )
+    windows = observed.filter(is_window).select(
+        *[_from_micros(f.name, f.name in _TIME_OUTPUTS, aggs, time) for f in windows_schema]
+    )
+    if not return_rejected:
+        return windows
+    rejected = (
+        out.filter(~is_window)
+        .select(_bucket.REJECTED)
+        .mapInArrow(_bucket.read_rejected, _schema.spark_schema(rejected_schema))
+    )
+    rejected = rejected.select(
+        *[_from_micros(f.name, f.name == time, (), time) for f in rejected_schema]
+    )
+    return windows, rejected
+
+
+def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], time: str) -> Column:
+    """Output column ``name``, back to a timestamp when it holds event times."""
+    agg = next((a for a in aggs if a.output_name == name), None)
+    if agg is not None and agg.column == time:
+        if agg.func in ("min", "max", "first", "last"):
+            is_time = True
+        elif agg.func == "collect":
+            return F.transform(column(name), F.timestamp_micros).alias(name)
+    return F.timestamp_micros(column(name)).alias(name) if is_time else column(name)
+
+
+def _check_stream_time(df: DataFrame, time: str) -> None:
+    dt = _schema.field(df, time).dataType
+    if not isinstance(dt, TimestampType):
+        hint = (
+            " (convert epoch ticks with timestamp_millis/timestamp_micros)"
+            if isinstance(dt, LongType)
+            else ""
+        )
+        raise SchemaError(
+            f'column "{time}": a stream needs a timestamp time column for Spark\'s watermark, '
+            f"not {dt.simpleString()}{hint}",
+            time,
+        )
+
+
+def _event_time(df: DataFrame, time: str, grace: DurationLike | None) -> tuple[DataFrame, int]:
+    """``df`` with a watermark on ``time`` and its delay in ms: the one ``df`` has, or one of
+    ``grace``. Lateness is then Spark's: stream time is the watermark plus the delay."""
+    marked = {f.name: f.metadata[_WATERMARK] for f in df.schema.fields if _WATERMARK in f.metadata}
+    others = sorted(set(marked) - {time})
+    if others:
+        raise SchemaError(
+            f'column "{others[0]}": the stream\'s watermark is on "{others[0]}"; windows need '
+            f'it on their time column "{time}"',
+            others[0],
+        )
+    grace_us = None if grace is None else _grace_micros(grace)
+    if time in marked:
+        delay_ms = int(marked[time])
+        if grace_us is not None and grace_us != delay_ms * 1000:
+            raise InvalidWindowSpec(
+                f"invalid grace: the stream already has a watermark delay of {delay_ms} ms on "
+                f'"{time}", which is its grace; pass grace=None, or drop the watermark',
+                "grace",
+            )
+        return df, delay_ms
+    if grace_us is None:
+        raise InvalidWindowSpec(
+            "invalid grace: a stream needs an event-time basis; pass grace= (how late a record "
+            f'may be, e.g. grace="10 minutes") or call df.withWatermark("{time}", delay) first',
+            "grace",
+        )
+    if grace_us % 1000:
+        raise InvalidWindowSpec(
+            f"invalid grace: {grace_us} us; Spark's watermark counts whole milliseconds", "grace"
+        )
+    marked_df = df.withWatermark(time, f"{grace_us // 1000} milliseconds")
+    return marked_df, grace_us // 1000
+
+
+def _grace_micros(grace: DurationLike) -> int:
+    unit, value = to_duration(grace, "grace")
+    micros = value if unit == "ticks" else value // 1000
+    if value < 0:
+        raise InvalidWindowSpec(f"invalid grace: must be >= 0, got {grace!r}", "grace")
+    if unit == "nanos" and value % 1000:
+        raise InvalidWindowSpec(
+            f"invalid grace: {grace!r} is finer than the microseconds of a timestamp", "grace"
+        )
+    return micros
+
+
+def _buckets(df: DataFrame, buckets: int | None) -> int:
+    if buckets is None:
+        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets <= 0:
+        raise InvalidWindowSpec(
+            f"invalid buckets: must be a positive int, got {buckets!r}", "buckets"
+        )
+    return buckets
