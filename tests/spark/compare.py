@@ -11,7 +11,7 @@ def assert_same_windows(got: pa.Table, want: pa.Table, by: list[str]) -> None:
     """``got`` and ``want`` hold the same rows (any order) with the same column names and
     types; float columns equal up to relative 1e-9 (merges sum in another order)."""
     assert got.column_names == want.column_names
-    assert got.num_rows == want.num_rows
+    assert got.num_rows == want.num_rows, (got.num_rows, want.num_rows)
     order = [(c, "ascending") for c in by]
     got, want = got.sort_by(order), want.sort_by(order)
     for name in want.column_names:

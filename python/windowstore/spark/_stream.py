@@ -89,6 +89,11 @@ def stream_windows(
     df, delay_ms = _event_time(df, time, grace)
     n = _buckets(df, buckets)
 
+    for c in used:
+        _schema.field(df, c)  # a SchemaError naming a missing column
+    if return_rejected:
+        # Rejected records come back whole, as in the batch adapter.
+        used = [*df.columns, *[c for c in used if c not in df.columns]]
     bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
     projected = df.select(
         bucket.alias(_bucket.BUCKET),

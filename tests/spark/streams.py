@@ -1,0 +1,108 @@
+"""Generated event streams for the streaming tests: Parquet files, one per micro-batch, and the
+queries that window them (also run as a separate driver process by the kill test)."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+from windowstore import agg
+from windowstore.spark import session_windows, sliding_windows
+
+SCHEMA = "k string, ts timestamp, x long, g long"
+#: Epoch seconds of the first event: Spark's watermark is 0 until data has been seen.
+BASE_S = 1_700_000_000
+#: The sentinel key: one record far in the future, in the last file, closes every window.
+SENTINEL = "~end"
+GRACE = "20s"
+AGGS = [agg.count(), agg.sum("x"), agg.min("x"), agg.max("x"), agg.mean("x")]
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One windowing of the tests: its name and keyword arguments."""
+
+    name: str
+    kwargs: dict[str, Any]
+
+    def windows(self, df: DataFrame, **extra: Any) -> Any:
+        fn = sliding_windows if "time_difference" in self.kwargs else session_windows
+        return fn(df, key="k", time="ts", aggs=AGGS, **self.kwargs, **extra)
+
+    @property
+    def by(self) -> list[str]:
+        return ["k", "window_start" if "time_difference" in self.kwargs else "session_start"]
+
+
+KINDS = {
+    "fixed_gap": Kind("fixed_gap", {"gap": "30s"}),
+    "dynamic_gap": Kind("dynamic_gap", {"gap_column": "g", "max_gap": "60s"}),
+    "sliding": Kind("sliding", {"time_difference": "20s"}),
+}
+
+
+def events(seed: int, files: int = 12, per_file: int = 40, keys: int = 8) -> list[pd.DataFrame]:
+    """``files`` micro-batches of events, out of order by up to the grace (20 s) and no more:
+    each event is its true time (never decreasing) minus up to 20 s, so no event is ever
+    behind the largest time seen before it by more than the grace."""
+    rng = random.Random(seed)
+    true_ms = BASE_S * 1000
+    out = []
+    for _ in range(files):
+        rows = []
+        for _ in range(per_file):
+            true_ms += rng.randint(0, 3000)
+            t = true_ms - rng.randint(0, 20_000)
+            gap_s = rng.choice([5, 15, 40, 60])
+            rows.append((f"k{rng.randrange(keys)}", t, rng.randint(-5, 100), gap_s * 1_000_000))
+        rng.shuffle(rows)
+        out.append(_frame(rows))
+    out.append(_frame([(SENTINEL, true_ms + 10 * 86_400_000, 0, 1_000_000)]))
+    return out
+
+
+def _frame(rows: list[tuple[str, int, int, int]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["k", "ts", "x", "g"])
+    frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
+    return frame
+
+
+def write_files(frames: list[pd.DataFrame], folder: Path, first: int = 0) -> None:
+    """Writes ``frames`` as numbered Parquet files (written aside, then renamed in, so that a
+    running stream never reads half a file). Spark's file source takes files in modification
+    time order, so file ``i`` is dated ``i`` seconds after the epoch-plus-a-day: files written
+    in the same instant would otherwise come in any order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, frame in enumerate(frames, start=first):
+        tmp = folder.parent / f".{folder.name}-{i:03d}.parquet"
+        frame.to_parquet(tmp, index=False)
+        os.utime(tmp, (86_400 + i, 86_400 + i))
+        tmp.rename(folder / f"part-{i:03d}.parquet")
+
+
+def read_stream(spark: SparkSession, folder: Path) -> DataFrame:
+    """The files of ``folder`` as a stream, one file per micro-batch."""
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
+
+
+def start_to_parquet(
+    spark: SparkSession, kind: Kind, source: Path, sink: Path, checkpoint: Path, **trigger: Any
+) -> Any:
+    """Starts the final-mode windows of ``source`` into a Parquet sink; returns the query."""
+    windows = kind.windows(read_stream(spark, source), grace=GRACE)
+    return (
+        windows.writeStream.format("parquet")
+        .option("path", str(sink))
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(**trigger)
+        .start()
+    )

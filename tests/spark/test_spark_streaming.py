@@ -1,0 +1,314 @@
+"""Structured Streaming on real Spark, with the default state store provider
+(applyInPandasWithState) and RocksDB (transformWithStateInPandas): file-source streams of 13
+micro-batches, out of order within the grace, against the batch adapter on the same events;
+restarts from the checkpoint, after a clean stop and after SIGKILL of the driver; changelog
+replay; late and invalid records; errors raised when the query is defined."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from windowstore import InvalidWindowSpec, SchemaError, agg
+from windowstore.spark import session_windows, sliding_windows
+
+from .compare import assert_same_windows
+from .streams import (
+    GRACE,
+    KINDS,
+    PROVIDER,
+    ROCKSDB,
+    SCHEMA,
+    SENTINEL,
+    Kind,
+    events,
+    read_stream,
+    start_to_parquet,
+    write_files,
+)
+
+pytestmark = pytest.mark.spark
+
+FRAMES = events(seed=7)
+PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    """Runs the test with the state store provider of the parameter."""
+    name: str = request.param
+    if PROVIDERS[name] is None:
+        spark.conf.unset(PROVIDER)
+    else:
+        spark.conf.set(PROVIDER, PROVIDERS[name])
+    yield name
+    spark.conf.unset(PROVIDER)
+
+
+def batch_result(spark: SparkSession, kind: Kind) -> pa.Table:
+    """The batch adapter's windows over the same events (the sentinel left out)."""
+    every = pd.concat(FRAMES, ignore_index=True)
+    every = every[every["k"] != SENTINEL]
+    return kind.windows(spark.createDataFrame(every, SCHEMA)).toArrow()
+
+
+def sink_rows(spark: SparkSession, sink: Path) -> pa.Table:
+    """The committed rows of a Parquet sink (read through its metadata log), sentinel out."""
+    df = spark.read.parquet(str(sink))
+    return df.filter(df.k != SENTINEL).toArrow()
+
+
+_RUNS: dict[tuple[str, str], tuple[pa.Table, list[dict[str, Any]]]] = {}
+
+
+def uninterrupted(
+    spark: SparkSession, provider: str, kind: Kind, root: Path
+) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """One uninterrupted run's sink rows and progress, per provider and kind (shared by the
+    tests that compare with it)."""
+    if (provider, kind.name) not in _RUNS:
+        run = root / f"uninterrupted-{provider}-{kind.name}"
+        write_files(FRAMES, run / "in")
+        query = start_to_parquet(
+            spark, kind, run / "in", run / "out", run / "checkpoint", availableNow=True
+        )
+        query.awaitTermination()
+        _RUNS[(provider, kind.name)] = (sink_rows(spark, run / "out"), query.recentProgress)
+    return _RUNS[(provider, kind.name)]
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_final_windows_equal_the_batch_adapter(
+    spark: SparkSession, provider: str, kind: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    k = KINDS[kind]
+    got, progress = uninterrupted(spark, provider, k, tmp_path_factory.getbasetemp())
+    with_data = [p for p in progress if p["numInputRows"] > 0]
+    assert len(with_data) >= 10
+    want = batch_result(spark, k)
+    assert want.num_rows > 40
+    assert_same_windows(got, want, k.by)
+    metrics = [p["observedMetrics"]["windowstore"] for p in progress]
+    assert sum(m["windows"] for m in metrics) == want.num_rows
+    assert all(m["rejected_late"] == 0 for m in metrics)
+    # Windows come out as the watermark passes them, spread over the micro-batches.
+    assert sum(1 for m in metrics if m["windows"] > 0) >= 5
+
+
+def test_restart_from_the_checkpoint_after_a_clean_stop(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    k = KINDS["fixed_gap"]
+    want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+    write_files(FRAMES[:5], source)
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    first = sink_rows(spark, sink).num_rows
+    assert 0 < first < want.num_rows
+    write_files(FRAMES[5:], source, first=5)
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    assert_same_windows(sink_rows(spark, sink), want, k.by)
+
+
+def test_restart_after_the_driver_is_killed(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    k = KINDS["sliding"]
+    want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+    write_files(FRAMES, source)
+    job = Path(__file__).with_name("stream_job.py")
+    log = (tmp_path / "job.log").open("wb")
+    driver = subprocess.Popen(
+        [sys.executable, str(job), k.name, str(source), str(sink), str(checkpoint),
+         PROVIDERS[provider] or "default"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    commits = checkpoint / "commits"
+    try:
+        deadline = time.monotonic() + 300
+        while _count(commits) < 4:
+            assert driver.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the driver committed no 4 micro-batches"
+            time.sleep(0.2)
+    finally:
+        # The driver, its JVM and its Python workers, without a chance to clean up.
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+        log.close()
+    done = _count(commits)
+    assert done < len(FRAMES), "the driver finished before it was killed"
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    assert _count(commits) > done
+    assert_same_windows(sink_rows(spark, sink), want, k.by)
+
+
+def _count(folder: Path) -> int:
+    if not folder.exists():
+        return 0
+    return sum(1 for p in folder.iterdir() if p.name.isdigit())
+
+
+@pytest.mark.parametrize("kind", ["fixed_gap", "sliding"])
+def test_updates_replay_to_the_final_windows(
+    spark: SparkSession, kind: str, tmp_path: Path
+) -> None:
+    k = KINDS[kind]
+    write_files(FRAMES, tmp_path / "in")
+    windows = k.windows(read_stream(spark, tmp_path / "in"), grace=GRACE, emit="updates")
+    assert windows.columns[-1] == "op"
+    batches: list[tuple[int, list[dict[str, Any]]]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        batches.append((batch_id, [r.asDict() for r in df.collect()]))
+
+    query = (
+        windows.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .outputMode("update")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    current: dict[tuple[Any, ...], dict[str, Any]] = {}
+    deletes = 0
+    for _, rows in sorted(batches, key=lambda b: b[0]):
+        for row in rows:
+            op = row.pop("op")
+            window = (*[row[c] for c in k.by], row[k.by[1].replace("start", "end")])
+            if op == "delete":
+                deletes += 1
+                assert current.pop(window, None) is not None, f"delete of an unknown {window}"
+            else:
+                current[window] = row
+    assert deletes > 0 or kind == "sliding"
+    got = pa.Table.from_pylist([r for r in current.values() if r["k"] != SENTINEL])
+    want = batch_result(spark, k)
+    assert_same_windows(got.select(want.column_names).cast(want.schema), want, k.by)
+
+
+def test_late_and_invalid_records_are_counted_and_returned(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    base = 1_700_000_000_000
+    files = [
+        [("a", base, 1), ("b", base, 2)],
+        [("a", base + 100_000, 3), ("a", base - 50_000, 4), (None, base + 1, 5)],
+        [("c", base + 500_000, 6)],
+    ]
+    frames = []
+    for rows in files:
+        frame = pd.DataFrame(rows, columns=["k", "ts", "x"])
+        frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
+        frames.append(frame.assign(g=0))
+    write_files(frames, tmp_path / "in")
+    windows, rejected = session_windows(
+        read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="30s", grace="10s",
+        aggs=[agg.count()], on_invalid="drop", return_rejected=True, name="clicks",
+    )  # fmt: skip
+    queries = [
+        df.writeStream.format("memory").queryName(name)
+        .option("checkpointLocation", str(tmp_path / name))
+        .outputMode("append").trigger(availableNow=True).start()
+        for name, df in (("ws_windows", windows), ("ws_rejected", rejected))
+    ]  # fmt: skip
+    for q in queries:
+        q.awaitTermination()
+    metrics = [p["observedMetrics"]["clicks"] for p in queries[0].recentProgress]
+    assert sum(m["rejected_late"] for m in metrics) == 1
+    assert sum(m["rejected_null_key"] for m in metrics) == 1
+    got = spark.sql("select k, x, reason from ws_rejected order by x").collect()
+    assert spark.table("ws_rejected").columns == ["k", "ts", "x", "g", "reason"]
+    assert [tuple(r) for r in got] == [("a", 4, "late"), (None, 5, "null_key")]
+    counted = spark.sql("select sum(count) from ws_windows").collect()[0][0]
+    # Every record is in a window or rejected; c's session stays open (nothing closes it).
+    assert counted + len(got) == sum(len(f) for f in files) - 1
+
+
+def test_a_restart_with_other_parameters_fails_loudly(spark: SparkSession, tmp_path: Path) -> None:
+    write_files(FRAMES[:3], tmp_path / "in")
+    k = KINDS["fixed_gap"]
+    start_to_parquet(
+        spark, k, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
+    ).awaitTermination()
+    write_files(FRAMES[3:4], tmp_path / "in", first=3)
+    other = Kind("other", {"gap": "31s"})
+    query = start_to_parquet(
+        spark, other, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
+    )
+    with pytest.raises(StreamingQueryException, match="other parameters"):
+        query.awaitTermination()
+
+
+@pytest.fixture
+def stream(spark: SparkSession, tmp_path: Path) -> DataFrame:
+    write_files(FRAMES[:1], tmp_path / "in")
+    return read_stream(spark, tmp_path / "in")
+
+
+def test_a_stream_needs_grace_or_a_watermark(stream: DataFrame) -> None:
+    with pytest.raises(InvalidWindowSpec, match="withWatermark") as e:
+        session_windows(stream, key="k", time="ts", gap="30s")
+    assert e.value.parameter == "grace"
+    # A watermark on the time column is the event-time basis, and its delay the grace.
+    marked = stream.withWatermark("ts", "20 seconds")
+    assert marked.isStreaming
+    assert session_windows(marked, key="k", time="ts", gap="30s").isStreaming
+    with pytest.raises(InvalidWindowSpec, match="watermark delay of 20000 ms") as e:
+        session_windows(marked, key="k", time="ts", gap="30s", grace="5s")
+    assert e.value.parameter == "grace"
+
+
+def test_a_watermark_on_another_column_is_refused(stream: DataFrame) -> None:
+    other = stream.withColumn("at", stream.ts)
+    other = other.withWatermark("at", "1 minute")
+    with pytest.raises(SchemaError, match='watermark is on "at"') as e:
+        sliding_windows(other, key="k", time="ts", time_difference="1m", grace="1m")
+    assert e.value.column == "at"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter", "message"),
+    [
+        ({"emit": "changes"}, "emit", "output mode update"),
+        ({"grace": "-1s"}, "grace", ">= 0"),
+        ({"grace": "1500us"}, "grace", "whole milliseconds"),
+        ({"buckets": 0}, "buckets", "positive int"),
+        ({"gap": "0s"}, "gap", "gap"),
+        ({"aggs": [agg.sum("nope")]}, "nope", "nope"),
+    ],
+)
+def test_bad_parameters_fail_when_the_query_is_defined(
+    stream: DataFrame, kwargs: dict[str, Any], parameter: str, message: str
+) -> None:
+    call: dict[str, Any] = {"key": "k", "time": "ts", "gap": "30s", "grace": "10s", **kwargs}
+    with pytest.raises((InvalidWindowSpec, SchemaError), match=message) as e:
+        session_windows(stream, **call)
+    named = getattr(e.value, "parameter", None) or getattr(e.value, "column", None)
+    assert named == parameter
+
+
+def test_a_stream_needs_a_timestamp_time_column(spark: SparkSession, stream: DataFrame) -> None:
+    longs = stream.withColumn("ts", stream.x)
+    with pytest.raises(SchemaError, match="timestamp_millis") as e:
+        session_windows(longs, key="k", time="ts", gap=30, grace=10)
+    assert e.value.column == "ts"
+
+
+def test_updates_need_a_stream(spark: SparkSession) -> None:
+    df = spark.createDataFrame([("a", 1)], "k string, t long")
+    with pytest.raises(InvalidWindowSpec, match="needs a streaming DataFrame") as e:
+        session_windows(df, key="k", time="t", gap=10, emit="updates")
+    assert e.value.parameter == "emit"
