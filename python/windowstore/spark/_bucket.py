@@ -128,17 +128,14 @@ def step(
     records = _records(args, frames)
     if records is not None:
         out.append(p.process(records.sort_by([(args.time, "ascending")])))
-    windows = [t for t in out if t.num_rows]
-    result = [_with_bookkeeping(args, t, None, {}) for t in windows]
+    parts = [_with_bookkeeping(args, t, None, {}) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:
         counts = rejected.column("reason").value_counts().to_pylist()
         carrier = args.output_schema.empty_table()
-        result.append(
-            _with_bookkeeping(
-                args, carrier, _ipc(rejected), {c["values"]: c["counts"] for c in counts}
-            )
-        )
+        by_reason = {c["values"]: c["counts"] for c in counts}
+        parts.append(_with_bookkeeping(args, carrier, _ipc(rejected), by_reason))
+    result = [pa.concat_tables(parts).to_pandas()] if parts else []
     return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close())
 
 
@@ -168,7 +165,7 @@ def _ipc(table: pa.Table) -> bytes:
 
 def _with_bookkeeping(
     args: BucketArgs, windows: pa.Table, rejected: bytes | None, counts: dict[str, int]
-) -> pd.DataFrame:
+) -> pa.Table:
     """``windows`` (or one carrier row of rejected records) in the call's output schema."""
     n = max(windows.num_rows, 1 if rejected is not None else 0)
     columns = {f.name: windows.column(f.name) for f in windows.schema}
@@ -178,7 +175,7 @@ def _with_bookkeeping(
     for reason in REASONS:
         value = counts.get(reason) if rejected is not None else None
         columns[count_column(reason)] = pa.array([value] * n, pa.int64())
-    return pa.table(columns, schema=args.output_schema).to_pandas()
+    return pa.table(columns, schema=args.output_schema)
 
 
 def read_rejected(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
