@@ -1,10 +1,16 @@
 """Generated event streams for the streaming tests: Parquet files, one per micro-batch, and the
-queries that window them (also run as a separate driver process by the kill test)."""
+queries that window them.
+
+Run as a script, it is the driver process the kill test kills: it runs one query until then.
+
+    python tests/spark/streams.py KIND SOURCE SINK CHECKPOINT PROVIDER
+"""
 
 from __future__ import annotations
 
 import os
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,3 +112,28 @@ def start_to_parquet(
         .trigger(**trigger)
         .start()
     )
+
+
+def main(kind: str, source: str, sink: str, checkpoint: str, provider: str) -> None:
+    """Runs the final-mode windows of ``source`` into ``sink`` until killed."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("windowstore-stream-job")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if provider != "default":
+        builder = builder.config(PROVIDER, provider)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    query = start_to_parquet(
+        spark, KINDS[kind], Path(source), Path(sink), Path(checkpoint), processingTime="0 seconds"
+    )
+    query.awaitTermination()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:6])

@@ -49,10 +49,11 @@ PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
 def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
     """Runs the test with the state store provider of the parameter."""
     name: str = request.param
-    if PROVIDERS[name] is None:
+    chosen = PROVIDERS[name]
+    if chosen is None:
         spark.conf.unset(PROVIDER)
     else:
-        spark.conf.set(PROVIDER, PROVIDERS[name])
+        spark.conf.set(PROVIDER, chosen)
     yield name
     spark.conf.unset(PROVIDER)
 
@@ -129,7 +130,7 @@ def test_restart_after_the_driver_is_killed(
     want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
     write_files(FRAMES, source)
-    job = Path(__file__).with_name("stream_job.py")
+    job = Path(__file__).with_name("streams.py")
     log = (tmp_path / "job.log").open("wb")
     driver = subprocess.Popen(
         [sys.executable, str(job), k.name, str(source), str(sink), str(checkpoint),
@@ -203,7 +204,7 @@ def test_late_and_invalid_records_are_counted_and_returned(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     base = 1_700_000_000_000
-    files = [
+    files: list[list[tuple[str | None, int, int]]] = [
         [("a", base, 1), ("b", base, 2)],
         [("a", base + 100_000, 3), ("a", base - 50_000, 4), (None, base + 1, 5)],
         [("c", base + 500_000, 6)],

@@ -32,9 +32,13 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.state import GroupState
-from pyspark.sql.streaming.stateful_processor import ExpiredTimerInfo, TimerValues
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from windowstore._processor import WindowProcessor

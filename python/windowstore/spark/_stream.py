@@ -42,7 +42,6 @@ __all__ = ["check_batch_options", "stream_windows"]
 
 _WATERMARK = "spark.watermarkDelayMs"
 _ROCKSDB = "RocksDBStateStoreProvider"
-_EVENT_TIME = "__windowstore_event_time"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
 
@@ -97,9 +96,14 @@ def stream_windows(
     bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
     projected = df.select(
         bucket.alias(_bucket.BUCKET),
-        # The watermarked column itself: applyInPandasWithState checks its input has one.
-        column(time).alias(_EVENT_TIME),
-        *[F.unix_micros(column(c)).alias(c) if c == time else column(c) for c in used],
+        *[
+            # The time column keeps its watermark mark (applyInPandasWithState checks that its
+            # input has one) as epoch microseconds: cheaper to hand to Python than timestamps.
+            F.unix_micros(column(c)).alias(c, metadata={_WATERMARK: delay_ms})
+            if c == time
+            else column(c)
+            for c in used
+        ],
     )
     input_schema = _schema.arrow_schema(projected, used)
     engine_params = {
