@@ -17,7 +17,7 @@ the ratio of throughputs windowstore / native (>= 1.0: windowstore is no slower)
 both are printed: the same sessions should come out.
 
 Run: python benches/bench_spark_streaming.py [--events 200000] [--keys 100000] [--batches 12]
-     [--repeat 3] [--provider default|rocksdb] [--partitions 8]
+     [--repeat 3] [--provider default|rocksdb] [--partitions 8] [--arrow-batch 10000]
 """
 
 from __future__ import annotations
@@ -120,6 +120,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--provider", choices=["default", "rocksdb"], default="default")
     parser.add_argument("--partitions", type=int, default=8, help="spark.sql.shuffle.partitions")
+    parser.add_argument(
+        "--arrow-batch",
+        type=int,
+        default=10_000,
+        help="spark.sql.execution.arrow.maxRecordsPerBatch",
+    )
     a = parser.parse_args()
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -131,6 +137,7 @@ def main() -> None:
         .config("spark.sql.shuffle.partitions", str(a.partitions))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "6g")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(a.arrow_batch))
     )
     if a.provider == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
@@ -142,7 +149,8 @@ def main() -> None:
         write_stream(root / "in", a.batches, a.events, a.keys)
         print(
             f"{a.batches} micro-batches x {a.events:,} events, {a.keys:,} keys, "
-            f"state store: {a.provider}, {a.partitions} shuffle partitions"
+            f"state store: {a.provider}, {a.partitions} shuffle partitions, Arrow batches of "
+            f"{a.arrow_batch:,} rows"
         )
         results: dict[str, list[dict[str, float]]] = {"native": [], "windowstore": []}
         for i in range(a.repeat):
