@@ -164,7 +164,7 @@ def _count(folder: Path) -> int:
 
 @pytest.mark.parametrize("kind", ["fixed_gap", "sliding"])
 def test_updates_replay_to_the_final_windows(
-    spark: SparkSession, kind: str, tmp_path: Path
+    spark: SparkSession, provider: str, kind: str, tmp_path: Path
 ) -> None:
     k = KINDS[kind]
     write_files(FRAMES, tmp_path / "in")
@@ -245,12 +245,13 @@ def test_a_restart_with_other_parameters_fails_loudly(spark: SparkSession, tmp_p
         spark, k, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
     ).awaitTermination()
     write_files(FRAMES[3:4], tmp_path / "in", first=3)
-    other = Kind("other", {"gap": "31s"})
-    query = start_to_parquet(
-        spark, other, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
-    )
-    with pytest.raises(StreamingQueryException, match="other parameters"):
-        query.awaitTermination()
+    for changed in ({"gap": "31s"}, {"gap": "30s", "buckets": 3}):
+        other = Kind("other", changed)
+        query = start_to_parquet(
+            spark, other, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
+        )
+        with pytest.raises(StreamingQueryException, match="other parameters"):
+            query.awaitTermination()
 
 
 @pytest.fixture

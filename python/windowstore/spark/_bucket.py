@@ -111,7 +111,8 @@ class BucketArgs:
             raise InvalidWindowSpec(
                 "the checkpoint's window state was made with other parameters "
                 f"({params}) than this query's ({self.fingerprint}); restart with the same "
-                "parameters or a new checkpoint location",
+                "parameters (buckets= defaults to spark.sql.shuffle.partitions) or a new "
+                "checkpoint location",
                 "checkpoint",
             )
         return _PROCESSORS[self.kind].from_bytes(engine)

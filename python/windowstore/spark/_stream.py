@@ -138,8 +138,13 @@ def stream_windows(
         input_schema=input_schema,
         output_schema=output_schema,
         delay_ms=delay_ms,
+        # The bucket count is part of it: with another count, keys would meet other keys' state.
         fingerprint=json.dumps(
-            {"kind": kind, **{k: repr(v) for k, v in sorted(engine_params.items())}},
+            {
+                "kind": kind,
+                "buckets": n,
+                **{k: repr(v) for k, v in sorted(engine_params.items())},
+            },
             sort_keys=True,
         ),
         timer_inclusive=rocksdb,
