@@ -3,6 +3,7 @@
 mod convert;
 mod errors;
 mod partial;
+mod processor;
 mod sessions;
 mod sliding;
 mod store;

@@ -14,6 +14,7 @@ use windowstore_core::time::parse_unit;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
+use crate::processor::processor_methods;
 
 pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
@@ -65,8 +66,15 @@ pub struct PySessionProcessor {
     inner: SessionProcessor,
 }
 
-#[pymethods]
-impl PySessionProcessor {
+processor_methods!(
+    PySessionProcessor,
+    SessionProcessor,
+    counters: |c| [
+        ("records", c.records),
+        ("accepted", c.accepted),
+        ("gap_clamped", c.gap_clamped),
+        ("emitted", c.emitted),
+    ],
     #[new]
     #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid))]
     #[allow(clippy::too_many_arguments)]
@@ -98,106 +106,7 @@ impl PySessionProcessor {
         .py()?;
         Ok(Self { inner })
     }
-
-    /// Processes every batch of `data` in order; returns the output as a pyarrow Table.
-    fn process<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: AnyRecordBatch,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (schema, input) = batches(data)?;
-        let inner = &mut self.inner;
-        let out = py
-            .detach(|| -> windowstore_core::Result<_> {
-                inner.bind(schema)?;
-                input
-                    .iter()
-                    .map(|b| inner.process(b))
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .py()?;
-        let schema = self.inner.output_schema().expect("bound above");
-        table(py, schema, out)
-    }
-
-    /// End of input; returns the remaining output, or None before any input.
-    fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let inner = &mut self.inner;
-        match py.detach(|| inner.flush()).py()? {
-            Some(batch) => Ok(Some(table(py, batch.schema(), vec![batch])?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Takes the rejected rows so far, or None before any input.
-    fn rejected<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match self.inner.rejected().py()? {
-            Some(batch) => Ok(Some(table(py, batch.schema(), vec![batch])?)),
-            None => Ok(None),
-        }
-    }
-
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        let c = self.inner.counters();
-        d.set_item("records", c.records)?;
-        d.set_item("accepted", c.accepted)?;
-        d.set_item("gap_clamped", c.gap_clamped)?;
-        d.set_item("emitted", c.emitted)?;
-        let mut rejected = 0;
-        for reason in Reason::ALL {
-            let n = self.inner.rejected_count(reason);
-            rejected += n;
-            d.set_item(format!("rejected_{}", reason.as_str()), n)?;
-        }
-        d.set_item("rejected", rejected)?;
-        d.set_item("stream_time", self.inner.stream_time())?;
-        if let Some(m) = self.inner.store_metrics() {
-            for (name, value) in m.pairs() {
-                d.set_item(format!("store_{name}"), value)?;
-            }
-        }
-        Ok(d)
-    }
-
-    fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        let inner = &self.inner;
-        py.detach(|| inner.snapshot(&path)).py()
-    }
-
-    #[staticmethod]
-    fn restore(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let inner = py.detach(|| SessionProcessor::restore(&path)).py()?;
-        Ok(Self { inner })
-    }
-
-    /// The whole state as bytes (what `snapshot` writes to a file).
-    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let inner = &self.inner;
-        let bytes = py.detach(|| inner.to_bytes()).py()?;
-        Ok(PyBytes::new(py, &bytes))
-    }
-
-    #[staticmethod]
-    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-        let inner = py.detach(|| SessionProcessor::from_bytes(data)).py()?;
-        Ok(Self { inner })
-    }
-
-    /// Advances stream time to `t` (ticks of the time column); returns what that emits.
-    fn advance<'py>(&mut self, py: Python<'py>, t: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let inner = &mut self.inner;
-        match py.detach(|| inner.advance(t)).py()? {
-            Some(batch) => Ok(Some(table(py, batch.schema(), vec![batch])?)),
-            None => Ok(None),
-        }
-    }
-
-    /// The earliest stream time at which a window not emitted yet closes (`final` mode).
-    fn next_close(&self) -> Option<i64> {
-        self.inner.next_close()
-    }
-}
+);
 
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]

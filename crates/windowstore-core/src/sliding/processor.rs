@@ -32,10 +32,13 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 
 use super::check_record;
+use super::snapshot_meta;
 use super::spec::{Resolved, SlidingSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::engine::{encode_snapshot, write_snapshot, Bound, Lifecycle, Restored, IN_MEMORY};
+use crate::engine::{
+    encode_snapshot, processor_common, write_snapshot, Bound, Lifecycle, Restored, IN_MEMORY,
+};
 use crate::input::{plain_batch, InputSpec};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
@@ -127,44 +130,7 @@ impl SlidingProcessor {
         Ok(())
     }
 
-    /// The output schema, once bound.
-    pub fn output_schema(&self) -> Option<SchemaRef> {
-        self.bound.as_ref().map(|b| b.output.schema().clone())
-    }
-
-    /// The input schema, once bound.
-    pub fn input_schema(&self) -> Option<SchemaRef> {
-        self.bound.as_ref().map(|b| b.input.schema().clone())
-    }
-
-    /// Stream time: the largest record time looked at.
-    pub fn stream_time(&self) -> Option<i64> {
-        self.life.stream_time
-    }
-
-    /// The processor's counters.
-    pub fn counters(&self) -> Counters {
-        self.counters
-    }
-
-    /// Rejected records counted under `reason`.
-    pub fn rejected_count(&self, reason: Reason) -> u64 {
-        self.life.rejections.count(reason)
-    }
-
-    /// Metrics of the underlying window store, once bound.
-    pub fn store_metrics(&self) -> Option<crate::StoreMetrics> {
-        self.bound.as_ref().map(|b| b.store.metrics())
-    }
-
-    /// Processes one batch, record by record in row order; returns the batch's output.
-    pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        self.life.check_usable()?;
-        self.bind(batch.schema())?;
-        let result = self.process_bound(batch);
-        self.life.note(&result);
-        result
-    }
+    processor_common!(snapshot_meta);
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let bound = self.bound.as_mut().expect("bound above");
@@ -342,42 +308,6 @@ impl SlidingProcessor {
         bound.build(&rows).map(Some)
     }
 
-    /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
-    pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
-        match &self.bound {
-            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Writes the processor's whole state to `path` atomically (see `store::snapshot`).
-    pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
-        let mut meta = HashMap::new();
-        super::snapshot_meta::write(self, &mut meta);
-        write_snapshot(self.bound.as_ref(), path.as_ref(), &meta)
-    }
-
-    /// Restores a processor written by [`SlidingProcessor::snapshot`].
-    pub fn restore(path: impl AsRef<Path>) -> Result<Self> {
-        let path = path.as_ref();
-        let (store, meta) = snapshot::read(path)?;
-        super::snapshot_meta::read(path, store, meta)
-    }
-
-    /// The processor's whole state as bytes (the bytes [`SlidingProcessor::snapshot`] writes).
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut meta = HashMap::new();
-        super::snapshot_meta::write(self, &mut meta);
-        encode_snapshot(self.bound.as_ref(), &meta)
-    }
-
-    /// Restores a processor from [`SlidingProcessor::to_bytes`]; refuses damaged bytes whole.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let path = Path::new(IN_MEMORY);
-        let (store, meta) = snapshot::decode(path, bytes)?;
-        super::snapshot_meta::read(path, store, meta)
-    }
-
     /// In `final` mode, the earliest stream time at which a window not emitted yet closes
     /// (stream time then exceeds its end plus grace); `None` when none is held, and in the
     /// changelog modes, which emit nothing at close.
@@ -393,19 +323,6 @@ impl SlidingProcessor {
             .map(|s| s.session.end)
             .min()?;
         Some(end.saturating_add(bound.ticks.grace).saturating_add(1))
-    }
-
-    /// Advances stream time to `t` (if later) without a record, as when an external clock,
-    /// such as Spark's watermark, says that time has passed. Returns what that emits: in
-    /// `final` mode the windows it closes; nothing in the changelog modes. `None` before the
-    /// processor has seen a schema (it then holds no window).
-    pub fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
-        self.life.observe(t);
-        let Some(schema) = self.input_schema() else {
-            return Ok(None);
-        };
-        self.process(&RecordBatch::new_empty(schema)).map(Some)
     }
 
     pub(crate) fn parts(&self) -> Parts<'_> {
