@@ -18,6 +18,11 @@ both are printed: the same sessions should come out.
 
 Run: python benches/bench_spark_streaming.py [--events 200000] [--keys 100000] [--batches 12]
      [--repeat 3] [--provider default|rocksdb] [--partitions 8] [--arrow-batch 10000]
+     [--floor]
+
+--floor adds a third contender: windowstore's plan (watermark, buckets, applyInPandasWithState)
+with a Python function that only counts its rows: what Spark's Python stateful operator costs
+without the engine.
 """
 
 from __future__ import annotations
@@ -33,10 +38,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
 
 from windowstore import agg
 from windowstore.spark import session_windows
@@ -82,6 +89,27 @@ def ours(df: DataFrame) -> DataFrame:
     return session_windows(df, key="k", time="ts", gap="1m", grace="30s", aggs=aggs)
 
 
+def floor(df: DataFrame, buckets: int = 8) -> DataFrame:
+    """What windowstore's plan costs without the engine: the same buckets, through an
+    applyInPandasWithState that only counts its rows and keeps a byte of state."""
+
+    def count(key: Any, frames: Any, state: Any) -> Any:
+        rows = sum(len(f) for f in frames)
+        state.update((b"x",))
+        yield pd.DataFrame({"rows": [rows]})
+
+    bucket = F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")
+    micros = F.unix_micros("ts").alias("t", metadata={"spark.watermarkDelayMs": 30_000})
+    return (
+        df.withWatermark("ts", "30 seconds")
+        .select(bucket, micros, "k", "x")
+        .groupBy("b")
+        .applyInPandasWithState(
+            count, "rows long", "v binary", "append", GroupStateTimeout.EventTimeTimeout
+        )
+    )
+
+
 def run(
     spark: SparkSession, source: Path, work: Path, build: Callable[[DataFrame], DataFrame]
 ) -> dict[str, float]:
@@ -121,6 +149,11 @@ def main() -> None:
     parser.add_argument("--provider", choices=["default", "rocksdb"], default="default")
     parser.add_argument("--partitions", type=int, default=8, help="spark.sql.shuffle.partitions")
     parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also run the plan without the engine (default provider only)",
+    )
+    parser.add_argument(
         "--arrow-batch",
         type=int,
         default=10_000,
@@ -152,9 +185,15 @@ def main() -> None:
             f"state store: {a.provider}, {a.partitions} shuffle partitions, Arrow batches of "
             f"{a.arrow_batch:,} rows"
         )
-        results: dict[str, list[dict[str, float]]] = {"native": [], "windowstore": []}
+        contenders: list[tuple[str, Callable[[DataFrame], DataFrame]]] = [
+            ("native", native),
+            ("windowstore", ours),
+        ]
+        if a.floor:
+            contenders.append(("floor", lambda df: floor(df, a.partitions)))
+        results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in contenders}
         for i in range(a.repeat):
-            for name, build in (("native", native), ("windowstore", ours)):
+            for name, build in contenders:
                 r = run(spark, root / "in", root / f"ck-{name}", build)
                 results[name].append(r)
                 print(

@@ -1,0 +1,112 @@
+"""What one state row per key would cost: Spark's transformWithStateInPandas, per key and
+micro-batch, with the least a windowing processor does (read a value state, write it back, set
+an event-time timer), and nothing else.
+
+This is why windowstore's streaming adapter keeps one state row per bucket of keys: every state
+call is a round trip from the Python worker to the JVM.
+
+Data: --batches files of --keys events, one per key, read one file per micro-batch, RocksDB state
+store (which transformWithState needs), local[2].
+
+Run: python benches/bench_tws_per_key.py [--keys 20000] [--batches 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+class PerKey(StatefulProcessor):
+    """Reads the key's state, writes 40 bytes back, sets a timer: one key, one call."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("s", StructType([StructField("v", BinaryType())]))
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Any:
+        n = sum(len(r) for r in rows)
+        self.state.get()
+        self.state.update((b"x" * 40,))
+        self.handle.registerTimer(timerValues.getCurrentWatermarkInMs() + 10**9)
+        yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+        return iter([])
+
+    def close(self) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--keys", type=int, default=20_000)
+    parser.add_argument("--batches", type=int, default=3)
+    a = parser.parse_args()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    root = Path(tempfile.mkdtemp(prefix="ws-bench-tws-"))
+    try:
+        (root / "in").mkdir()
+        for i in range(a.batches):
+            ts = pd.to_datetime(np.full(a.keys, 1000 + i), unit="s").astype("datetime64[us]")
+            path = root / "in" / f"b{i:03d}.parquet"
+            pd.DataFrame({"k": np.arange(a.keys), "ts": ts}).to_parquet(path)
+            os.utime(path, (86_400 + i, 86_400 + i))
+        df = (
+            spark.readStream.schema("k long, ts timestamp")
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(root / "in"))
+            .withWatermark("ts", "10 seconds")
+        )
+        out = df.groupBy("k").transformWithStateInPandas(
+            PerKey(), "k long, n long", "Append", "EventTime"
+        )
+        query = (
+            out.writeStream.format("noop")
+            .option("checkpointLocation", str(root / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        seconds = [
+            p["durationMs"]["triggerExecution"] / 1000
+            for p in query.recentProgress
+            if p["numInputRows"] > 0
+        ]
+        per_key = statistics.median(seconds) / a.keys
+        print(
+            f"{a.keys:,} keys per micro-batch: median {statistics.median(seconds):.2f} s a "
+            f"micro-batch ({', '.join(f'{s:.2f}' for s in seconds)}), "
+            f"{per_key * 1000:.2f} ms per key; at 100,000 keys: {per_key * 100_000:.0f} s"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
