@@ -94,9 +94,9 @@ def write_files(frames: list[pd.DataFrame], folder: Path, first: int = 0) -> Non
         tmp.rename(folder / f"part-{i:03d}.parquet")
 
 
-def read_stream(spark: SparkSession, folder: Path) -> DataFrame:
+def read_stream(spark: SparkSession, folder: Path, schema: str = SCHEMA) -> DataFrame:
     """The files of ``folder`` as a stream, one file per micro-batch."""
-    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    return spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
 
 
 def start_to_parquet(

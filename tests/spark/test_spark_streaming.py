@@ -200,9 +200,9 @@ def test_updates_replay_to_the_final_windows(
     assert_same_windows(got.select(want.column_names).cast(want.schema), want, k.by)
 
 
-def test_late_and_invalid_records_are_counted_and_returned(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def small_stream(spark: SparkSession, folder: Path) -> DataFrame:
+    """Three micro-batches: a late record (``a`` 50 s behind) and a null key in the second;
+    ``seen``, a second timestamp, is each record's time plus an hour."""
     base = 1_700_000_000_000
     files: list[list[tuple[str | None, int, int]]] = [
         [("a", base, 1), ("b", base, 2)],
@@ -212,12 +212,28 @@ def test_late_and_invalid_records_are_counted_and_returned(
     frames = []
     for rows in files:
         frame = pd.DataFrame(rows, columns=["k", "ts", "x"])
-        frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
-        frames.append(frame.assign(g=0))
-    write_files(frames, tmp_path / "in")
+        ts = pd.to_datetime(frame["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
+        seen = (ts + pd.Timedelta(hours=1)).astype("datetime64[us, UTC]")
+        frames.append(frame.assign(ts=ts, seen=seen))
+    write_files(frames, folder)
+    return read_stream(spark, folder, "k string, ts timestamp, x long, seen timestamp")
+
+
+@pytest.fixture
+def kolkata(spark: SparkSession) -> Iterator[None]:
+    """A session time zone that is not UTC: timestamps must not shift on their way."""
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    yield
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_late_and_invalid_records_are_counted_and_returned(
+    spark: SparkSession, tmp_path: Path, kolkata: None
+) -> None:
     windows, rejected = session_windows(
-        read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="30s", grace="10s",
-        aggs=[agg.count()], on_invalid="drop", return_rejected=True, name="clicks",
+        small_stream(spark, tmp_path / "in"), key="k", time="ts", gap="30s", grace="10s",
+        aggs=[agg.count(), agg.max("seen")], on_invalid="drop", return_rejected=True,
+        name="clicks",
     )  # fmt: skip
     queries = [
         df.writeStream.format("memory").queryName(name)
@@ -230,12 +246,33 @@ def test_late_and_invalid_records_are_counted_and_returned(
     metrics = [p["observedMetrics"]["clicks"] for p in queries[0].recentProgress]
     assert sum(m["rejected_late"] for m in metrics) == 1
     assert sum(m["rejected_null_key"] for m in metrics) == 1
-    got = spark.sql("select k, x, reason from ws_rejected order by x").collect()
-    assert spark.table("ws_rejected").columns == ["k", "ts", "x", "g", "reason"]
-    assert [tuple(r) for r in got] == [("a", 4, "late"), (None, 5, "null_key")]
-    counted = spark.sql("select sum(count) from ws_windows").collect()[0][0]
+    assert spark.table("ws_rejected").columns == ["k", "ts", "x", "seen", "reason"]
+    got = spark.sql(
+        "select k, x, reason, unix_micros(seen) - unix_micros(ts) from ws_rejected order by x"
+    ).collect()
+    hour = 3_600_000_000
+    assert [tuple(r) for r in got] == [("a", 4, "late", hour), (None, 5, "null_key", hour)]
+    rows = spark.sql(
+        "select k, count, unix_micros(max_seen) - unix_micros(session_end) from ws_windows"
+    ).collect()
+    assert sorted(r[0] for r in rows) == ["a", "a", "b"]
+    assert all(r[2] == hour for r in rows)
     # Every record is in a window or rejected; c's session stays open (nothing closes it).
-    assert counted + len(got) == sum(len(f) for f in files) - 1
+    assert sum(r[1] for r in rows) + len(got) == 6 - 1
+
+
+def test_an_invalid_record_fails_the_query_by_default(spark: SparkSession, tmp_path: Path) -> None:
+    windows = session_windows(
+        small_stream(spark, tmp_path / "in"), key="k", time="ts", gap="30s", grace="10s"
+    )
+    query = (
+        windows.writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(StreamingQueryException, match="null_key"):
+        query.awaitTermination()
 
 
 def test_a_restart_with_other_parameters_fails_loudly(spark: SparkSession, tmp_path: Path) -> None:

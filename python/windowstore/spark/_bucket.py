@@ -42,9 +42,10 @@ from pyspark.sql.streaming.stateful_processor import (
 from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
 from windowstore._processor import WindowProcessor
-from windowstore.exceptions import InvalidWindowSpec
+from windowstore.exceptions import InvalidRecordError, InvalidWindowSpec
 from windowstore.sessions import SessionWindowProcessor
 from windowstore.sliding import SlidingWindowProcessor
+from windowstore.spark._udf import invalid_row
 
 __all__ = [
     "BUCKET",
@@ -132,7 +133,11 @@ def step(
         out.append(p.advance((watermark_ms + args.delay_ms) * 1000))
     records = _records(args, frames)
     if records is not None:
-        out.append(p.process(records.sort_by([(args.time, "ascending")])))
+        records = records.sort_by([(args.time, "ascending")])
+        try:
+            out.append(p.process(records))
+        except InvalidRecordError as e:
+            raise invalid_row(e, records) from None
     parts = [_with_bookkeeping(args, t, None, {}) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:

@@ -93,15 +93,18 @@ def stream_windows(
     if return_rejected:
         # Rejected records come back whole, as in the batch adapter.
         used = [*df.columns, *[c for c in used if c not in df.columns]]
+    # Timestamps go to Python as epoch microseconds: pandas would shift them into the session
+    # time zone, and integers are cheaper to hand over.
+    micros = {c for c in used if isinstance(_schema.field(df, c).dataType, TimestampType)}
     bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
     projected = df.select(
         bucket.alias(_bucket.BUCKET),
         *[
-            # The time column keeps its watermark mark (applyInPandasWithState checks that its
-            # input has one) as epoch microseconds: cheaper to hand to Python than timestamps.
+            # The time column keeps its watermark mark: applyInPandasWithState checks that its
+            # input has one.
             F.unix_micros(column(c)).alias(c, metadata={_WATERMARK: delay_ms})
             if c == time
-            else column(c)
+            else (F.unix_micros(column(c)).alias(c) if c in micros else column(c))
             for c in used
         ],
     )
@@ -174,7 +177,7 @@ def stream_windows(
         ],
     )
     windows = observed.filter(is_window).select(
-        *[_from_micros(f.name, f.name in _TIME_OUTPUTS, aggs, time) for f in windows_schema]
+        *[_from_micros(f.name, f.name in _TIME_OUTPUTS, aggs, micros) for f in windows_schema]
     )
     if not return_rejected:
         return windows
@@ -184,15 +187,16 @@ def stream_windows(
         .mapInArrow(_bucket.read_rejected, _schema.spark_schema(rejected_schema))
     )
     rejected = rejected.select(
-        *[_from_micros(f.name, f.name == time, (), time) for f in rejected_schema]
+        *[_from_micros(f.name, f.name in micros, (), micros) for f in rejected_schema]
     )
     return windows, rejected
 
 
-def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], time: str) -> Column:
-    """Output column ``name``, back to a timestamp when it holds event times."""
+def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], micros: set[str]) -> Column:
+    """Output column ``name``, back to a timestamp when it holds timestamps (``micros``: the
+    input columns handed over as epoch microseconds)."""
     agg = next((a for a in aggs if a.output_name == name), None)
-    if agg is not None and agg.column == time:
+    if agg is not None and agg.column in micros:
         if agg.func in ("min", "max", "first", "last"):
             is_time = True
         elif agg.func == "collect":
