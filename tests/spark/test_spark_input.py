@@ -158,3 +158,13 @@ def test_arrow_types_without_a_spark_form_name_the_column(spark: SparkSession) -
         "m",
         lambda: session_windows(df, key="m", time="ts", gap=10),
     )
+
+
+def test_batch_workers_need_no_pandas() -> None:
+    # Executors of batch jobs import windowstore.spark to run its Arrow functions; only streams
+    # need pandas (and protobuf), so a batch-only cluster environment may lack them.
+    code = (
+        "import sys, windowstore.spark, windowstore.spark._udf; "
+        "assert 'pandas' not in sys.modules and 'google.protobuf' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["by_key", "check_aggs", "check_on_invalid", "column", "project"]
+__all__ = ["by_key", "check_aggs", "check_batch_options", "check_on_invalid", "column", "project"]
 
 
 def column(name: str) -> Column:
@@ -52,3 +53,15 @@ def check_on_invalid(on_invalid: str) -> str:
             f'invalid on_invalid: {on_invalid!r}; expected "error" or "drop"', "on_invalid"
         )
     return on_invalid
+
+
+def check_batch_options(emit: str, grace: DurationLike | None) -> None:
+    """A batch DataFrame has complete data: final windows, no lateness."""
+    if emit != "final":
+        raise InvalidWindowSpec(
+            f"invalid emit: {emit!r} needs a streaming DataFrame; a batch DataFrame gives the "
+            'final windows (emit="final")',
+            "emit",
+        )
+    if grace is not None:
+        to_duration(grace, "grace")  # still refuse an unreadable value

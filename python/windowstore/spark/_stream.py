@@ -38,24 +38,12 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _schema
 from windowstore.spark._plan import column
 
-__all__ = ["check_batch_options", "stream_windows"]
+__all__ = ["stream_windows"]
 
 _WATERMARK = "spark.watermarkDelayMs"
 _ROCKSDB = "RocksDBStateStoreProvider"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
-
-
-def check_batch_options(emit: str, grace: DurationLike | None) -> None:
-    """A batch DataFrame has complete data: final windows, no lateness."""
-    if emit != "final":
-        raise InvalidWindowSpec(
-            f"invalid emit: {emit!r} needs a streaming DataFrame; a batch DataFrame gives the "
-            'final windows (emit="final")',
-            "emit",
-        )
-    if grace is not None:
-        to_duration(grace, "grace")  # still refuse an unreadable value
 
 
 def stream_windows(

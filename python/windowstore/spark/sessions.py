@@ -13,8 +13,13 @@ from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
 from windowstore.spark import _schema, _udf
-from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
-from windowstore.spark._stream import check_batch_options, stream_windows
+from windowstore.spark._plan import (
+    by_key,
+    check_aggs,
+    check_batch_options,
+    check_on_invalid,
+    project,
+)
 
 __all__ = ["session_windows"]
 
@@ -134,6 +139,9 @@ def session_windows(
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
     if df.isStreaming:
+        # Imported only for streams: it needs pandas, which a batch job's executors need not have.
+        from windowstore.spark._stream import stream_windows
+
         return stream_windows(
             df,
             kind="sessions",

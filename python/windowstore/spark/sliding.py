@@ -13,8 +13,13 @@ from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
 from windowstore.sliding import sliding_windows as local_sliding
 from windowstore.spark import _schema, _udf
-from windowstore.spark._plan import by_key, check_aggs, check_on_invalid, project
-from windowstore.spark._stream import check_batch_options, stream_windows
+from windowstore.spark._plan import (
+    by_key,
+    check_aggs,
+    check_batch_options,
+    check_on_invalid,
+    project,
+)
 
 __all__ = ["sliding_windows"]
 
@@ -123,6 +128,9 @@ def sliding_windows(
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
     if df.isStreaming:
+        # Imported only for streams: it needs pandas, which a batch job's executors need not have.
+        from windowstore.spark._stream import stream_windows
+
         return stream_windows(
             df,
             kind="sliding",
