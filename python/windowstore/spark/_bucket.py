@@ -138,13 +138,10 @@ def step(
             out.append(p.process(records))
         except InvalidRecordError as e:
             raise invalid_row(e, records) from None
-    parts = [_with_bookkeeping(args, t, None, {}) for t in out if t.num_rows]
+    parts = [_window_rows(args, t) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:
-        counts = rejected.column("reason").value_counts().to_pylist()
-        carrier = args.output_schema.empty_table()
-        by_reason = {c["values"]: c["counts"] for c in counts}
-        parts.append(_with_bookkeeping(args, carrier, _ipc(rejected), by_reason))
+        parts.append(_rejected_row(args, rejected))
     result = [pa.concat_tables(parts).to_pandas()] if parts else []
     return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close())
 
@@ -173,19 +170,24 @@ def _ipc(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def _with_bookkeeping(
-    args: BucketArgs, windows: pa.Table, rejected: bytes | None, counts: dict[str, int]
-) -> pa.Table:
-    """``windows`` (or one carrier row of rejected records) in the call's output schema."""
-    n = max(windows.num_rows, 1 if rejected is not None else 0)
-    columns = {f.name: windows.column(f.name) for f in windows.schema}
-    if rejected is not None:
-        columns = {f.name: pa.nulls(1, f.type) for f in windows.schema}
-    columns[REJECTED] = pa.array([rejected] * n, pa.binary())
-    for reason in REASONS:
-        value = counts.get(reason) if rejected is not None else None
-        columns[count_column(reason)] = pa.array([value] * n, pa.int64())
-    return pa.table(columns, schema=args.output_schema)
+def _window_rows(args: BucketArgs, windows: pa.Table) -> pa.Table:
+    """Engine output rows in the call's output schema: no rejected records, no counts."""
+    n = windows.num_rows
+    columns = [*windows.columns, pa.nulls(n, pa.binary())]
+    columns += [pa.nulls(n, pa.int64()) for _ in REASONS]
+    return pa.Table.from_arrays(columns, schema=args.output_schema)
+
+
+def _rejected_row(args: BucketArgs, rejected: pa.Table) -> pa.Table:
+    """One row carrying the call's rejected records (Arrow IPC bytes) and their counts by
+    reason; its window columns are null."""
+    counts = {
+        c["values"]: c["counts"] for c in rejected.column("reason").value_counts().to_pylist()
+    }
+    windows = [pa.nulls(1, f.type) for f in args.output_schema][: -1 - len(REASONS)]
+    columns = [*windows, pa.array([_ipc(rejected)], pa.binary())]
+    columns += [pa.array([counts.get(reason, 0)], pa.int64()) for reason in REASONS]
+    return pa.Table.from_arrays(columns, schema=args.output_schema)
 
 
 def read_rejected(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
