@@ -199,7 +199,7 @@ def main() -> None:
                 print(
                     f"  run {i + 1} {name:12s} {r['events_per_s']:>10,.0f} events/s, "
                     f"median batch {r['latency_s']:.2f} s, {r['batches']} batches, "
-                    f"{r['output_rows']:,} sessions"
+                    f"{r['output_rows']:,} rows out"
                 )
         med = {
             name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
