@@ -2,8 +2,8 @@
 
 Spark's stateful operators call Python once per grouping key and micro-batch, and every state
 read, write and timer is a round trip to the JVM: 0.84 ms per key here, 84 s per micro-batch
-at 100k keys (``benches/bench_tws_per_key.py``). So the state is grouped by *bucket* (``pmod(xxhash64(keys), n)``):
-each bucket's state row holds one engine processor, as the bytes of
+at 100k keys (``benches/bench_tws_per_key.py``). So the state is grouped by *bucket*
+(``pmod(xxhash64(keys), n)``): each bucket's state row holds one engine processor, as the bytes of
 :meth:`~windowstore.SessionWindowProcessor.to_bytes`, for all of the bucket's keys. A call then
 feeds all of the bucket's new records to the Rust engine at once.
 
