@@ -34,7 +34,7 @@ use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::PutOutcome;
 use crate::store::snapshot;
-use crate::{Error, Result, SessionStore};
+use crate::{Error, KeyedSession, Result, SessionStore};
 
 const LAYOUT: Layout = Layout {
     start: "session_start",
@@ -329,17 +329,15 @@ impl SessionProcessor {
         };
         let mut rows = Vec::new();
         if self.spec.emit == EmitMode::Final {
-            let lo = self.life.emitted_below.saturating_sub(bound.ticks.max_gap);
-            for s in bound.store.held_sessions_by_end(lo, i64::MAX) {
-                let (reach, agg_state) = state::split(s.session.value);
-                if reach >= self.life.emitted_below {
-                    rows.push(final_change(
-                        s.key,
-                        s.session.start,
-                        s.session.end,
-                        agg_state,
-                    ));
-                }
+            for (s, _, agg_state) in
+                unemitted(&bound.store, bound.ticks, self.life.emitted_below, i64::MAX)
+            {
+                rows.push(final_change(
+                    s.key,
+                    s.session.start,
+                    s.session.end,
+                    agg_state,
+                ));
             }
             self.life.emitted_below = i64::MAX;
         }
@@ -355,14 +353,8 @@ impl SessionProcessor {
             .bound
             .as_ref()
             .filter(|_| self.spec.emit == EmitMode::Final)?;
-        let below = self.life.emitted_below;
-        let lo = below.saturating_sub(bound.ticks.max_gap);
-        let reach = bound
-            .store
-            .held_sessions_by_end(lo, i64::MAX)
-            .iter()
-            .map(|s| state::split(s.session.value).0)
-            .filter(|&reach| reach >= below)
+        let reach = unemitted(&bound.store, bound.ticks, self.life.emitted_below, i64::MAX)
+            .map(|(_, reach, _)| reach)
             .min()?;
         Some(reach.saturating_add(bound.ticks.grace).saturating_add(1))
     }
@@ -423,20 +415,35 @@ fn emit_closed(
     if close <= emitted_below {
         return emitted_below;
     }
-    // reach <= end + max_gap, so ends below `emitted_below - max_gap` cannot qualify.
-    let lo = emitted_below.saturating_sub(ticks.max_gap);
-    for s in store.held_sessions_by_end(lo, close - 1) {
-        let (reach, agg_state) = state::split(s.session.value);
-        if reach >= emitted_below && reach < close {
-            out.push(final_change(
-                s.key,
-                s.session.start,
-                s.session.end,
-                agg_state,
-            ));
-        }
+    for (s, _, agg_state) in unemitted(store, ticks, emitted_below, close - 1) {
+        out.push(final_change(
+            s.key,
+            s.session.start,
+            s.session.end,
+            agg_state,
+        ));
     }
     close
+}
+
+/// The held sessions not emitted yet (`reach >= emitted_below`) whose reach is at most
+/// `latest_reach`, with their reach and aggregate state: what `final` mode emits, at close or at
+/// the end of input, and where the next close lies.
+fn unemitted(
+    store: &SessionStore,
+    ticks: Resolved,
+    emitted_below: i64,
+    latest_reach: i64,
+) -> impl Iterator<Item = (KeyedSession<'_>, i64, &[u8])> {
+    // end <= reach <= end + max_gap: only ends in [emitted_below - max_gap, latest_reach] qualify.
+    let lo = emitted_below.saturating_sub(ticks.max_gap);
+    store
+        .held_sessions_by_end(lo, latest_reach)
+        .into_iter()
+        .filter_map(move |s| {
+            let (reach, agg_state) = state::split(s.session.value);
+            (emitted_below <= reach && reach <= latest_reach).then_some((s, reach, agg_state))
+        })
 }
 
 fn final_change(key: &[u8], start: i64, end: i64, agg_state: &[u8]) -> Change {
