@@ -121,7 +121,7 @@ class BucketArgs:
 
 def step(
     args: BucketArgs,
-    saved: tuple[str, bytes] | None,
+    saved: tuple[str, bytes] | None,  # a state row (Spark's Row is a tuple)
     watermark_ms: int,
     frames: Iterable[pd.DataFrame],
 ) -> tuple[list[pd.DataFrame], tuple[str, bytes], int | None]:
@@ -223,9 +223,7 @@ class WindowsProcessor(StatefulProcessor):
         self, rows: Iterable[pd.DataFrame], watermark_ms: int, fired: int | None
     ) -> Iterator[pd.DataFrame]:
         saved = self.state.get() if self.state.exists() else None
-        frames, row, timer = step(
-            self.args, None if saved is None else (saved[0], saved[1]), watermark_ms, rows
-        )
+        frames, row, timer = step(self.args, saved, watermark_ms, rows)
         self.state.update(row)
         # Spark deletes the timer that fired itself, after this call.
         for t in self.handle.listTimers():
@@ -248,7 +246,7 @@ def apply_in_pandas_with_state(
     watermark_ms = state.getCurrentWatermarkMs()
     out, row, timer = step(
         args,
-        None if saved is None else (saved[0], saved[1]),
+        saved,
         watermark_ms,
         () if state.hasTimedOut else frames,
     )

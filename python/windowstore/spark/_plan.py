@@ -11,7 +11,15 @@ from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["by_key", "check_aggs", "check_batch_options", "check_on_invalid", "column", "project"]
+__all__ = [
+    "by_key",
+    "check_aggs",
+    "check_batch_options",
+    "check_on_invalid",
+    "column",
+    "positive_int",
+    "project",
+]
 
 
 def column(name: str) -> Column:
@@ -28,11 +36,16 @@ def by_key(df: DataFrame, key: Sequence[str], partitions: int | None) -> DataFra
     """``df`` hash-partitioned by the key columns, so that each key lives in one partition."""
     if partitions is None:
         return df.repartition(*[column(k) for k in key])
-    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions <= 0:
+    return df.repartition(positive_int(partitions, "partitions"), *[column(k) for k in key])
+
+
+def positive_int(value: object, parameter: str) -> int:
+    """``value`` if it is a positive int (not a bool), else an error naming ``parameter``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidWindowSpec(
-            f"invalid partitions: must be a positive int, got {partitions!r}", "partitions"
+            f"invalid {parameter}: must be a positive int, got {value!r}", parameter
         )
-    return df.repartition(partitions, *[column(k) for k in key])
+    return value
 
 
 def check_aggs(aggs: Sequence[Agg]) -> list[Agg]:

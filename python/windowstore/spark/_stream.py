@@ -36,7 +36,7 @@ from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _schema
-from windowstore.spark._plan import column
+from windowstore.spark._plan import column, positive_int
 
 __all__ = ["stream_windows"]
 
@@ -257,8 +257,4 @@ def _grace_micros(grace: DurationLike) -> int:
 def _buckets(df: DataFrame, buckets: int | None) -> int:
     if buckets is None:
         return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets <= 0:
-        raise InvalidWindowSpec(
-            f"invalid buckets: must be a positive int, got {buckets!r}", "buckets"
-        )
-    return buckets
+    return positive_int(buckets, "buckets")
