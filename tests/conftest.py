@@ -13,3 +13,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="random streams per window kind and emit mode in the Kafka conformance tests "
         "(default 200; -m conformance to run them)",
     )
+    parser.addoption(
+        "--conformance-seed",
+        default="0",
+        help="seed of the Kafka conformance tests' random streams (default 0); a failure "
+        "prints the seed and stream to replay",
+    )

@@ -17,19 +17,11 @@ import pytest
 
 from windowstore import SessionWindowProcessor, agg
 
-from .harness import (
-    ADJUSTMENTS,
-    HARNESS_FIELDS,
-    Adjustment,
-    BoundaryRetention,
-    Case,
-    KafkaTimeOffset,
-    Rows,
-    compare,
-    kafka_case,
-    run_windowstore,
-)
+from .adjustments import ADJUSTMENTS, Adjustment, BoundaryRetention, KafkaTimeOffset
+from .harness import compare, kafka_case
 from .kafka_oracle import OracleError, run_oracle
+from .rows import HARNESS_FIELDS, Case, Rows
+from .windowstore_run import run_windowstore
 
 pytestmark = pytest.mark.conformance
 

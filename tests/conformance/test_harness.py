@@ -11,17 +11,11 @@ import pytest
 
 from windowstore import SessionWindowProcessor
 
-from .harness import (
-    Case,
-    Rows,
-    compare,
-    random_case,
-    run_windowstore,
-    session_model,
-    shrink,
-    shrink_mismatch,
-    with_records,
-)
+from .adjustments import session_model
+from .generator import random_case
+from .harness import compare, shrink, shrink_mismatch
+from .rows import Case, Rows, with_records
+from .windowstore_run import run_windowstore
 
 pytestmark = pytest.mark.conformance
 
@@ -144,7 +138,7 @@ def test_session_model_agrees_with_windowstore_rejections() -> None:
             aggs=[],
         )
         late = []
-        for k, t, _ in case["records"]:
+        for k, t, *_ in case["records"]:
             p.process(pa.table({"k": [k], "t": pa.array([t], pa.int64())}))
             late.append(p.metrics()["rejected_late"])
         rejected = [j for j in range(len(late)) if late[j] != (late[j - 1] if j else 0)]
