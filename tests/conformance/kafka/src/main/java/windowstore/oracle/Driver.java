@@ -24,6 +24,7 @@ import java.util.Properties;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
+import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.LongSerializer;
@@ -290,6 +291,7 @@ public final class Driver {
         final List<Long> dropped = new ArrayList<>();
         TopologyTestDriver driver = new TopologyTestDriver(topology, props);
         try {
+            List<Metric> droppedMetrics = DroppedRecords.of(driver);
             TestInputTopic<String, Long> input = inputTopic(driver);
             TestOutputTopic<Windowed<String>, V> output = outputTopic(driver, spec, agg);
             for (int in = 0; in < spec.records.size(); in++) {
@@ -302,13 +304,14 @@ public final class Driver {
                     driver = new TopologyTestDriver(topology, props);
                     input = inputTopic(driver);
                     output = outputTopic(driver, spec, agg);
+                    droppedMetrics = DroppedRecords.of(driver);
                 }
                 final InputRecord r = spec.records.get(in);
                 current[0] = in;
                 gateOpen[0] = !cached || spec.batchEnds.contains(in);
-                final long droppedBefore = DroppedRecords.total(driver);
+                final long droppedBefore = DroppedRecords.total(droppedMetrics);
                 input.pipeInput(r.key, r.value, r.timestamp);
-                dropped.add(DroppedRecords.total(driver) - droppedBefore);
+                dropped.add(DroppedRecords.total(droppedMetrics) - droppedBefore);
             }
             drain(output, seen, out);
         } finally {

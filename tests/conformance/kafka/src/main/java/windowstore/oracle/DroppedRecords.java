@@ -1,5 +1,7 @@
 package windowstore.oracle;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 import org.apache.kafka.common.Metric;
@@ -19,19 +21,26 @@ final class DroppedRecords {
     private DroppedRecords() {
     }
 
-    /** The driver's dropped-records total so far (summed over its tasks). */
-    static long total(final TopologyTestDriver driver) {
-        double total = 0;
-        boolean found = false;
+    /** The driver's dropped-records metrics (one per task), looked up once per driver. */
+    static List<Metric> of(final TopologyTestDriver driver) {
+        final List<Metric> found = new ArrayList<>();
         for (final Map.Entry<MetricName, ? extends Metric> e : driver.metrics().entrySet()) {
             final MetricName name = e.getKey();
             if (name.name().equals(NAME) && name.group().equals(GROUP)) {
-                total += ((Number) e.getValue().metricValue()).doubleValue();
-                found = true;
+                found.add(e.getValue());
             }
         }
-        if (!found) {
+        if (found.isEmpty()) {
             throw new IllegalStateException("no metric " + GROUP + "/" + NAME + " in the driver");
+        }
+        return found;
+    }
+
+    /** The total of the metrics so far. */
+    static long total(final List<Metric> metrics) {
+        double total = 0;
+        for (final Metric m : metrics) {
+            total += ((Number) m.metricValue()).doubleValue();
         }
         return Math.round(total);
     }
