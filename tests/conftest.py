@@ -9,9 +9,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--streams",
         type=int,
-        default=200,
+        default=60,
         help="random streams per window kind and emit mode in the Kafka conformance tests "
-        "(default 200; -m conformance to run them)",
+        "(default 60; -m conformance to run them)",
     )
     parser.addoption(
         "--conformance-seed",

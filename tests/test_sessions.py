@@ -330,11 +330,15 @@ def test_collect_overflow_fail_names_key_and_window() -> None:
     p = SessionWindowProcessor(
         key="k", time="t", gap=10, grace=0, aggs=[agg.collect("v", max_size=2, overflow="fail")]
     )
+    before = p.to_bytes()
     with pytest.raises(SessionOverflowError, match="alice") as info:
         p.process(data)
     assert (info.value.start, info.value.end) == (0, 2)
-    with pytest.raises(WindowStoreError, match="failed earlier"):
-        p.process(data)
+    # All or nothing: the failed call changed nothing, and the processor stays usable.
+    assert p.to_bytes() == before
+    assert p.metrics()["records"] == 0
+    assert p.process(data.slice(0, 2)).num_rows == 0
+    assert p.flush().column("session_end").to_pylist() == [1]
     with pytest.raises(SessionOverflowError, match="k=alice") as info:
         session_windows(data, key="k", time="t", gap=10, aggs=[agg.collect("v", 2, "fail")])
     assert (info.value.key, info.value.start, info.value.end) == ("k=alice", 0, 2)

@@ -6,9 +6,8 @@ from typing import Any, Literal, final
 import pyarrow as pa
 
 __all__ = [
-    "SessionProcessor",
+    "Processor",
     "SessionStore",
-    "SlidingProcessor",
     "__version__",
     "merge_session_partials",
     "session_partials",
@@ -67,11 +66,12 @@ _Duration = tuple[str, int]
 _Agg = tuple[str, str | None, str | None, int | None, str | None]
 
 @final
-class SessionProcessor:
-    """The streaming session window processor (wrapped by windowstore.SessionWindowProcessor)."""
+class Processor:
+    """A streaming window processor of either kind (wrapped by windowstore.SessionWindowProcessor
+    and windowstore.SlidingWindowProcessor)."""
 
-    def __new__(
-        cls,
+    @staticmethod
+    def sessions(
         *,
         key: list[str],
         time: str,
@@ -84,17 +84,31 @@ class SessionProcessor:
         emit: str,
         aggs: list[_Agg],
         on_invalid: str,
-    ) -> SessionProcessor: ...
+    ) -> Processor: ...
+    @staticmethod
+    def sliding(
+        *,
+        key: list[str],
+        time: str,
+        time_unit: str | None,
+        time_difference: _Duration,
+        grace: _Duration,
+        emit: str,
+        aggs: list[_Agg],
+        on_invalid: str,
+    ) -> Processor: ...
+    @property
+    def kind(self) -> str: ...
     def process(self, data: Any) -> pa.Table: ...
     def flush(self) -> pa.Table | None: ...
     def rejected(self) -> pa.Table | None: ...
     def metrics(self) -> dict[str, int | None]: ...
     def snapshot(self, path: str | PathLike[str]) -> None: ...
     @staticmethod
-    def restore(path: str | PathLike[str]) -> SessionProcessor: ...
+    def restore(path: str | PathLike[str], kind: str | None = None) -> Processor: ...
     def to_bytes(self) -> bytes: ...
     @staticmethod
-    def from_bytes(data: bytes) -> SessionProcessor: ...
+    def from_bytes(data: bytes, kind: str | None = None) -> Processor: ...
     def advance(self, t: int) -> pa.Table | None: ...
     def next_close(self) -> int | None: ...
 
@@ -111,35 +125,6 @@ def session_windows(
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
-
-@final
-class SlidingProcessor:
-    """The streaming sliding window processor (wrapped by windowstore.SlidingWindowProcessor)."""
-
-    def __new__(
-        cls,
-        *,
-        key: list[str],
-        time: str,
-        time_unit: str | None,
-        time_difference: _Duration,
-        grace: _Duration,
-        emit: str,
-        aggs: list[_Agg],
-        on_invalid: str,
-    ) -> SlidingProcessor: ...
-    def process(self, data: Any) -> pa.Table: ...
-    def flush(self) -> pa.Table | None: ...
-    def rejected(self) -> pa.Table | None: ...
-    def metrics(self) -> dict[str, int | None]: ...
-    def snapshot(self, path: str | PathLike[str]) -> None: ...
-    @staticmethod
-    def restore(path: str | PathLike[str]) -> SlidingProcessor: ...
-    def to_bytes(self) -> bytes: ...
-    @staticmethod
-    def from_bytes(data: bytes) -> SlidingProcessor: ...
-    def advance(self, t: int) -> pa.Table | None: ...
-    def next_close(self) -> int | None: ...
 
 def sliding_windows(
     data: Any,

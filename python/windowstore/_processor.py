@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import pyarrow as pa
 
+from windowstore import _core
 from windowstore.agg import Agg
 
 __all__ = ["Emit", "OnInvalid", "TimeUnit", "WindowProcessor", "aggs_arg", "keys_arg"]
@@ -41,26 +42,19 @@ def aggs_arg(
     return out
 
 
-class _Core(Protocol):
-    def process(self, data: Any) -> pa.Table: ...
-    def flush(self) -> pa.Table | None: ...
-    def rejected(self) -> pa.Table | None: ...
-    def metrics(self) -> dict[str, int | None]: ...
-    def snapshot(self, path: str | os.PathLike[str]) -> None: ...
-    def to_bytes(self) -> bytes: ...
-    def advance(self, t: int) -> pa.Table | None: ...
-    def next_close(self) -> int | None: ...
-
-
 class WindowProcessor:
     """The methods every streaming processor has, over its compiled ``_inner`` processor."""
 
-    _core_class: ClassVar[Any]
-    _inner: _Core
+    _kind: ClassVar[str]
+    _inner: _core.Processor
 
     def process(self, data: Any) -> pa.Table:
         """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
-        pyarrow, polars, duckdb), record by record; returns the windows it emits."""
+        pyarrow, polars, duckdb), record by record; returns the windows it emits.
+
+        The call is all or nothing: if it raises, the processor (windows, stream time,
+        counters, rejected rows) is exactly as it was before. Calls from several threads
+        serialize on the processor."""
         return self._inner.process(data)
 
     def flush(self) -> pa.Table:
@@ -85,7 +79,7 @@ class WindowProcessor:
     def restore(cls: type[_P], path: str | os.PathLike[str]) -> _P:
         """A processor restored from :meth:`snapshot`; refuses a damaged file whole."""
         self = cls.__new__(cls)
-        self._inner = cls._core_class.restore(path)
+        self._inner = _core.Processor.restore(path, cls._kind)
         return self
 
     def to_bytes(self) -> bytes:
@@ -96,7 +90,7 @@ class WindowProcessor:
     def from_bytes(cls: type[_P], data: bytes) -> _P:
         """A processor restored from :meth:`to_bytes`; refuses damaged bytes whole."""
         self = cls.__new__(cls)
-        self._inner = cls._core_class.from_bytes(data)
+        self._inner = _core.Processor.from_bytes(data, cls._kind)
         return self
 
     def advance(self, t: int) -> pa.Table:

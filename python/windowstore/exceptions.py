@@ -79,7 +79,7 @@ class InvalidRecordError(WindowStoreError, ValueError):
     """A record could not be used and ``on_invalid="error"`` was asked for.
 
     Nothing of the call's input was applied. Attributes:
-        row: The row index within the batch.
+        row: The row number in the whole input of the call (all chunks of a table).
         reason: ``null_key``, ``null_time``, ``invalid_gap`` or ``time_overflow``.
     """
 

@@ -82,7 +82,7 @@ class SessionWindowProcessor(WindowProcessor):
         time_unit: TimeUnit | None = None,
     ) -> None:
         g, column, m = _gaps(gap, gap_column, max_gap)
-        self._inner = _core.SessionProcessor(
+        self._inner = _core.Processor.sessions(
             key=keys_arg(key),
             time=time,
             time_unit=time_unit,
@@ -96,7 +96,7 @@ class SessionWindowProcessor(WindowProcessor):
             on_invalid=on_invalid,
         )
 
-    _core_class = _core.SessionProcessor
+    _kind = "session-processor/2"
 
 
 @overload

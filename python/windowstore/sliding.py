@@ -62,7 +62,7 @@ class SlidingWindowProcessor(WindowProcessor):
 {'k': 'a', 'window_start': 1, 'window_end': 11, 'window_time': 5, 'count': 1}]
     """
 
-    _core_class = _core.SlidingProcessor
+    _kind = "sliding-processor/1"
 
     def __init__(
         self,
@@ -76,7 +76,7 @@ class SlidingWindowProcessor(WindowProcessor):
         on_invalid: OnInvalid = "drop",
         time_unit: TimeUnit | None = None,
     ) -> None:
-        self._inner = _core.SlidingProcessor(
+        self._inner = _core.Processor.sliding(
             key=keys_arg(key),
             time=time,
             time_unit=time_unit,

@@ -12,11 +12,11 @@ share a bug with an incremental algorithm (Kafka's or windowstore's).
   while it was open (section 7: also after records whose left window had closed on arrival).
 - A record is accepted when it lands in at least one open window; one that lands in none is
   rejected as late (README, sliding windows) and makes no window.
-- Skipped updates are counted as KIP-450 attempts them (Kafka's dropped-records metric and
-  windowstore's ``late_window_update``): each existing closed window holding the record, and
-  each of the two windows it would create that is closed: the previous record's right window
-  (when missing and now holding the record; the previous record as KIP-450 reads it from the
-  windows) and the record's left window (when missing).
+- Skipped updates (windowstore's ``late_window_update``) are counted per record: each window
+  of the definition over the accepted records and this one that holds the record and is
+  closed at its arrival (whether or not it was ever output). Where no window of the key was
+  ever closed on creation this is what KIP-450 attempts and Kafka's dropped-records metric
+  counts.
 """
 
 from __future__ import annotations
@@ -88,13 +88,9 @@ def _record(
     before = accepted.setdefault(key, [])
     starts = exists.setdefault(key, set())
     existing = [s for s in starts if s <= t <= s + d]
-    step.dropped += sum(s + d < close for s in existing)
-    previous = _previous_as_read(d, t, before, starts)
-    if previous is not None and previous + 1 not in starts and t <= previous + 1 + d:
-        step.dropped += previous + 1 + d < close
-    if t - d not in starts:
-        step.dropped += t < close
     after = [*before, record]
+    holding = [s for s in required(d, after) if s <= t <= s + d]
+    step.dropped += sum(s + d < close for s in holding)
     new = {s for s in required(d, after) if s + d >= close} - starts
     landed = [s for s in [*existing, *new] if s <= t <= s + d and s + d >= close]
     if not landed:
@@ -104,21 +100,6 @@ def _record(
     starts |= new
     for s in sorted({*landed, *new}):
         step.changed[(key, s)] = content(d, before, s)
-
-
-def _previous_as_read(d: int, t: int, records: Sequence[Accepted], starts: set[int]) -> int | None:
-    """The previous record as KIP-450 reads it from the windows starting in ``[t - 2D, t + 1]``
-    (in start order): the window time of the window ending at ``t`` if earlier than ``t``,
-    else that of the latest window ending before ``t``. Only the counting of skipped updates
-    uses it: with ``previous = t - D - 1`` its left window is out of that range, and the
-    previous record's right window (the record's own left window) is attempted once, not
-    twice."""
-    previous = None
-    for s in sorted(x for x in starts if t - 2 * d <= x <= t + 1):
-        time = max(c[0] for c in content(d, records, s))
-        if s + d < t or (s + d == t and time < t):
-            previous = time
-    return previous
 
 
 def required(d: int, records: Sequence[Accepted]) -> set[int]:

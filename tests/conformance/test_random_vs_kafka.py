@@ -4,7 +4,7 @@ Per window kind (session, sliding) and emit mode (``update``: windowstore ``chan
 Kafka's emit-on-update without cache; ``updates``: windowstore's per-call changelog against
 Kafka with its record cache flushed at the same batch boundaries; ``final`` against
 ``EmitStrategy.onWindowClose``; ``suppress``: ``final`` against
-``suppress(Suppressed.untilWindowCloses)``), ``--streams`` random streams (default 200) of 200
+``suppress(Suppressed.untilWindowCloses)``), ``--streams`` random streams (default 60) of 200
 to 250 records each, all through one JVM run. Rows and dropped-record counts are compared.
 Every deliberate difference is a named adjustment in ``adjustments.ADJUSTMENTS`` or, for
 sliding windows under SEMANTICS.md 7, the rule of ``section7``, whose exclusions are counted

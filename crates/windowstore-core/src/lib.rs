@@ -6,11 +6,11 @@
 
 pub mod agg;
 pub mod emit;
-mod engine;
 pub mod error;
 pub mod input;
-mod meta;
+pub mod meta;
 pub mod output;
+pub mod processor;
 pub mod reject;
 pub mod session;
 pub mod sliding;

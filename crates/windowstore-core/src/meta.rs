@@ -3,8 +3,8 @@
 //! Values are plain strings under one prefix per engine (`windowstore.session.`, ...); strings
 //! the caller chose (column names, aliases) are hex-encoded so no separator can collide with
 //! them, and the bound input schema is stored as an empty Arrow IPC stream, hex-encoded. The
-//! engines share what they have in common here: durations, the input columns, aggregations,
-//! the schema, stream time and the rejection counts.
+//! engines share what they have in common here: durations, the input columns, aggregations and
+//! the schema (the processor writes its progress with `put`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,17 +15,18 @@ use arrow_schema::{Schema, SchemaRef};
 
 use crate::agg::{AggFunc, AggSpec, Overflow};
 use crate::emit::EmitMode;
-use crate::engine::{Lifecycle, Restored};
 use crate::input::InputSpec;
-use crate::reject::{OnInvalid, Reason};
+use crate::reject::OnInvalid;
 use crate::time::{parse_unit, unit_name, Duration};
 use crate::{Error, Result};
 
-fn hex(s: &[u8]) -> String {
+/// `s` as lowercase hex.
+pub(crate) fn hex(s: &[u8]) -> String {
     s.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
+/// Bytes from lowercase hex, or `None` if malformed.
+pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
         return None;
     }
@@ -112,7 +113,7 @@ fn on_invalid_name(p: OnInvalid) -> &'static str {
 }
 
 /// Writes one engine's entries under its prefix.
-pub(crate) struct MetaWriter<'a> {
+pub struct MetaWriter<'a> {
     prefix: &'static str,
     meta: &'a mut HashMap<String, String>,
 }
@@ -164,25 +165,10 @@ impl<'a> MetaWriter<'a> {
             self.put("schema", hex(&schema_bytes(schema)));
         }
     }
-
-    /// Stream time, what was emitted, the arrival counter, the flushed flag and the rejection
-    /// counts.
-    pub(crate) fn progress(&mut self, life: &Lifecycle) {
-        if let Some(t) = life.stream_time {
-            self.put("stream_time", t.to_string());
-        }
-        self.put("emitted_below", life.emitted_below.to_string());
-        self.put("seq", life.seq.to_string());
-        self.put("flushed", life.flushed.to_string());
-        for reason in Reason::ALL {
-            let name = format!("rejected.{}", reason.as_str());
-            self.put(&name, life.rejections.count(reason).to_string());
-        }
-    }
 }
 
 /// Reads one engine's entries, with errors naming the snapshot file.
-pub(crate) struct MetaReader<'a> {
+pub struct MetaReader<'a> {
     prefix: &'static str,
     what: &'static str,
     path: &'a Path,
@@ -293,23 +279,6 @@ impl<'a> MetaReader<'a> {
             None => None,
         };
         Ok((input, aggs, schema))
-    }
-
-    /// What [`MetaWriter::progress`] wrote.
-    pub(crate) fn progress(&self) -> Result<Restored> {
-        Ok(Restored {
-            stream_time: self
-                .get("stream_time")
-                .map(|_| self.number("stream_time"))
-                .transpose()?,
-            emitted_below: self.number("emitted_below")?,
-            seq: self.number("seq")?,
-            flushed: self.need("flushed")? == "true",
-            rejected: Reason::ALL
-                .iter()
-                .map(|&r| Ok((r, self.number(&format!("rejected.{}", r.as_str()))?)))
-                .collect::<Result<_>>()?,
-        })
     }
 }
 

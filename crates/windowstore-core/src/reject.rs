@@ -77,6 +77,13 @@ impl OnInvalid {
     }
 }
 
+/// Where [`Rejections`] stood before a call.
+#[derive(Debug, Clone)]
+pub struct RejectMark {
+    counts: [u64; 5],
+    kept: usize,
+}
+
 /// Rejected rows of the batches processed so far, and counts per reason.
 #[derive(Debug, Default)]
 pub struct Rejections {
@@ -114,11 +121,29 @@ impl Rejections {
         Ok(())
     }
 
-    /// Forgets the current batch's rejections (the batch failed as a whole and changed nothing).
-    pub fn abandon_batch(&mut self) {
-        for (_, reason) in self.current.drain(..) {
-            self.counts[reason.index()] -= 1;
+    /// Where the rejections stand now, for [`Self::rollback`].
+    pub fn mark(&self) -> RejectMark {
+        RejectMark {
+            counts: self.counts,
+            kept: self.kept.len(),
         }
+    }
+
+    /// Forgets every rejection since `mark` (the call failed as a whole and changed nothing).
+    pub fn rollback(&mut self, mark: &RejectMark) {
+        self.counts = mark.counts;
+        self.kept.truncate(mark.kept);
+        self.current.clear();
+    }
+
+    /// The rejected rows kept and not taken yet (what a snapshot carries).
+    pub fn kept(&self) -> &[RecordBatch] {
+        &self.kept
+    }
+
+    /// Sets the rows kept and not taken yet (restoring a snapshot).
+    pub fn set_kept(&mut self, kept: Vec<RecordBatch>) {
+        self.kept = kept;
     }
 
     /// Takes every rejected row kept so far, as one batch of `input` columns plus `reason`.

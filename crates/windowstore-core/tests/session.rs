@@ -432,7 +432,7 @@ fn invalid_records_are_counted_never_lost() {
             "time_overflow"
         ]
     );
-    assert_eq!(p.counters().gap_clamped, 1);
+    assert_eq!(p.counters().kind.gap_clamped, 1);
     assert_eq!(
         p.counters().accepted + p.rejected_count(Reason::InvalidGap) + 3,
         6

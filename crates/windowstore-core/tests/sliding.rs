@@ -228,7 +228,7 @@ fn kafka_facts_d10_grace5() {
     for chunk in [1, 3, 7] {
         let mut p = processor(10, 5, EmitMode::Final);
         assert_eq!(by_start(&sorted(run(&mut p, &recs, chunk))), want);
-        assert_eq!(p.counters().late_window_update, 0);
+        assert_eq!(p.counters().kind.late_window_update, 0);
     }
 }
 
@@ -243,7 +243,7 @@ fn late_records_are_dropped_whole_and_closed_windows_are_not_updated() {
     // 40's left window [30, 40] (updated), 28's right window [29, 39] (new) and its own left
     // window [20, 30] (closed: not created); its right window [31, 41] holds 40 only.
     got.extend(run_open(&mut p, &[(1, 30, 5)]));
-    assert_eq!(p.counters().late_window_update, 2);
+    assert_eq!(p.counters().kind.late_window_update, 2);
     got.extend(rows(&p.flush().unwrap().unwrap()));
     assert_eq!(
         by_start(&sorted(got)),
@@ -265,7 +265,7 @@ fn a_record_whose_windows_all_closed_is_rejected_not_lost() {
     // (95 + 10 >= 100) but its only window [85, 95] is closed, so it would be in no window.
     let mut p = processor(10, 0, EmitMode::Final);
     let got = run(&mut p, &[(2, 100, 1), (1, 95, 2)], 1);
-    assert_eq!(p.counters().late_window_update, 1);
+    assert_eq!(p.counters().kind.late_window_update, 1);
     assert_eq!(p.rejected_count(Reason::Late), 1);
     assert_eq!(p.counters().accepted, 1);
     assert!(got.iter().all(|w| w.0 == 2));
@@ -391,7 +391,7 @@ proptest! {
         in_order.sort_by_key(|r| r.1);
         let mut p = processor(d, 0, EmitMode::Final);
         prop_assert_eq!(&sorted(run(&mut p, &in_order, chunk)), &model(&in_order, d));
-        prop_assert_eq!(p.counters().late_window_update, 0);
+        prop_assert_eq!(p.counters().kind.late_window_update, 0);
         prop_assert_eq!(p.counters().accepted, recs.len() as u64);
     }
 

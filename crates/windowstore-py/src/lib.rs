@@ -21,11 +21,10 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<store::PySessionStore>()?;
-    m.add_class::<sessions::PySessionProcessor>()?;
+    m.add_class::<processor::PyProcessor>()?;
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
     m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
-    m.add_class::<sliding::PySlidingProcessor>()?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
     Ok(())
 }

@@ -1,124 +1,219 @@
-//! What both streaming processor classes have: one macro writes their `#[pymethods]` block,
-//! around each class's own constructor and counters.
+//! `windowstore._core.Processor`: the one streaming processor class, over a core processor of
+//! either window kind (`Processor.sessions(...)`, `Processor.sliding(...)`).
+//!
+//! Calls from several threads serialize on a lock around the processor. The lock is taken
+//! with the GIL released (inside `py.detach`), so a thread waiting for it never holds the GIL
+//! that the thread inside needs, and a long `process` does not stop other Python threads.
 
-/// The `#[pymethods]` of processor class `$class` (wrapping core processor `$core` in
-/// `self.inner`): `$ctor` is the class's `#[new]` constructor, `$counters` names its counters
-/// for `metrics()` from `$c`, the core processor's `counters()`.
-macro_rules! processor_methods {
-    (
-        $class:ident, $core:ty,
-        counters: |$c:ident| [$(($name:literal, $value:expr)),* $(,)?],
-        $($ctor:tt)*
-    ) => {
-        #[pymethods]
-        impl $class {
-            $($ctor)*
-
-            /// Processes every batch of `data` in order; returns the output as a pyarrow Table.
-            fn process<'py>(
-                &mut self,
-                py: Python<'py>,
-                data: AnyRecordBatch,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                let (schema, input) = batches(data)?;
-                let inner = &mut self.inner;
-                let out = py
-                    .detach(|| -> windowstore_core::Result<_> {
-                        inner.bind(schema)?;
-                        input
-                            .iter()
-                            .map(|b| inner.process(b))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .py()?;
-                let schema = self.inner.output_schema().expect("bound above");
-                table(py, schema, out)
-            }
-
-            /// End of input; returns the remaining output, or None before any input.
-            fn flush<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-                let inner = &mut self.inner;
-                crate::processor::maybe_table(py, py.detach(|| inner.flush()).py()?)
-            }
-
-            /// Takes the rejected rows so far, or None before any input.
-            fn rejected<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-                crate::processor::maybe_table(py, self.inner.rejected().py()?)
-            }
-
-            fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-                let d = PyDict::new(py);
-                let $c = self.inner.counters();
-                $(d.set_item($name, $value)?;)*
-                let mut rejected = 0;
-                for reason in Reason::ALL {
-                    let n = self.inner.rejected_count(reason);
-                    rejected += n;
-                    d.set_item(format!("rejected_{}", reason.as_str()), n)?;
-                }
-                d.set_item("rejected", rejected)?;
-                d.set_item("stream_time", self.inner.stream_time())?;
-                if let Some(m) = self.inner.store_metrics() {
-                    for (name, value) in m.pairs() {
-                        d.set_item(format!("store_{name}"), value)?;
-                    }
-                }
-                Ok(d)
-            }
-
-            fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-                let inner = &self.inner;
-                py.detach(|| inner.snapshot(&path)).py()
-            }
-
-            #[staticmethod]
-            fn restore(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-                let inner = py.detach(|| <$core>::restore(&path)).py()?;
-                Ok(Self { inner })
-            }
-
-            /// The whole state as bytes (what `snapshot` writes to a file).
-            fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-                let inner = &self.inner;
-                let bytes = py.detach(|| inner.to_bytes()).py()?;
-                Ok(PyBytes::new(py, &bytes))
-            }
-
-            #[staticmethod]
-            fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
-                let inner = py.detach(|| <$core>::from_bytes(data)).py()?;
-                Ok(Self { inner })
-            }
-
-            /// Advances stream time to `t` (ticks of the time column); returns what that emits.
-            fn advance<'py>(
-                &mut self,
-                py: Python<'py>,
-                t: i64,
-            ) -> PyResult<Option<Bound<'py, PyAny>>> {
-                let inner = &mut self.inner;
-                crate::processor::maybe_table(py, py.detach(|| inner.advance(t)).py()?)
-            }
-
-            /// The earliest stream time at which a window not emitted yet closes (`final`).
-            fn next_close(&self) -> Option<i64> {
-                self.inner.next_close()
-            }
-        }
-    };
-}
-
-pub(crate) use processor_methods;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use pyo3_arrow::input::AnyRecordBatch;
+use windowstore_core::emit::EmitMode;
+use windowstore_core::processor::{restore_any, AnyProcessor, Processor};
+use windowstore_core::reject::{OnInvalid, Reason};
+use windowstore_core::session::SessionSpec;
+use windowstore_core::sliding::SlidingSpec;
+
+use crate::convert::{batches, duration, table, PyAgg, PyDuration};
+use crate::errors::IntoPyResult;
+use crate::sessions::{gap_spec, input_spec};
+
+/// A streaming window processor (wrapped by windowstore.SessionWindowProcessor and
+/// windowstore.SlidingWindowProcessor).
+#[pyclass(name = "Processor", module = "windowstore._core", frozen)]
+pub struct PyProcessor {
+    inner: Mutex<Box<dyn AnyProcessor>>,
+}
+
+impl PyProcessor {
+    fn new(inner: Box<dyn AnyProcessor>) -> Self {
+        Self {
+            inner: Mutex::new(inner),
+        }
+    }
+
+    /// Runs `f` on the processor with the GIL released, once the lock is free.
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut dyn AnyProcessor) -> R + Send,
+    ) -> R {
+        py.detach(|| f(self.lock().as_mut()))
+    }
+
+    /// The lock; a panic never happens while it is held (the core returns errors), so a
+    /// poisoned lock still holds a consistent processor.
+    fn lock(&self) -> MutexGuard<'_, Box<dyn AnyProcessor>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyProcessor {
+    /// A session window processor.
+    #[staticmethod]
+    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid))]
+    #[allow(clippy::too_many_arguments)]
+    fn sessions(
+        key: Vec<String>,
+        time: String,
+        time_unit: Option<String>,
+        gap: Option<PyDuration>,
+        gap_column: Option<String>,
+        max_gap: Option<PyDuration>,
+        grace: PyDuration,
+        retention: Option<PyDuration>,
+        emit: String,
+        aggs: Vec<PyAgg>,
+        on_invalid: String,
+    ) -> PyResult<Self> {
+        let spec = SessionSpec {
+            gap: gap_spec(gap, gap_column, max_gap)?,
+            grace: duration(grace, "grace")?,
+            retention: retention.map(|r| duration(r, "retention")).transpose()?,
+            emit: EmitMode::parse(&emit).py()?,
+            on_invalid: OnInvalid::parse(&on_invalid).py()?,
+        };
+        let input = input_spec(key, time, time_unit)?;
+        let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
+        Ok(Self::new(Box::new(p)))
+    }
+
+    /// A sliding window processor.
+    #[staticmethod]
+    #[pyo3(signature = (*, key, time, time_unit, time_difference, grace, emit, aggs, on_invalid))]
+    #[allow(clippy::too_many_arguments)]
+    fn sliding(
+        key: Vec<String>,
+        time: String,
+        time_unit: Option<String>,
+        time_difference: PyDuration,
+        grace: PyDuration,
+        emit: String,
+        aggs: Vec<PyAgg>,
+        on_invalid: String,
+    ) -> PyResult<Self> {
+        let spec = SlidingSpec {
+            time_difference: duration(time_difference, "time_difference")?,
+            grace: duration(grace, "grace")?,
+            emit: EmitMode::parse(&emit).py()?,
+            on_invalid: OnInvalid::parse(&on_invalid).py()?,
+        };
+        let input = input_spec(key, time, time_unit)?;
+        let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
+        Ok(Self::new(Box::new(p)))
+    }
+
+    /// The window kind's snapshot tag (`session-processor/2`, `sliding-processor/1`).
+    #[getter]
+    fn kind(&self, py: Python<'_>) -> &'static str {
+        self.with(py, |p| p.kind_tag())
+    }
+
+    /// Processes every batch of `data` in order, as one transaction; returns the output as a
+    /// pyarrow Table.
+    fn process<'py>(&self, py: Python<'py>, data: AnyRecordBatch) -> PyResult<Bound<'py, PyAny>> {
+        let (schema, input) = batches(data)?;
+        let out = self.with(py, |p| p.process_table(schema, &input)).py()?;
+        table(py, out.schema(), vec![out])
+    }
+
+    /// End of input; returns the remaining output, or None before any input.
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        maybe_table(py, self.with(py, |p| p.flush()).py()?)
+    }
+
+    /// Takes the rejected rows so far, or None before any input.
+    fn rejected<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        maybe_table(py, self.with(py, |p| p.rejected()).py()?)
+    }
+
+    /// Counters, rejections by reason, stream time and store sizes.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (counters, rejected, stream_time, store) = self.with(py, |p| {
+            let rejected: Vec<(Reason, u64)> = Reason::ALL
+                .iter()
+                .map(|&r| (r, p.rejected_count(r)))
+                .collect();
+            (
+                p.counter_pairs(),
+                rejected,
+                p.stream_time(),
+                p.store_metrics(),
+            )
+        });
+        let d = PyDict::new(py);
+        for (name, value) in counters {
+            d.set_item(name, value)?;
+        }
+        let mut total = 0;
+        for (reason, n) in rejected {
+            total += n;
+            d.set_item(format!("rejected_{}", reason.as_str()), n)?;
+        }
+        d.set_item("rejected", total)?;
+        d.set_item("stream_time", stream_time)?;
+        if let Some(m) = store {
+            for (name, value) in m.pairs() {
+                d.set_item(format!("store_{name}"), value)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// Writes the whole state to `path` atomically.
+    fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        self.with(py, |p| p.snapshot(&path)).py()
+    }
+
+    /// Restores a processor from a snapshot file; `kind` (a tag) refuses any other kind.
+    #[staticmethod]
+    #[pyo3(signature = (path, kind=None))]
+    fn restore(py: Python<'_>, path: PathBuf, kind: Option<String>) -> PyResult<Self> {
+        let bytes = std::fs::read(&path).map_err(|e| {
+            crate::errors::to_py(windowstore_core::Error::snapshot(
+                &path,
+                format!("cannot read: {e}"),
+            ))
+        })?;
+        let inner = py
+            .detach(|| restore_any(&bytes, Some(&path), kind.as_deref()))
+            .py()?;
+        Ok(Self::new(inner))
+    }
+
+    /// The whole state as bytes (what `snapshot` writes to a file).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.with(py, |p| p.to_bytes()).py()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Restores a processor from `to_bytes`; `kind` (a tag) refuses any other kind.
+    #[staticmethod]
+    #[pyo3(signature = (data, kind=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], kind: Option<String>) -> PyResult<Self> {
+        let inner = py
+            .detach(|| restore_any(data, None, kind.as_deref()))
+            .py()?;
+        Ok(Self::new(inner))
+    }
+
+    /// Advances stream time to `t` (ticks of the time column); returns what that emits.
+    fn advance<'py>(&self, py: Python<'py>, t: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
+        maybe_table(py, self.with(py, |p| p.advance(t)).py()?)
+    }
+
+    /// The earliest stream time at which a window not emitted yet closes (`final`).
+    fn next_close(&self, py: Python<'_>) -> Option<i64> {
+        self.with(py, |p| p.next_close())
+    }
+}
 
 /// `batch` as a pyarrow Table, or None.
-pub(crate) fn maybe_table(
-    py: Python<'_>,
-    batch: Option<RecordBatch>,
-) -> PyResult<Option<Bound<'_, PyAny>>> {
-    batch
-        .map(|b| crate::convert::table(py, b.schema(), vec![b]))
-        .transpose()
+fn maybe_table(py: Python<'_>, batch: Option<RecordBatch>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    batch.map(|b| table(py, b.schema(), vec![b])).transpose()
 }

@@ -1,20 +1,14 @@
-//! `windowstore._core.SessionProcessor` and `session_windows`: session windows for Python.
-
-use std::path::PathBuf;
+//! `windowstore._core.session_windows` and the session parameters the processor class shares.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
-use windowstore_core::emit::EmitMode;
 use windowstore_core::input::InputSpec;
-use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
+use windowstore_core::session::GapSpec;
 use windowstore_core::time::parse_unit;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
-use crate::processor::processor_methods;
 
 pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
@@ -59,54 +53,6 @@ pub(crate) fn input_spec(
         gap: None,
     })
 }
-
-/// The streaming session window processor.
-#[pyclass(name = "SessionProcessor", module = "windowstore._core")]
-pub struct PySessionProcessor {
-    inner: SessionProcessor,
-}
-
-processor_methods!(
-    PySessionProcessor,
-    SessionProcessor,
-    counters: |c| [
-        ("records", c.records),
-        ("accepted", c.accepted),
-        ("gap_clamped", c.gap_clamped),
-        ("emitted", c.emitted),
-    ],
-    #[new]
-    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        key: Vec<String>,
-        time: String,
-        time_unit: Option<String>,
-        gap: Option<PyDuration>,
-        gap_column: Option<String>,
-        max_gap: Option<PyDuration>,
-        grace: PyDuration,
-        retention: Option<PyDuration>,
-        emit: String,
-        aggs: Vec<PyAgg>,
-        on_invalid: String,
-    ) -> PyResult<Self> {
-        let spec = SessionSpec {
-            gap: gap_spec(gap, gap_column, max_gap)?,
-            grace: duration(grace, "grace")?,
-            retention: retention.map(|r| duration(r, "retention")).transpose()?,
-            emit: EmitMode::parse(&emit).py()?,
-            on_invalid: OnInvalid::parse(&on_invalid).py()?,
-        };
-        let inner = SessionProcessor::new(
-            spec,
-            input_spec(key, time, time_unit)?,
-            crate::convert::aggs(aggs)?,
-        )
-        .py()?;
-        Ok(Self { inner })
-    }
-);
 
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]

@@ -164,6 +164,16 @@ impl KeyCodec {
             .map_err(|e| Error::schema(self.fields[0].name(), format!("cannot decode keys: {e}")))
     }
 
+    /// Decodes encoded keys and encodes the result again: the canonical bytes of each key.
+    /// Bytes this codec wrote come back unchanged, so a difference means they were not its.
+    pub fn reencode<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<Vec<u8>>> {
+        let arrays = self.decode(keys)?;
+        let rows = self.converter.convert_columns(&arrays).map_err(|e| {
+            Error::schema(self.fields[0].name(), format!("cannot encode keys: {e}"))
+        })?;
+        Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
+    }
+
     /// A key rendered for people, e.g. `user_id=42` or `(a=1, b="x")`, for error messages.
     pub fn render(&self, key: &[u8]) -> String {
         match self.decode([key]) {

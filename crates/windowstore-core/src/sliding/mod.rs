@@ -2,17 +2,16 @@
 //! within `time_difference` of each other, both ends inclusive, with grace and emit modes.
 //!
 //! - [`spec`]: the parameters and their checks;
-//! - [`processor`]: the streaming processor, KIP-450's two-new-windows algorithm over the
-//!   segmented store;
+//! - [`kind`]: sliding windows as a window kind of the streaming processor, KIP-450's
+//!   two-new-windows algorithm over the segmented store;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
-pub mod processor;
-mod snapshot_meta;
+pub mod kind;
 pub mod spec;
 
 pub use complete::sliding_windows;
-pub use processor::SlidingProcessor;
+pub use kind::{SlidingCounters, SlidingProcessor};
 pub use spec::SlidingSpec;
 
 use crate::input::time::TimeProblem;

@@ -5,9 +5,11 @@
 //! - [`keys`]: the key table that stores each distinct key's bytes once;
 //! - [`segment`]: one time bucket of sessions, by key;
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
-//! - [`session_store`]: the store, which tracks observed time and counts what it drops;
+//! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
+//!   an undo log (`journal`) that makes a processor's call all or nothing;
 //! - [`metrics`] and [`snapshot`]: layers around the store.
 
+mod journal;
 pub mod key_schema;
 pub mod keys;
 pub mod metrics;

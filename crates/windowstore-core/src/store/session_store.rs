@@ -4,6 +4,7 @@
 //! `end < store_time - retention + 1` is expired: every read skips it, a put of it is refused and
 //! counted, and its segment is dropped as soon as the whole segment is expired.
 
+use super::journal::{Journal, Undo};
 use super::key_schema::{KeyedSession, Session, SessionBounds};
 use super::keys::{KeyId, KeyTable};
 use super::metrics::{Counters, StoreMetrics};
@@ -30,6 +31,8 @@ pub struct SessionStore {
     store_time: Option<i64>,
     sessions: u64,
     counters: Counters,
+    /// The undo log of the open transaction, if any.
+    journal: Option<Box<Journal>>,
 }
 
 impl SessionStore {
@@ -56,7 +59,47 @@ impl SessionStore {
             store_time: None,
             sessions: 0,
             counters: Counters::default(),
+            journal: None,
         })
+    }
+
+    /// Opens a transaction: from now on every change is journaled until [`Self::commit`] or
+    /// [`Self::rollback`]. An open transaction is replaced (its changes become permanent).
+    pub fn begin(&mut self) {
+        self.journal = Some(Box::new(Journal::open(
+            self.store_time,
+            self.sessions,
+            self.counters,
+        )));
+    }
+
+    /// Makes the open transaction's changes permanent.
+    pub fn commit(&mut self) {
+        self.journal = None;
+    }
+
+    /// Undoes every change since [`Self::begin`]: the sessions, their values, store time and
+    /// the counters are as they were then (see `store::journal`). A no-op without a transaction.
+    pub fn rollback(&mut self) -> Result<()> {
+        let Some(journal) = self.journal.take() else {
+            return Ok(());
+        };
+        // Store time first, so that what comes back is live again.
+        self.store_time = journal.store_time;
+        for (entry, key, old) in journal.newest_first() {
+            match entry.undo {
+                Undo::Remove => {
+                    self.remove(key, entry.start, entry.end);
+                }
+                Undo::Put => {
+                    self.insert(key, entry.start, entry.end, old)?;
+                }
+            }
+        }
+        self.store_time = journal.store_time;
+        self.sessions = journal.sessions;
+        self.counters = journal.counters;
+        Ok(())
     }
 
     /// Retention in ticks.
@@ -100,6 +143,28 @@ impl SessionStore {
             self.counters.expired_puts += 1;
             return Ok(PutOutcome::Expired);
         }
+        if let Some(journal) = self.journal.as_deref_mut() {
+            let held = self
+                .keys
+                .get(key)
+                .and_then(|id| value_in(&self.segments, id, start, end));
+            match held {
+                Some(old) => journal.held(key, start, end, old),
+                None => journal.created(key, start, end),
+            }
+        }
+        let inserted = self.insert(key, start, end, value)?;
+        self.counters.puts += 1;
+        if inserted {
+            self.sessions += 1;
+            Ok(PutOutcome::Inserted)
+        } else {
+            Ok(PutOutcome::Updated)
+        }
+    }
+
+    /// Puts the session into its segment and the key table; no journal, time or counter moves.
+    fn insert(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<bool> {
         let segment = self.segments.get_or_create(end);
         let inserted = match self.keys.get(key) {
             Some(id) => {
@@ -121,13 +186,7 @@ impl SessionStore {
                 true
             }
         };
-        self.counters.puts += 1;
-        if inserted {
-            self.sessions += 1;
-            Ok(PutOutcome::Inserted)
-        } else {
-            Ok(PutOutcome::Updated)
-        }
+        Ok(inserted)
     }
 
     /// Removes the session `[start, end]` of `key`; returns whether it was there.
@@ -140,6 +199,12 @@ impl SessionStore {
         let Some(id) = self.keys.get(key) else {
             return false;
         };
+        if let Some(journal) = self.journal.as_deref_mut() {
+            let Some(old) = value_in(&self.segments, id, start, end) else {
+                return false;
+            };
+            journal.held(key, start, end, old);
+        }
         let Some(segment) = self.segments.get_mut(end) else {
             return false;
         };
@@ -158,13 +223,7 @@ impl SessionStore {
         if end < self.min_live_end() {
             return None;
         }
-        let id = self.keys.get(key)?;
-        let segment = self.segments.get(end)?;
-        let list = segment.sessions_of(id);
-        let i = list
-            .binary_search_by(|e| (e.end, e.start).cmp(&(end, start)))
-            .ok()?;
-        Some(segment.value(&list[i]))
+        value_in(&self.segments, self.keys.get(key)?, start, end)
     }
 
     /// Every live session of `key` with `end >= earliest_end` and `start <= latest_start`,
@@ -378,7 +437,10 @@ impl SessionStore {
         }
         self.store_time = Some(end);
         for segment in self.segments.expire(self.min_live_end()) {
-            for (id, _) in segment.iter() {
+            for (id, e) in segment.iter() {
+                if let Some(journal) = self.journal.as_deref_mut() {
+                    journal.held(self.keys.bytes(id), e.start, e.end, segment.value(e));
+                }
                 self.keys.release(id);
             }
             let n = segment.len() as u64;
@@ -386,4 +448,14 @@ impl SessionStore {
             self.counters.expired_sessions += n;
         }
     }
+}
+
+/// The value of exactly session `[start, end]` of key `id` in `segments`, expired or not.
+fn value_in(segments: &Segments, id: KeyId, start: i64, end: i64) -> Option<&[u8]> {
+    let segment = segments.get(end)?;
+    let list = segment.sessions_of(id);
+    let i = list
+        .binary_search_by(|e| (e.end, e.start).cmp(&(end, start)))
+        .ok()?;
+    Some(segment.value(&list[i]))
 }

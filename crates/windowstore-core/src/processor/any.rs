@@ -1,0 +1,118 @@
+//! A processor of any window kind behind one object-safe trait, for callers that choose the
+//! kind at run time (the Python bindings expose one class over it), and restoring a snapshot
+//! of whichever kind it holds.
+
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use super::{Processor, WindowKind};
+use crate::reject::Reason;
+use crate::session::SessionSpec;
+use crate::sliding::SlidingSpec;
+use crate::store::snapshot;
+use crate::{Error, Result, StoreMetrics};
+
+/// What every processor does, whatever its window kind (see [`Processor`]).
+pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
+    /// The kind's snapshot tag (`session-processor/1`, `sliding-processor/1`).
+    fn kind_tag(&self) -> &'static str;
+    /// See [`Processor::process_table`].
+    fn process_table(&mut self, schema: SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch>;
+    /// See [`Processor::flush`].
+    fn flush(&mut self) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::advance`].
+    fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::next_close`].
+    fn next_close(&self) -> Option<i64>;
+    /// See [`Processor::rejected`].
+    fn rejected(&mut self) -> Result<Option<RecordBatch>>;
+    /// Every counter by name (see [`super::Counters::pairs`]).
+    fn counter_pairs(&self) -> Vec<(&'static str, u64)>;
+    /// See [`Processor::rejected_count`].
+    fn rejected_count(&self, reason: Reason) -> u64;
+    /// See [`Processor::stream_time`].
+    fn stream_time(&self) -> Option<i64>;
+    /// See [`Processor::store_metrics`].
+    fn store_metrics(&self) -> Option<StoreMetrics>;
+    /// See [`Processor::output_schema`].
+    fn output_schema(&self) -> Option<SchemaRef>;
+    /// See [`Processor::snapshot`].
+    fn snapshot(&self, path: &Path) -> Result<()>;
+    /// See [`Processor::to_bytes`].
+    fn to_bytes(&self) -> Result<Vec<u8>>;
+}
+
+impl<K: WindowKind> AnyProcessor for Processor<K> {
+    fn kind_tag(&self) -> &'static str {
+        K::KIND
+    }
+    fn process_table(&mut self, schema: SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+        Processor::process_table(self, schema, batches)
+    }
+    fn flush(&mut self) -> Result<Option<RecordBatch>> {
+        Processor::flush(self)
+    }
+    fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
+        Processor::advance(self, t)
+    }
+    fn next_close(&self) -> Option<i64> {
+        Processor::next_close(self)
+    }
+    fn rejected(&mut self) -> Result<Option<RecordBatch>> {
+        Processor::rejected(self)
+    }
+    fn counter_pairs(&self) -> Vec<(&'static str, u64)> {
+        self.counters().pairs()
+    }
+    fn rejected_count(&self, reason: Reason) -> u64 {
+        Processor::rejected_count(self, reason)
+    }
+    fn stream_time(&self) -> Option<i64> {
+        Processor::stream_time(self)
+    }
+    fn store_metrics(&self) -> Option<StoreMetrics> {
+        Processor::store_metrics(self)
+    }
+    fn output_schema(&self) -> Option<SchemaRef> {
+        Processor::output_schema(self)
+    }
+    fn snapshot(&self, path: &Path) -> Result<()> {
+        Processor::snapshot(self, path)
+    }
+    fn to_bytes(&self) -> Result<Vec<u8>> {
+        Processor::to_bytes(self)
+    }
+}
+
+/// The processor in snapshot `bytes` (of a file at `path`, or `None` for bytes from memory),
+/// whatever its kind; `expect` (a kind tag) refuses any other kind.
+pub fn restore_any(
+    bytes: &[u8],
+    path: Option<&Path>,
+    expect: Option<&str>,
+) -> Result<Box<dyn AnyProcessor>> {
+    let name = path.unwrap_or(Path::new(super::snapshot::IN_MEMORY));
+    let (store, meta) = snapshot::decode(name, bytes)?;
+    let tagged =
+        |tag: &str, prefix: &str| meta.get(&format!("{prefix}kind")).is_some_and(|v| v == tag);
+    let kind = if tagged(SessionSpec::KIND, SessionSpec::PREFIX) {
+        SessionSpec::KIND
+    } else if tagged(SlidingSpec::KIND, SlidingSpec::PREFIX) {
+        SlidingSpec::KIND
+    } else {
+        return Err(Error::snapshot(name, "not a processor snapshot"));
+    };
+    if let Some(expected) = expect.filter(|&e| e != kind) {
+        return Err(Error::snapshot(
+            name,
+            format!("a {kind} snapshot, not a {expected} one"),
+        ));
+    }
+    Ok(if kind == SessionSpec::KIND {
+        Box::new(Processor::<SessionSpec>::from_parts(name, store, &meta)?)
+    } else {
+        Box::new(Processor::<SlidingSpec>::from_parts(name, store, &meta)?)
+    })
+}

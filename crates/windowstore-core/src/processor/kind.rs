@@ -1,0 +1,122 @@
+//! What a window kind supplies to the one streaming processor: its parameters, how a record is
+//! checked and applied, which windows are due, and its own counters and snapshot fields.
+
+use std::fmt::Debug;
+
+use arrow_schema::TimeUnit;
+
+use super::step::{Record, Step};
+use crate::emit::{Change, EmitMode};
+use crate::input::time::TimeProblem;
+use crate::meta::{MetaReader, MetaWriter};
+use crate::output::Layout;
+use crate::reject::{OnInvalid, Reason};
+use crate::{KeyedSession, Result, SessionStore};
+
+/// A record's fields that decide whether it can be used at all, before any state is read.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked {
+    /// A key column is null.
+    pub null_key: bool,
+    /// Why the time cannot be used, if it cannot.
+    pub time: Option<TimeProblem>,
+    /// The time in ticks (meaningless where `time` is `Some`).
+    pub t: i64,
+    /// The record's gap column value in ticks, where the kind reads one (`None`: null or
+    /// unreadable).
+    pub column_gap: Option<i64>,
+}
+
+/// The counters a window kind keeps beyond the processor's own.
+pub trait KindCounters: Copy + Default + Debug + PartialEq + Send + Sync {
+    /// The names of the counters, in a fixed order (metrics and snapshot fields).
+    const NAMES: &'static [&'static str];
+    /// The values, in the order of [`Self::NAMES`].
+    fn values(&self) -> Vec<u64>;
+    /// Counters from values in the order of [`Self::NAMES`].
+    fn from_values(values: &[u64]) -> Self;
+}
+
+/// A window kind: sessions or sliding windows. The kind's parameters are the implementing
+/// value; everything else a streaming processor does is written once, in
+/// [`super::Processor`].
+pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
+    /// The parameters in ticks of the time column.
+    type Ticks: Copy + Debug + Send + Sync;
+    /// The kind's own counters.
+    type Counters: KindCounters;
+    /// What checking a record leaves for applying it (a session record's gap).
+    type Prepared: Copy + Debug + Default + Send + Sync;
+    /// Buffers a kind reuses from record to record within a call.
+    type Scratch: Default;
+
+    /// The kind's tag in snapshots (`session-processor/1`, ...).
+    const KIND: &'static str;
+    /// The prefix of the kind's snapshot metadata (`windowstore.session.`, ...).
+    const PREFIX: &'static str;
+    /// The kind's name in messages ("session processor", ...).
+    const WHAT: &'static str;
+    /// The output's window columns (without `op`).
+    const LAYOUT: Layout;
+
+    /// When windows are emitted.
+    fn emit(&self) -> EmitMode;
+    /// What to do with unusable records.
+    fn on_invalid(&self) -> OnInvalid;
+    /// Checks what can be checked before the time unit is known.
+    fn validate(&self) -> Result<()>;
+    /// The dynamic-gap column the kind reads, if any.
+    fn gap_column(&self) -> Option<&str> {
+        None
+    }
+    /// The parameters in ticks of `unit`.
+    fn resolve(&self, unit: TimeUnit) -> Result<Self::Ticks>;
+    /// The store's retention: every window a non-late record can reach stays in the store.
+    fn retention(ticks: &Self::Ticks) -> i64;
+    /// Grace in ticks.
+    fn grace(ticks: &Self::Ticks) -> i64;
+
+    /// Whether a record can be used at all (never depends on state): what applying it needs,
+    /// or why it is rejected. Counts what checking counts (clamped gaps) in `counters`.
+    fn check(
+        ticks: &Self::Ticks,
+        record: Checked,
+        counters: &mut Self::Counters,
+    ) -> std::result::Result<Self::Prepared, Reason>;
+
+    /// Applies one usable record, with stream time already advanced to its time; returns
+    /// whether it was accepted (`false`: late, which the processor rejects).
+    fn step(
+        ticks: &Self::Ticks,
+        step: &mut Step<'_, Self>,
+        scratch: &mut Self::Scratch,
+        record: Record<'_, Self::Prepared>,
+    ) -> Result<bool>;
+
+    /// The held windows not emitted yet whose closing bound (a session's reach, a sliding
+    /// window's end) lies in `[emitted_below, latest]`, with that bound: what `final` mode
+    /// emits once stream time passes the bound plus grace.
+    fn pending<'s>(
+        ticks: &Self::Ticks,
+        store: &'s SessionStore,
+        emitted_below: i64,
+        latest: i64,
+    ) -> Vec<(i64, KeyedSession<'s>)>;
+
+    /// Whether a restored store entry `[start, stored_end]` whose value begins with `prefix`
+    /// is one the kind could have written; says why not.
+    fn check_stored(
+        ticks: &Self::Ticks,
+        start: i64,
+        stored_end: i64,
+        prefix: i64,
+    ) -> std::result::Result<(), String>;
+
+    /// A held window as a final output row.
+    fn final_row(window: &KeyedSession<'_>) -> Change;
+
+    /// Writes the parameters into snapshot metadata.
+    fn write_meta(&self, w: &mut MetaWriter<'_>);
+    /// Reads the parameters back; `emit` and `on_invalid` are read by the processor.
+    fn read_meta(r: &MetaReader<'_>, emit: EmitMode, on_invalid: OnInvalid) -> Result<Self>;
+}

@@ -1,0 +1,431 @@
+//! The streaming processor, written once for every window kind (as Flink's `WindowOperator`
+//! takes a window assigner): input binding, lifecycle, stream time, the transaction, rejected
+//! rows, snapshots, flush, advance and next close. A [`WindowKind`] (sessions, sliding windows)
+//! supplies only what differs: how a record is checked and applied, which windows are due, and
+//! its own counters and snapshot fields.
+//!
+//! **A call is a transaction.** [`Processor::process_all`] first binds and checks every chunk
+//! of the input (schema, types, every record under `on_invalid="error"`) without touching
+//! state; then applies the records to the store under an undo log (`store::journal`), builds
+//! the output and the rejected rows, and commits last. Any error on the way rolls the store,
+//! stream time, the counters and the rejected rows back, so that the processor's bytes
+//! ([`Processor::to_bytes`]) are exactly what they were before the call.
+
+mod any;
+mod bound;
+mod kind;
+mod lifecycle;
+mod snapshot;
+mod step;
+mod validate;
+
+use arrow_array::RecordBatch;
+use arrow_buffer::ScalarBuffer;
+use arrow_schema::SchemaRef;
+
+pub use any::{restore_any, AnyProcessor};
+pub use kind::{Checked, KindCounters, WindowKind};
+pub use step::{Record, Step};
+
+use crate::agg::AggSpec;
+use crate::emit::{Changelog, EmitMode};
+use crate::input::keys::BatchKeys;
+use crate::input::{plain_batch, InputSpec};
+use crate::reject::{OnInvalid, Reason};
+use crate::{Error, Result, StoreMetrics};
+use bound::Bound;
+use lifecycle::Lifecycle;
+
+/// A processor's counters: its own, and its window kind's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters<C> {
+    /// Input records seen.
+    pub records: u64,
+    /// Records aggregated into at least one window.
+    pub accepted: u64,
+    /// Output rows emitted (final windows, or changelog rows).
+    pub emitted: u64,
+    /// The window kind's counters.
+    pub kind: C,
+}
+
+impl<C: KindCounters> Counters<C> {
+    /// Every counter by name, the processor's first.
+    pub fn pairs(&self) -> Vec<(&'static str, u64)> {
+        let mut out = vec![
+            ("records", self.records),
+            ("accepted", self.accepted),
+            ("emitted", self.emitted),
+        ];
+        out.extend(C::NAMES.iter().copied().zip(self.kind.values()));
+        out
+    }
+}
+
+/// A streaming window processor over Arrow record batches, for window kind `K`.
+#[derive(Debug)]
+pub struct Processor<K: WindowKind> {
+    kind: K,
+    input: InputSpec,
+    agg_specs: Vec<AggSpec>,
+    bound: Option<Bound<K>>,
+    life: Lifecycle,
+    counters: Counters<K::Counters>,
+}
+
+/// A call's input, bound and checked, with the kind's counters after checking.
+type Prepared<K> = (
+    Vec<Chunk<<K as WindowKind>::Prepared>>,
+    <K as WindowKind>::Counters,
+);
+
+/// One chunk of a call's input, bound and checked.
+struct Chunk<P> {
+    batch: RecordBatch,
+    keys: BatchKeys,
+    ticks: ScalarBuffer<i64>,
+    checked: Vec<std::result::Result<P, Reason>>,
+}
+
+impl<K: WindowKind> Processor<K> {
+    /// A processor of window kind `kind` over input columns `input`, computing `aggs`.
+    pub fn new(kind: K, input: InputSpec, aggs: Vec<AggSpec>) -> Result<Self> {
+        kind.validate()?;
+        let input = InputSpec {
+            gap: kind.gap_column().map(str::to_string),
+            ..input
+        };
+        Ok(Self {
+            kind,
+            input,
+            agg_specs: aggs,
+            bound: None,
+            life: Lifecycle::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The window kind's parameters.
+    pub fn kind(&self) -> &K {
+        &self.kind
+    }
+
+    /// Binds the processor to an input schema now (the first batch does it otherwise). A
+    /// processor already bound keeps its schema.
+    pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
+        if self.bound.is_none() {
+            self.bound = Some(Bound::try_new(
+                &self.kind,
+                &self.input,
+                &self.agg_specs,
+                &schema,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// The output schema, once bound.
+    pub fn output_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.output.schema().clone())
+    }
+
+    /// The input schema, once bound.
+    pub fn input_schema(&self) -> Option<SchemaRef> {
+        self.bound.as_ref().map(|b| b.input.schema().clone())
+    }
+
+    /// Stream time: the largest record time looked at.
+    pub fn stream_time(&self) -> Option<i64> {
+        self.life.stream_time
+    }
+
+    /// The processor's counters.
+    pub fn counters(&self) -> Counters<K::Counters> {
+        self.counters
+    }
+
+    /// Rejected records counted under `reason`.
+    pub fn rejected_count(&self, reason: Reason) -> u64 {
+        self.life.rejections.count(reason)
+    }
+
+    /// Metrics of the underlying store, once bound.
+    pub fn store_metrics(&self) -> Option<StoreMetrics> {
+        self.bound.as_ref().map(|b| b.store.metrics())
+    }
+
+    /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
+    pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
+        match &self.bound {
+            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Processes one batch, record by record in row order; returns the batch's output.
+    pub fn process(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        self.process_all(std::slice::from_ref(batch))
+    }
+
+    /// Processes the chunks of one input in order, as one transaction (see the module doc);
+    /// returns their output as one batch. Errors name rows by their number in the whole input.
+    pub fn process_all(&mut self, batches: &[RecordBatch]) -> Result<RecordBatch> {
+        match batches.first() {
+            Some(first) => self.process_table(first.schema(), batches),
+            None => Err(Error::invalid(
+                "process",
+                "no batch to process: give a batch or a table with a schema",
+            )),
+        }
+    }
+
+    /// [`Self::process_all`] of a table of `schema` (which may have no chunk at all): the
+    /// first call binds the processor to `schema`, and a failed first call leaves it unbound.
+    pub fn process_table(
+        &mut self,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+    ) -> Result<RecordBatch> {
+        self.life.check_usable()?;
+        let was_bound = self.bound.is_some();
+        self.bind(schema)?;
+        let result = self.transaction(batches, None);
+        if result.is_err() && !was_bound {
+            self.bound = None;
+        }
+        let out = result?;
+        match (out, self.output_schema()) {
+            (Some(out), _) => Ok(out),
+            (None, Some(schema)) => Ok(RecordBatch::new_empty(schema)),
+            (None, None) => Err(Error::invalid("process", "the processor has no schema")),
+        }
+    }
+
+    /// Advances stream time to `t` (if later) without a record, as when an external clock,
+    /// such as Spark's watermark, says that time has passed. Returns what that emits: in
+    /// `final` mode the windows it closes; nothing in the changelog modes. `None` before the
+    /// processor has seen a schema (it then holds no window).
+    pub fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
+        self.life.check_usable()?;
+        if self.bound.is_none() {
+            self.life.observe(t);
+            return Ok(None);
+        }
+        self.transaction(&[], Some(t))
+    }
+
+    /// End of input: in `final` mode emits every window not emitted yet. The processor takes
+    /// no more input afterwards. `None` before the processor has seen a schema.
+    pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
+        self.life.check_usable()?;
+        let Some(bound) = self.bound.as_ref() else {
+            self.life.flushed = true;
+            return Ok(None);
+        };
+        let rows: Vec<_> = if self.kind.emit() == EmitMode::Final {
+            K::pending(
+                &bound.ticks,
+                &bound.store,
+                self.life.emitted_below,
+                i64::MAX,
+            )
+            .iter()
+            .map(|(_, window)| K::final_row(window))
+            .collect()
+        } else {
+            Vec::new()
+        };
+        let out = bound.build(&rows)?;
+        self.life.flushed = true;
+        if self.kind.emit() == EmitMode::Final {
+            self.life.emitted_below = i64::MAX;
+        }
+        self.counters.emitted += rows.len() as u64;
+        Ok(Some(out))
+    }
+
+    /// In `final` mode, the earliest stream time at which a window not emitted yet closes
+    /// (stream time then exceeds its closing bound plus grace); `None` when none is held, and
+    /// in the changelog modes, which emit nothing at close.
+    pub fn next_close(&self) -> Option<i64> {
+        let bound = self
+            .bound
+            .as_ref()
+            .filter(|_| self.kind.emit() == EmitMode::Final)?;
+        let due = K::pending(
+            &bound.ticks,
+            &bound.store,
+            self.life.emitted_below,
+            i64::MAX,
+        );
+        let first = due.iter().map(|(closes_after, _)| *closes_after).min()?;
+        Some(
+            first
+                .saturating_add(K::grace(&bound.ticks))
+                .saturating_add(1),
+        )
+    }
+
+    /// Applies `batches` (and an advance of stream time to `advance`) all or nothing.
+    fn transaction(
+        &mut self,
+        batches: &[RecordBatch],
+        advance: Option<i64>,
+    ) -> Result<Option<RecordBatch>> {
+        let (chunks, checked_counters) = self.prepare(batches)?;
+        let life = self.life.mark();
+        let bound = self
+            .bound
+            .as_mut()
+            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
+        bound.store.begin();
+        match self.apply(&chunks, checked_counters, advance) {
+            Ok((out, counters)) => {
+                if let Some(b) = self.bound.as_mut() {
+                    b.store.commit();
+                }
+                self.counters = counters;
+                Ok(Some(out))
+            }
+            Err(e) => {
+                if let Some(b) = self.bound.as_mut() {
+                    b.store.rollback()?;
+                }
+                self.life.rollback(&life);
+                Err(e)
+            }
+        }
+    }
+
+    /// Binds and checks every chunk without changing any state; returns them with the kind's
+    /// counters after checking (clamped gaps), for the commit.
+    fn prepare(&self, batches: &[RecordBatch]) -> Result<Prepared<K>> {
+        let mut scratch = self.counters.kind;
+        let Some(bound) = self.bound.as_ref() else {
+            return Ok((Vec::new(), scratch));
+        };
+        let mut offset = 0;
+        let mut chunks = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let batch = plain_batch(batch)?;
+            bound.input.check(&batch)?;
+            let keys = bound.input.keys.encode(&batch)?;
+            let times = bound.input.time.read(&batch);
+            let gaps = bound.input.gap.as_ref().map(|g| g.read(&batch));
+            let mut checked = Vec::with_capacity(batch.num_rows());
+            for row in 0..batch.num_rows() {
+                let record = Checked {
+                    null_key: keys.null[row],
+                    time: times.problem(row),
+                    t: times.ticks[row],
+                    column_gap: gaps.as_ref().and_then(|g| g[row]),
+                };
+                let result = K::check(&bound.ticks, record, &mut scratch);
+                if let (Err(reason), OnInvalid::Error) = (result, self.kind.on_invalid()) {
+                    return Err(Error::InvalidRecord {
+                        row: offset + row,
+                        reason: reason.as_str().to_string(),
+                    });
+                }
+                checked.push(result);
+            }
+            offset += batch.num_rows();
+            chunks.push(Chunk {
+                batch,
+                keys,
+                ticks: times.ticks,
+                checked,
+            });
+        }
+        Ok((chunks, scratch))
+    }
+
+    /// Applies checked chunks to the store (journaled by the caller) and builds the output;
+    /// returns it with the counters to commit.
+    fn apply(
+        &mut self,
+        chunks: &[Chunk<K::Prepared>],
+        checked: K::Counters,
+        advance: Option<i64>,
+    ) -> Result<(RecordBatch, Counters<K::Counters>)> {
+        let Self {
+            kind,
+            bound,
+            life,
+            counters,
+            ..
+        } = self;
+        let bound = bound
+            .as_mut()
+            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
+        let mut counters = Counters {
+            kind: checked,
+            ..*counters
+        };
+        let ticks = bound.ticks;
+        let grace = K::grace(&ticks);
+        let mode = kind.emit();
+        let mut step = Step::<K> {
+            store: &mut bound.store,
+            aggs: &bound.aggs,
+            keys: &bound.input.keys,
+            mode,
+            close: i64::MIN,
+            changelog: Changelog::new(mode),
+            finals: Vec::new(),
+            emitted_below: life.emitted_below,
+            latest_end: life.latest_end,
+            counters: &mut counters.kind,
+            ticks,
+        };
+        let mut scratch = K::Scratch::default();
+        if let Some(t) = advance {
+            life.observe(t);
+        }
+        for chunk in chunks {
+            for (row, checked) in chunk.checked.iter().enumerate() {
+                let seq = life.seq;
+                life.seq += 1;
+                counters.records += 1;
+                let prepared = match *checked {
+                    Ok(p) => p,
+                    Err(reason) => {
+                        life.rejections.reject(row, reason);
+                        continue;
+                    }
+                };
+                let t = chunk.ticks[row];
+                step.close = life.observe(t).saturating_sub(grace);
+                let key = chunk.keys.rows.row(row);
+                let record = Record {
+                    key: key.as_ref(),
+                    batch: &chunk.batch,
+                    row,
+                    t,
+                    seq,
+                    prepared,
+                };
+                if K::step(&ticks, &mut step, &mut scratch, record)? {
+                    counters.accepted += 1;
+                } else {
+                    life.rejections.reject(row, Reason::Late);
+                }
+            }
+            life.rejections.finish_batch(&chunk.batch)?;
+        }
+        life.latest_end = step.latest_end;
+        let rows = if mode == EmitMode::Final {
+            if let Some(st) = life.stream_time {
+                step.close = st.saturating_sub(grace);
+                step.emit_closed();
+            }
+            life.emitted_below = step.emitted_below;
+            std::mem::take(&mut step.finals)
+        } else {
+            step.changelog.take()
+        };
+        counters.emitted += rows.len() as u64;
+        let out = bound.build(&rows)?;
+        Ok((out, counters))
+    }
+}

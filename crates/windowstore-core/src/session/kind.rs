@@ -1,0 +1,310 @@
+//! Session windows as a window kind of the streaming processor: records one by one, in batch
+//! order, against the store.
+//!
+//! The processor's store holds each session under `[start, reach]` (its reach, `max(t + gap)`,
+//! in the place of the end) with value `end` (8 bytes little-endian) followed by the aggregate
+//! state. Keyed by reach, every question the processor asks is one exact range: a record at `t`
+//! with gap `g` meets the sessions with `reach >= t` and `start <= t + g`, and the sessions that
+//! close once stream time passes `x + grace` are those with reach `x`, so emitting them never
+//! scans sessions that stay open (a large `max_gap` costs nothing per call). Per record
+//! (SEMANTICS.md section 2, streaming):
+//!
+//! 1. stream time becomes `max(stream time, t)` (the processor does it);
+//! 2. the candidates are the key's sessions whose coverage `[start, reach]` meets `[t, t + g]`
+//!    (one hop suffices: the covered sessions' union with `[t, t + g]` is one interval);
+//! 3. the record is late if the merged session would be closed (`reach + grace < stream time`)
+//!    or if it touches a closed session still in the store;
+//! 4. otherwise the candidates are removed and the merged session is put, with Kafka's
+//!    forwarding rule in `changes` mode (no delete when the merged window is `[t, t]`).
+
+use arrow_schema::TimeUnit;
+
+use super::record::record_gap;
+use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
+use crate::emit::{Change, EmitMode};
+use crate::meta::{MetaReader, MetaWriter};
+use crate::output::Layout;
+use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
+use crate::reject::Reason;
+use crate::state;
+use crate::store::session_store::PutOutcome;
+use crate::{KeyedSession, Result, SessionStore};
+
+/// The counters of session processors, beyond the processor's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCounters {
+    /// Dynamic gaps clamped to `max_gap`.
+    pub gap_clamped: u64,
+}
+
+impl KindCounters for SessionCounters {
+    const NAMES: &'static [&'static str] = &["gap_clamped"];
+    fn values(&self) -> Vec<u64> {
+        vec![self.gap_clamped]
+    }
+    fn from_values(values: &[u64]) -> Self {
+        Self {
+            gap_clamped: values.first().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// A candidate session for a record: its window, reach, and where its state lies in scratch.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    start: i64,
+    end: i64,
+    reach: i64,
+    state: (usize, usize),
+}
+
+/// Buffers reused from record to record.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    candidates: Vec<Candidate>,
+    states: Vec<u8>,
+    acc: Vec<u8>,
+    merged: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl WindowKind for SessionSpec {
+    type Ticks = Resolved;
+    type Counters = SessionCounters;
+    /// The record's gap in ticks.
+    type Prepared = i64;
+    type Scratch = Scratch;
+
+    const KIND: &'static str = "session-processor/2";
+    const PREFIX: &'static str = "windowstore.session.";
+    const WHAT: &'static str = "session processor";
+    const LAYOUT: Layout = Layout {
+        start: "session_start",
+        end: "session_end",
+        time: None,
+        op: false,
+    };
+
+    fn emit(&self) -> EmitMode {
+        self.emit
+    }
+
+    fn on_invalid(&self) -> OnInvalid {
+        self.on_invalid
+    }
+
+    fn validate(&self) -> Result<()> {
+        SessionSpec::validate(self)
+    }
+
+    fn gap_column(&self) -> Option<&str> {
+        SessionSpec::gap_column(self)
+    }
+
+    fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
+        SessionSpec::resolve(self, unit)
+    }
+
+    fn retention(ticks: &Resolved) -> i64 {
+        // The contract keeps a closed session until `end < stream time - retention`. Entries
+        // are keyed by reach, and store time (the largest reach) runs up to max_gap ahead of
+        // stream time, so the store keeps max_gap more (and 1 for its own `end >= store time -
+        // retention + 1`).
+        ticks
+            .retention
+            .saturating_add(ticks.max_gap)
+            .saturating_add(1)
+    }
+
+    fn grace(ticks: &Resolved) -> i64 {
+        ticks.grace
+    }
+
+    fn check(
+        ticks: &Resolved,
+        r: Checked,
+        counters: &mut SessionCounters,
+    ) -> std::result::Result<i64, Reason> {
+        let (gap, clamped) = record_gap(
+            r.null_key,
+            r.time,
+            r.t,
+            ticks.fixed_gap,
+            r.column_gap,
+            ticks.max_gap,
+        )?;
+        counters.gap_clamped += u64::from(clamped);
+        Ok(gap)
+    }
+
+    fn step(
+        ticks: &Resolved,
+        step: &mut Step<'_, Self>,
+        sc: &mut Scratch,
+        r: Record<'_, i64>,
+    ) -> Result<bool> {
+        let (key, t) = (r.key, r.t);
+        // check() made sure that t + gap fits.
+        let reach_rec = t + r.prepared;
+        // Kafka's store shows the sessions with `end >= its time - retention` (its time being
+        // the largest end put); the others are treated as gone (SEMANTICS.md 2.6), although
+        // this store, keyed by reach, still holds them.
+        let visible = step
+            .latest_end
+            .map_or(i64::MIN, |e| e.saturating_sub(ticks.retention));
+        sc.candidates.clear();
+        sc.states.clear();
+        for s in step.store.find_sessions(key, t, reach_rec) {
+            let (end, agg_state) = state::split(s.value);
+            if end < visible {
+                continue;
+            }
+            let at = sc.states.len();
+            sc.states.extend_from_slice(agg_state);
+            sc.candidates.push(Candidate {
+                start: s.start,
+                end,
+                reach: s.end,
+                state: (at, sc.states.len()),
+            });
+        }
+        let (mut m_start, mut m_end, mut m_reach) = (t, t, reach_rec);
+        let mut touches_closed = false;
+        for c in &sc.candidates {
+            m_start = m_start.min(c.start);
+            m_end = m_end.max(c.end);
+            m_reach = m_reach.max(c.reach);
+            touches_closed |= c.reach < step.close;
+        }
+        if touches_closed || m_reach < step.close {
+            return Ok(false);
+        }
+
+        sc.acc.clear();
+        step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+        for c in &sc.candidates {
+            sc.merged.clear();
+            let state = &sc.states[c.state.0..c.state.1];
+            step.merge(key, (m_start, m_end), &sc.acc, state, &mut sc.merged)?;
+            std::mem::swap(&mut sc.acc, &mut sc.merged);
+        }
+
+        // The store gets the merged session before the merged-away ones go, so the key stays
+        // interned (removing first would free it and intern it again at once).
+        sc.value.clear();
+        state::join(m_end, &sc.acc, &mut sc.value);
+        if step.put(key, m_start, m_reach, &sc.value)? == PutOutcome::Expired {
+            // Unreachable while retention covers max gap + grace (checked when binding); a
+            // rejection rather than a loss if it ever happens.
+            return Ok(false);
+        }
+        step.latest_end = Some(step.latest_end.map_or(m_end, |e| e.max(m_end)));
+        for c in &sc.candidates {
+            if (c.start, c.reach) != (m_start, m_reach) {
+                step.store.remove(key, c.start, c.reach);
+            }
+        }
+        if step.mode == EmitMode::Final {
+            return Ok(true);
+        }
+        // Kafka removes (and forwards a delete for) every merged session unless the merged
+        // window is the record's own [t, t], which it overwrites in place.
+        let overwrite = (m_start, m_end) == (t, t);
+        let mut replaced = false;
+        for c in &sc.candidates {
+            replaced |= (c.start, c.end) == (m_start, m_end);
+            if !overwrite {
+                let state = sc.states[c.state.0..c.state.1].to_vec();
+                step.changelog
+                    .push(change(key, c.start, c.end, state, true), false);
+            }
+        }
+        // A window that was deleted and put again is new for the changelog, like one the store
+        // had not held; only an overwrite in place keeps it.
+        let created = !replaced || !overwrite;
+        step.changelog
+            .push(change(key, m_start, m_end, sc.acc.clone(), false), created);
+        Ok(true)
+    }
+
+    fn pending<'s>(
+        _ticks: &Resolved,
+        store: &'s SessionStore,
+        emitted_below: i64,
+        latest: i64,
+    ) -> Vec<(i64, KeyedSession<'s>)> {
+        store
+            .held_sessions_by_end(emitted_below, latest)
+            .into_iter()
+            .map(|s| (s.session.end, s))
+            .collect()
+    }
+
+    fn check_stored(
+        ticks: &Resolved,
+        start: i64,
+        reach: i64,
+        end: i64,
+    ) -> std::result::Result<(), String> {
+        if !(start <= end && end < reach) {
+            return Err(format!("end {end} is not within [start, reach)"));
+        }
+        if reach - end > ticks.max_gap {
+            return Err(format!("reach {reach} is beyond end {end} + max gap"));
+        }
+        Ok(())
+    }
+
+    fn final_row(s: &KeyedSession<'_>) -> Change {
+        let (end, agg_state) = state::split(s.session.value);
+        change(s.key, s.session.start, end, agg_state.to_vec(), false)
+    }
+
+    fn write_meta(&self, w: &mut MetaWriter<'_>) {
+        match &self.gap {
+            GapSpec::Fixed(g) => w.duration("gap", *g),
+            GapSpec::Column { column, max_gap } => {
+                w.text("gap_column", column);
+                w.duration("max_gap", *max_gap);
+            }
+        }
+        w.duration("grace", self.grace);
+        if let Some(r) = self.retention {
+            w.duration("retention", r);
+        }
+    }
+
+    fn read_meta(r: &MetaReader<'_>, emit: EmitMode, on_invalid: OnInvalid) -> Result<Self> {
+        let gap = match r.get("gap_column") {
+            Some(_) => GapSpec::Column {
+                column: r.text("gap_column")?,
+                max_gap: r.duration("max_gap")?,
+            },
+            None => GapSpec::Fixed(r.duration("gap")?),
+        };
+        Ok(SessionSpec {
+            gap,
+            grace: r.duration("grace")?,
+            retention: r
+                .get("retention")
+                .map(|_| r.duration("retention"))
+                .transpose()?,
+            emit,
+            on_invalid,
+        })
+    }
+}
+
+fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {
+    Change {
+        key: key.to_vec(),
+        start,
+        end,
+        time: end,
+        state,
+        delete,
+    }
+}
+
+/// The streaming session processor.
+pub type SessionProcessor = crate::processor::Processor<SessionSpec>;

@@ -1,0 +1,93 @@
+//! An undo log of a store's changes, so that a processor's call is all or nothing.
+//!
+//! A processor changes the store in place while it works through a call's records (each record
+//! must see what the records before it did), and a call can still fail after that (a `collect`
+//! under `fail` overflows, an output column cannot be built). While a journal is open, every
+//! change records its inverse here: a new session is removed again, a replaced or removed
+//! session (also one dropped by expiry) is put back with its old value. Rolling back replays the
+//! inverses newest first and restores store time and the counters, which leaves the store's
+//! contents, and so its snapshot bytes, exactly as they were when the journal was opened.
+//!
+//! Keys and old values are copied into one byte arena, so an entry costs no allocation.
+
+use super::metrics::Counters;
+
+/// What undoing one change does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Undo {
+    /// The session was new: remove it.
+    Remove,
+    /// The session held the old value (it was replaced, removed or expired): put it back.
+    Put,
+}
+
+/// One change's inverse: the session and where its key and old value lie in the arena.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub undo: Undo,
+    pub start: i64,
+    pub end: i64,
+    key: (usize, usize),
+    value: (usize, usize),
+}
+
+/// The store's scalar state when the journal was opened, and the inverses since.
+#[derive(Debug, Default)]
+pub(crate) struct Journal {
+    pub store_time: Option<i64>,
+    pub sessions: u64,
+    pub counters: Counters,
+    entries: Vec<Entry>,
+    arena: Vec<u8>,
+}
+
+impl Journal {
+    /// A journal of a store at `store_time` holding `sessions`, with `counters`.
+    pub fn open(store_time: Option<i64>, sessions: u64, counters: Counters) -> Self {
+        Self {
+            store_time,
+            sessions,
+            counters,
+            entries: Vec::new(),
+            arena: Vec::new(),
+        }
+    }
+
+    /// Records that session `[start, end]` of `key` was created.
+    #[inline]
+    pub fn created(&mut self, key: &[u8], start: i64, end: i64) {
+        self.push(Undo::Remove, key, start, end, &[]);
+    }
+
+    /// Records that session `[start, end]` of `key` held `old` before it was replaced or
+    /// removed.
+    #[inline]
+    pub fn held(&mut self, key: &[u8], start: i64, end: i64, old: &[u8]) {
+        self.push(Undo::Put, key, start, end, old);
+    }
+
+    fn push(&mut self, undo: Undo, key: &[u8], start: i64, end: i64, value: &[u8]) {
+        let k = self.arena.len();
+        self.arena.extend_from_slice(key);
+        let v = self.arena.len();
+        self.arena.extend_from_slice(value);
+        self.entries.push(Entry {
+            undo,
+            start,
+            end,
+            key: (k, v),
+            value: (v, self.arena.len()),
+        });
+    }
+
+    /// The inverses, newest first, with their key and old value.
+    pub fn newest_first(&self) -> impl Iterator<Item = (Entry, &[u8], &[u8])> + '_ {
+        self.entries.iter().rev().map(|e| {
+            (
+                *e,
+                &self.arena[e.key.0..e.key.1],
+                &self.arena[e.value.0..e.value.1],
+            )
+        })
+    }
+}
