@@ -6,8 +6,10 @@
 //! - [`segment`]: one time bucket of sessions, by key;
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops;
-//! - [`metrics`] and [`snapshot`]: layers around the store.
+//! - [`metrics`] and [`snapshot`]: layers around the store; [`atomic_file`] writes snapshot
+//!   files atomically.
 
+pub mod atomic_file;
 pub mod key_schema;
 pub mod keys;
 pub mod metrics;
