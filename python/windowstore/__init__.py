@@ -8,6 +8,9 @@ from __future__ import annotations
 from windowstore import agg
 from windowstore._core import SessionStore, __version__
 from windowstore.exceptions import (
+    ArrowError,
+    BatchTooLargeError,
+    InternalError,
     InvalidRecordError,
     InvalidWindowSpec,
     SchemaError,
@@ -20,6 +23,9 @@ from windowstore.sessions import SessionWindowProcessor, session_windows
 from windowstore.sliding import SlidingWindowProcessor, sliding_windows
 
 __all__ = [
+    "ArrowError",
+    "BatchTooLargeError",
+    "InternalError",
     "InvalidRecordError",
     "InvalidWindowSpec",
     "SchemaError",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 __all__ = [
+    "ArrowError",
+    "BatchTooLargeError",
+    "InternalError",
     "InvalidRecordError",
     "InvalidWindowSpec",
     "SchemaError",
@@ -43,6 +46,34 @@ class SnapshotError(WindowStoreError):
 
 class StoreCapacityError(WindowStoreError):
     """A limit of the store's in-memory layout was reached (2^32 live keys, 4 GiB per segment)."""
+
+
+class BatchTooLargeError(WindowStoreError):
+    """One call's input or output exceeds a per-call limit (2^32 - 1 rows, 2 GiB of states).
+
+    Split the input by key and make several calls.
+    """
+
+
+class ArrowError(WindowStoreError):
+    """An Arrow operation failed while reading the input or building a result.
+
+    The message carries Arrow's own error. Attributes:
+        context: What windowstore was doing (``"building output"``, ``"reading the Arrow
+            input"``, ...).
+    """
+
+    def __init__(self, message: str, context: str | None = None) -> None:
+        super().__init__(message)
+        self.context = context
+
+
+class InternalError(WindowStoreError):
+    """A bug in windowstore: an invariant did not hold, or the Rust core panicked.
+
+    The call was stopped before the panic could reach Python. Please report it with the message.
+    A processor or store whose state the failed call was changing refuses further calls.
+    """
 
 
 class SchemaError(WindowStoreError, ValueError):

@@ -37,9 +37,9 @@ pub enum Error {
         max_size: usize,
     },
     /// A record could not be processed under `on_invalid="error"`.
-    #[error("invalid record {row} of the batch: {reason}")]
+    #[error("invalid record {row} of the input: {reason}")]
     InvalidRecord {
-        /// The row index within the batch.
+        /// The row number in the whole input of the call (all its chunks).
         row: usize,
         /// Why (the rejection reason: null_key, null_time, invalid_gap, time_overflow, late).
         reason: String,
@@ -52,9 +52,26 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A limit of the store's in-memory layout was reached.
+    /// A limit of the store's in-memory layout was reached (distinct live keys, bytes per
+    /// segment or per value). Nothing else: limits of one call are [`Error::BatchTooLarge`].
     #[error("store capacity exceeded: {0}")]
     Capacity(String),
+    /// One call's input or output exceeds a limit of the engine's per-call layout (row indexes
+    /// of 32 bits, list offsets of 31 bits); the remedy is to split the input by key.
+    #[error("too large for one call: {0}")]
+    BatchTooLarge(String),
+    /// An Arrow kernel failed while building, gathering or concatenating arrays.
+    #[error("{context}: {source}")]
+    Arrow {
+        /// What was being done, e.g. "building output".
+        context: &'static str,
+        /// The Arrow error itself.
+        #[source]
+        source: arrow_schema::ArrowError,
+    },
+    /// An invariant of windowstore does not hold: a bug, never the caller's fault.
+    #[error("internal error (a bug in windowstore, please report it): {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -74,6 +91,12 @@ impl Error {
         }
     }
 
+    /// A mapper of an Arrow error into [`Error::Arrow`] with `context`, for `map_err`:
+    /// `concat_batches(..).map_err(Error::arrow("concatenating the input"))`.
+    pub fn arrow(context: &'static str) -> impl FnOnce(arrow_schema::ArrowError) -> Self {
+        move |source| Self::Arrow { context, source }
+    }
+
     /// An [`Error::Snapshot`] for the file at `path`.
     pub fn snapshot(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Self::Snapshot {
@@ -85,3 +108,21 @@ impl Error {
 
 /// The result type of windowstore-core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+    use arrow_schema::ArrowError;
+
+    #[test]
+    fn an_arrow_error_keeps_its_cause_and_context() {
+        let err =
+            Error::arrow("building output")(ArrowError::ComputeError("offset overflow".into()));
+        assert_eq!(
+            err.to_string(),
+            "building output: Compute error: offset overflow"
+        );
+        let source = std::error::Error::source(&err).expect("the Arrow error is the source");
+        assert!(source.is::<ArrowError>());
+    }
+}

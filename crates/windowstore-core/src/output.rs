@@ -103,7 +103,6 @@ impl OutputBuilder {
                     .map(|c| if c.delete { "delete" } else { "upsert" }),
             )));
         }
-        RecordBatch::try_new(self.schema.clone(), columns)
-            .map_err(|e| Error::Capacity(format!("building output: {e}")))
+        RecordBatch::try_new(self.schema.clone(), columns).map_err(Error::arrow("building output"))
     }
 }

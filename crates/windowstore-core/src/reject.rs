@@ -112,10 +112,10 @@ impl Rejections {
             self.current.iter().map(|(_, reason)| reason.as_str()),
         ));
         let mut columns = arrow_select::take::take_arrays(batch.columns(), &rows, None)
-            .map_err(|e| Error::Capacity(format!("copying rejected rows: {e}")))?;
+            .map_err(Error::arrow("copying rejected rows"))?;
         columns.push(reasons);
         let rejected = RecordBatch::try_new(rejected_schema(&batch.schema()), columns)
-            .map_err(|e| Error::Capacity(format!("copying rejected rows: {e}")))?;
+            .map_err(Error::arrow("copying rejected rows"))?;
         self.kept.push(rejected);
         self.current.clear();
         Ok(())
@@ -151,7 +151,7 @@ impl Rejections {
         let schema = rejected_schema(input);
         let kept = std::mem::take(&mut self.kept);
         arrow_select::concat::concat_batches(&schema, &kept)
-            .map_err(|e| Error::Capacity(format!("collecting rejected rows: {e}")))
+            .map_err(Error::arrow("collecting rejected rows"))
     }
 
     /// Rows counted under `reason` so far (drained or not).

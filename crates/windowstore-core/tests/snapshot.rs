@@ -129,6 +129,86 @@ fn crash_between_temp_write_and_rename_leaves_old_snapshot() {
     let _ = fs::remove_file(staged);
 }
 
+/// A temporary file as a writer `pid` killed mid-write leaves it, last modified `age` ago.
+#[cfg(target_os = "linux")]
+fn leave_temp(dir: &std::path::Path, name: &str, age: std::time::Duration) -> std::path::PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, b"half a snapshot").unwrap();
+    let file = fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(std::time::SystemTime::now() - age)
+        .unwrap();
+    path
+}
+
+#[test]
+#[cfg(target_os = "linux")] // process liveness is read from /proc
+fn a_write_removes_the_stale_temp_files_of_its_target_and_keeps_live_ones() {
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.snap");
+    // A process that has exited: its id is not running (as a killed writer's).
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let me = std::process::id();
+    let old = Duration::from_secs(120);
+    let killed = leave_temp(dir.path(), &format!(".store.snap.tmp-{dead}-0"), old);
+    // Left by an earlier process with this process's id (ids are reused).
+    let reused = leave_temp(
+        dir.path(),
+        &format!(".store.snap.tmp-{me}-{}", u64::MAX),
+        old,
+    );
+    // Kept: a dead writer's file modified moments ago (its id may mean nothing here), a running
+    // process's (pid 1), another target's, and a name not of the temporary form.
+    let fresh = leave_temp(
+        dir.path(),
+        &format!(".store.snap.tmp-{dead}-1"),
+        Duration::ZERO,
+    );
+    let running = leave_temp(dir.path(), ".store.snap.tmp-1-0", old);
+    let other = leave_temp(dir.path(), &format!(".other.snap.tmp-{dead}-0"), old);
+    let odd = leave_temp(dir.path(), &format!(".store.snap.tmp-{dead}-x"), old);
+    // Kept: a write of the same target in flight in this process (another thread's, say).
+    let mut store = SessionStore::new(1000, None).unwrap();
+    store.put(b"k", 0, 1, b"in flight").unwrap();
+    let in_flight =
+        snapshot::stage(&path, &snapshot::encode(&store, &HashMap::new()).unwrap()).unwrap();
+
+    store.put(b"k", 0, 1, b"written").unwrap();
+    store.snapshot(&path).unwrap();
+    assert!(!killed.exists(), "a killed writer's temp file is removed");
+    assert!(
+        !reused.exists(),
+        "a temp file of this pid not in flight is removed"
+    );
+    for kept in [&fresh, &running, &other, &odd, &in_flight] {
+        assert!(kept.exists(), "{} must be kept", kept.display());
+    }
+    let back = SessionStore::restore(&path).unwrap();
+    assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"written"[..]));
+    // The write in flight completes normally.
+    snapshot::commit(&in_flight, &path).unwrap();
+    let back = SessionStore::restore(&path).unwrap();
+    assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"in flight"[..]));
+    // Once committed it is no longer in flight: nothing of this process is left over.
+    store.snapshot(&path).unwrap();
+    let mut left: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected = vec![
+        "store.snap".to_string(),
+        format!(".store.snap.tmp-{dead}-1"),
+        ".store.snap.tmp-1-0".to_string(),
+        format!(".other.snap.tmp-{dead}-0"),
+        format!(".store.snap.tmp-{dead}-x"),
+    ];
+    expected.sort();
+    assert_eq!(left, expected);
+}
+
 #[test]
 fn empty_store_round_trips() {
     let dir = tempfile::tempdir().unwrap();

@@ -61,7 +61,8 @@ pub fn batches(data: AnyRecordBatch) -> PyResult<(SchemaRef, Vec<RecordBatch>)> 
     let schema = reader.schema();
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(format!("reading the Arrow input: {e}")))?;
+        .map_err(windowstore_core::Error::arrow("reading the Arrow input"))
+        .py()?;
     Ok((schema, batches))
 }
 

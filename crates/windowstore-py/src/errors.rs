@@ -14,9 +14,25 @@ mod py {
     pyo3::import_exception!(windowstore.exceptions, SchemaError);
     pyo3::import_exception!(windowstore.exceptions, SessionOverflowError);
     pyo3::import_exception!(windowstore.exceptions, InvalidRecordError);
+    pyo3::import_exception!(windowstore.exceptions, BatchTooLargeError);
+    pyo3::import_exception!(windowstore.exceptions, ArrowError);
+    pyo3::import_exception!(windowstore.exceptions, InternalError);
 }
 
 /// Converts a core error into the matching Python exception.
+///
+/// | core variant        | Python exception                               |
+/// |---------------------|------------------------------------------------|
+/// | `InvalidWindowSpec` | `InvalidWindowSpec` (a `ValueError`)           |
+/// | `Schema`            | `SchemaError` (a `ValueError`)                 |
+/// | `InvalidRecord`     | `InvalidRecordError` (a `ValueError`)          |
+/// | `SessionOverflow`   | `SessionOverflowError`                         |
+/// | `Snapshot`          | `SnapshotError`                                |
+/// | `Capacity`          | `StoreCapacityError`                           |
+/// | `BatchTooLarge`     | `BatchTooLargeError`                           |
+/// | `Arrow`             | `ArrowError`                                   |
+/// | `Internal`          | `InternalError` (as a panic, see `guard`)      |
+/// | a later variant     | `WindowStoreError`                             |
 pub fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
     match err {
@@ -27,6 +43,9 @@ pub fn to_py(err: Error) -> PyErr {
             py::SnapshotError::new_err((message, path.to_string_lossy().into_owned()))
         }
         Error::Capacity(_) => py::StoreCapacityError::new_err(message),
+        Error::BatchTooLarge(_) => py::BatchTooLargeError::new_err(message),
+        Error::Arrow { context, .. } => py::ArrowError::new_err((message, context)),
+        Error::Internal(_) => py::InternalError::new_err(message),
         Error::Schema { column, .. } => py::SchemaError::new_err((message, column)),
         Error::SessionOverflow {
             key, start, end, ..
@@ -37,6 +56,11 @@ pub fn to_py(err: Error) -> PyErr {
         // A variant added to the core later still reaches Python under the common base.
         _ => py::WindowStoreError::new_err(message),
     }
+}
+
+/// An `InternalError` with `message`: for panics caught at the boundary (see `guard`).
+pub(crate) fn internal(message: String) -> PyErr {
+    py::InternalError::new_err(message)
 }
 
 /// `Result<T, core::Error>` into `PyResult<T>`.

@@ -2,6 +2,7 @@
 
 mod convert;
 mod errors;
+mod guard;
 mod partial;
 mod processor;
 mod sessions;

@@ -8,6 +8,7 @@ use windowstore_core::session::spec::OnInvalid;
 
 use crate::convert::{batches, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
+use crate::guard::guard;
 use crate::sessions::{gap_spec, input_spec};
 
 /// Partial sessions of one part of the input: returns (partials, rejected, gap_clamped).
@@ -26,19 +27,23 @@ pub fn session_partials<'py>(
     aggs: Vec<PyAgg>,
     on_invalid: String,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
-    let gap = gap_spec(gap, gap_column, max_gap)?;
-    let input = input_spec(key, time, time_unit)?;
-    let aggs = crate::convert::aggs(aggs)?;
-    let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-    let (schema, input_batches) = batches(data)?;
-    let result = py
-        .detach(|| partial::session_partials(schema, &input_batches, input, gap, aggs, on_invalid))
-        .py()?;
-    Ok((
-        table(py, result.partials.schema(), vec![result.partials])?,
-        table(py, result.rejected.schema(), vec![result.rejected])?,
-        result.gap_clamped,
-    ))
+    guard(|| {
+        let gap = gap_spec(gap, gap_column, max_gap)?;
+        let input = input_spec(key, time, time_unit)?;
+        let aggs = crate::convert::aggs(aggs)?;
+        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
+        let (schema, input_batches) = batches(data)?;
+        let result = py
+            .detach(|| {
+                partial::session_partials(schema, &input_batches, input, gap, aggs, on_invalid)
+            })
+            .py()?;
+        Ok((
+            table(py, result.partials.schema(), vec![result.partials])?,
+            table(py, result.rejected.schema(), vec![result.rejected])?,
+            result.gap_clamped,
+        ))
+    })
 }
 
 /// Session windows from the partial sessions in `data` (all partials of each key); `input` is
@@ -52,11 +57,13 @@ pub fn merge_session_partials<'py>(
     key: Vec<String>,
     aggs: Vec<PyAgg>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let aggs = crate::convert::aggs(aggs)?;
-    let (input_schema, _) = batches(input)?;
-    let (schema, partials) = batches(data)?;
-    let windows = py
-        .detach(|| partial::merge_session_partials(&input_schema, schema, &partials, key, aggs))
-        .py()?;
-    table(py, windows.schema(), vec![windows])
+    guard(|| {
+        let aggs = crate::convert::aggs(aggs)?;
+        let (input_schema, _) = batches(input)?;
+        let (schema, partials) = batches(data)?;
+        let windows = py
+            .detach(|| partial::merge_session_partials(&input_schema, schema, &partials, key, aggs))
+            .py()?;
+        table(py, windows.schema(), vec![windows])
+    })
 }

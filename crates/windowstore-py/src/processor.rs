@@ -6,7 +6,7 @@
 //! that the thread inside needs, and a long `process` does not stop other Python threads.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use pyo3::prelude::*;
@@ -20,6 +20,7 @@ use windowstore_core::sliding::SlidingSpec;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
+use crate::guard::guard;
 use crate::sessions::{gap_spec, input_spec};
 
 /// A streaming window processor (wrapped by windowstore.SessionWindowProcessor and
@@ -36,19 +37,25 @@ impl PyProcessor {
         }
     }
 
-    /// Runs `f` on the processor with the GIL released, once the lock is free.
+    /// Runs `f` on the processor with the GIL released, once the lock is free. A processor
+    /// whose lock was poisoned (a panic inside a call, caught by `guard`) may hold half a
+    /// call, so it is refused from then on.
     fn with<R: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut dyn AnyProcessor) -> R + Send,
-    ) -> R {
-        py.detach(|| f(self.lock().as_mut()))
-    }
-
-    /// The lock; a panic never happens while it is held (the core returns errors), so a
-    /// poisoned lock still holds a consistent processor.
-    fn lock(&self) -> MutexGuard<'_, Box<dyn AnyProcessor>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    ) -> PyResult<R> {
+        py.detach(|| match self.inner.lock() {
+            Ok(mut p) => Ok(f(p.as_mut())),
+            Err(_) => Err(()),
+        })
+        .map_err(|()| {
+            crate::errors::internal(
+                "this processor failed inside a call (a bug in windowstore, please report it) \
+                 and is no longer usable; restore it from a snapshot"
+                    .to_string(),
+            )
+        })
     }
 }
 
@@ -71,16 +78,18 @@ impl PyProcessor {
         aggs: Vec<PyAgg>,
         on_invalid: String,
     ) -> PyResult<Self> {
-        let spec = SessionSpec {
-            gap: gap_spec(gap, gap_column, max_gap)?,
-            grace: duration(grace, "grace")?,
-            retention: retention.map(|r| duration(r, "retention")).transpose()?,
-            emit: EmitMode::parse(&emit).py()?,
-            on_invalid: OnInvalid::parse(&on_invalid).py()?,
-        };
-        let input = input_spec(key, time, time_unit)?;
-        let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
-        Ok(Self::new(Box::new(p)))
+        guard(|| {
+            let spec = SessionSpec {
+                gap: gap_spec(gap, gap_column, max_gap)?,
+                grace: duration(grace, "grace")?,
+                retention: retention.map(|r| duration(r, "retention")).transpose()?,
+                emit: EmitMode::parse(&emit).py()?,
+                on_invalid: OnInvalid::parse(&on_invalid).py()?,
+            };
+            let input = input_spec(key, time, time_unit)?;
+            let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
+            Ok(Self::new(Box::new(p)))
+        })
     }
 
     /// A sliding window processor.
@@ -97,118 +106,130 @@ impl PyProcessor {
         aggs: Vec<PyAgg>,
         on_invalid: String,
     ) -> PyResult<Self> {
-        let spec = SlidingSpec {
-            time_difference: duration(time_difference, "time_difference")?,
-            grace: duration(grace, "grace")?,
-            emit: EmitMode::parse(&emit).py()?,
-            on_invalid: OnInvalid::parse(&on_invalid).py()?,
-        };
-        let input = input_spec(key, time, time_unit)?;
-        let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
-        Ok(Self::new(Box::new(p)))
+        guard(|| {
+            let spec = SlidingSpec {
+                time_difference: duration(time_difference, "time_difference")?,
+                grace: duration(grace, "grace")?,
+                emit: EmitMode::parse(&emit).py()?,
+                on_invalid: OnInvalid::parse(&on_invalid).py()?,
+            };
+            let input = input_spec(key, time, time_unit)?;
+            let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
+            Ok(Self::new(Box::new(p)))
+        })
     }
 
     /// The window kind's snapshot tag (`session-processor/2`, `sliding-processor/1`).
     #[getter]
     fn kind(&self, py: Python<'_>) -> &'static str {
-        self.with(py, |p| p.kind_tag())
+        self.with(py, |p| p.kind_tag()).unwrap_or("unusable")
     }
 
     /// Processes every batch of `data` in order, as one transaction; returns the output as a
     /// pyarrow Table.
     fn process<'py>(&self, py: Python<'py>, data: AnyRecordBatch) -> PyResult<Bound<'py, PyAny>> {
-        let (schema, input) = batches(data)?;
-        let out = self.with(py, |p| p.process_table(schema, &input)).py()?;
-        table(py, out.schema(), vec![out])
+        guard(|| {
+            let (schema, input) = batches(data)?;
+            let out = self.with(py, |p| p.process_table(schema, &input))?.py()?;
+            table(py, out.schema(), vec![out])
+        })
     }
 
     /// End of input; returns the remaining output, or None before any input.
     fn flush<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        maybe_table(py, self.with(py, |p| p.flush()).py()?)
+        guard(|| maybe_table(py, self.with(py, |p| p.flush())?.py()?))
     }
 
     /// Takes the rejected rows so far, or None before any input.
     fn rejected<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        maybe_table(py, self.with(py, |p| p.rejected()).py()?)
+        guard(|| maybe_table(py, self.with(py, |p| p.rejected())?.py()?))
     }
 
     /// Counters, rejections by reason, stream time and store sizes.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (counters, rejected, stream_time, store) = self.with(py, |p| {
-            let rejected: Vec<(Reason, u64)> = Reason::ALL
-                .iter()
-                .map(|&r| (r, p.rejected_count(r)))
-                .collect();
-            (
-                p.counter_pairs(),
-                rejected,
-                p.stream_time(),
-                p.store_metrics(),
-            )
-        });
-        let d = PyDict::new(py);
-        for (name, value) in counters {
-            d.set_item(name, value)?;
-        }
-        let mut total = 0;
-        for (reason, n) in rejected {
-            total += n;
-            d.set_item(format!("rejected_{}", reason.as_str()), n)?;
-        }
-        d.set_item("rejected", total)?;
-        d.set_item("stream_time", stream_time)?;
-        if let Some(m) = store {
-            for (name, value) in m.pairs() {
-                d.set_item(format!("store_{name}"), value)?;
+        guard(|| {
+            let (counters, rejected, stream_time, store) = self.with(py, |p| {
+                let rejected: Vec<(Reason, u64)> = Reason::ALL
+                    .iter()
+                    .map(|&r| (r, p.rejected_count(r)))
+                    .collect();
+                (
+                    p.counter_pairs(),
+                    rejected,
+                    p.stream_time(),
+                    p.store_metrics(),
+                )
+            })?;
+            let d = PyDict::new(py);
+            for (name, value) in counters {
+                d.set_item(name, value)?;
             }
-        }
-        Ok(d)
+            let mut total = 0;
+            for (reason, n) in rejected {
+                total += n;
+                d.set_item(format!("rejected_{}", reason.as_str()), n)?;
+            }
+            d.set_item("rejected", total)?;
+            d.set_item("stream_time", stream_time)?;
+            if let Some(m) = store {
+                for (name, value) in m.pairs() {
+                    d.set_item(format!("store_{name}"), value)?;
+                }
+            }
+            Ok(d)
+        })
     }
 
     /// Writes the whole state to `path` atomically.
     fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        self.with(py, |p| p.snapshot(&path)).py()
+        guard(|| self.with(py, |p| p.snapshot(&path))?.py())
     }
 
     /// Restores a processor from a snapshot file; `kind` (a tag) refuses any other kind.
     #[staticmethod]
     #[pyo3(signature = (path, kind=None))]
     fn restore(py: Python<'_>, path: PathBuf, kind: Option<String>) -> PyResult<Self> {
-        let bytes = std::fs::read(&path).map_err(|e| {
-            crate::errors::to_py(windowstore_core::Error::snapshot(
-                &path,
-                format!("cannot read: {e}"),
-            ))
-        })?;
-        let inner = py
-            .detach(|| restore_any(&bytes, Some(&path), kind.as_deref()))
-            .py()?;
-        Ok(Self::new(inner))
+        guard(|| {
+            let bytes = std::fs::read(&path).map_err(|e| {
+                crate::errors::to_py(windowstore_core::Error::snapshot(
+                    &path,
+                    format!("cannot read: {e}"),
+                ))
+            })?;
+            let inner = py
+                .detach(|| restore_any(&bytes, Some(&path), kind.as_deref()))
+                .py()?;
+            Ok(Self::new(inner))
+        })
     }
 
     /// The whole state as bytes (what `snapshot` writes to a file).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = self.with(py, |p| p.to_bytes()).py()?;
-        Ok(PyBytes::new(py, &bytes))
+        guard(|| {
+            let bytes = self.with(py, |p| p.to_bytes())?.py()?;
+            Ok(PyBytes::new(py, &bytes))
+        })
     }
 
     /// Restores a processor from `to_bytes`; `kind` (a tag) refuses any other kind.
     #[staticmethod]
     #[pyo3(signature = (data, kind=None))]
     fn from_bytes(py: Python<'_>, data: &[u8], kind: Option<String>) -> PyResult<Self> {
-        let inner = py
-            .detach(|| restore_any(data, None, kind.as_deref()))
-            .py()?;
-        Ok(Self::new(inner))
+        guard(|| {
+            let inner = py
+                .detach(|| restore_any(data, None, kind.as_deref()))
+                .py()?;
+            Ok(Self::new(inner))
+        })
     }
 
     /// Advances stream time to `t` (ticks of the time column); returns what that emits.
     fn advance<'py>(&self, py: Python<'py>, t: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
-        maybe_table(py, self.with(py, |p| p.advance(t)).py()?)
+        guard(|| maybe_table(py, self.with(py, |p| p.advance(t))?.py()?))
     }
 
     /// The earliest stream time at which a window not emitted yet closes (`final`).
-    fn next_close(&self, py: Python<'_>) -> Option<i64> {
+    fn next_close(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.with(py, |p| p.next_close())
     }
 }

@@ -9,6 +9,7 @@ use windowstore_core::time::parse_unit;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
+use crate::guard::guard;
 
 pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
@@ -70,26 +71,28 @@ pub fn session_windows<'py>(
     aggs: Vec<PyAgg>,
     on_invalid: String,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
-    let gap = gap_spec(gap, gap_column, max_gap)?;
-    let input = input_spec(key, time, time_unit)?;
-    let aggs = crate::convert::aggs(aggs)?;
-    let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-    let (schema, input_batches) = batches(data)?;
-    let result = py
-        .detach(|| {
-            windowstore_core::session::session_windows(
-                schema,
-                &input_batches,
-                input,
-                gap,
-                aggs,
-                on_invalid,
-            )
-        })
-        .py()?;
-    Ok((
-        table(py, result.windows.schema(), vec![result.windows])?,
-        table(py, result.rejected.schema(), vec![result.rejected])?,
-        result.gap_clamped,
-    ))
+    guard(|| {
+        let gap = gap_spec(gap, gap_column, max_gap)?;
+        let input = input_spec(key, time, time_unit)?;
+        let aggs = crate::convert::aggs(aggs)?;
+        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
+        let (schema, input_batches) = batches(data)?;
+        let result = py
+            .detach(|| {
+                windowstore_core::session::session_windows(
+                    schema,
+                    &input_batches,
+                    input,
+                    gap,
+                    aggs,
+                    on_invalid,
+                )
+            })
+            .py()?;
+        Ok((
+            table(py, result.windows.schema(), vec![result.windows])?,
+            table(py, result.rejected.schema(), vec![result.rejected])?,
+            result.gap_clamped,
+        ))
+    })
 }

@@ -6,6 +6,7 @@ use windowstore_core::reject::OnInvalid;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
+use crate::guard::guard;
 use crate::sessions::input_spec;
 
 /// Complete-data sliding windows: returns (windows, rejected).
@@ -22,25 +23,27 @@ pub fn sliding_windows<'py>(
     aggs: Vec<PyAgg>,
     on_invalid: String,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let time_difference = duration(time_difference, "time_difference")?;
-    let input = input_spec(key, time, time_unit)?;
-    let aggs = crate::convert::aggs(aggs)?;
-    let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-    let (schema, input_batches) = batches(data)?;
-    let result = py
-        .detach(|| {
-            windowstore_core::sliding::sliding_windows(
-                schema,
-                &input_batches,
-                input,
-                time_difference,
-                aggs,
-                on_invalid,
-            )
-        })
-        .py()?;
-    Ok((
-        table(py, result.windows.schema(), vec![result.windows])?,
-        table(py, result.rejected.schema(), vec![result.rejected])?,
-    ))
+    guard(|| {
+        let time_difference = duration(time_difference, "time_difference")?;
+        let input = input_spec(key, time, time_unit)?;
+        let aggs = crate::convert::aggs(aggs)?;
+        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
+        let (schema, input_batches) = batches(data)?;
+        let result = py
+            .detach(|| {
+                windowstore_core::sliding::sliding_windows(
+                    schema,
+                    &input_batches,
+                    input,
+                    time_difference,
+                    aggs,
+                    on_invalid,
+                )
+            })
+            .py()?;
+        Ok((
+            table(py, result.windows.schema(), vec![result.windows])?,
+            table(py, result.rejected.schema(), vec![result.rejected])?,
+        ))
+    })
 }

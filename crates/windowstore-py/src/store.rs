@@ -1,25 +1,42 @@
 //! `windowstore._core.SessionStore`: the segmented session store, converted to Python types.
+//!
+//! One store may be shared by threads. The class is `frozen` (no PyO3 borrow flag, so no
+//! "Already borrowed") and keeps the store behind an `RwLock`: reads share it, writes take it
+//! alone. Two rules make that deadlock-free:
+//!
+//! 1. the lock is only waited for with the GIL released (inside `py.detach`), so a thread
+//!    holding the GIL never waits on a thread that holds the lock and needs the GIL;
+//! 2. nothing Python runs while the lock is held: the closure given to [`PySessionStore::read`]
+//!    or [`PySessionStore::write`] copies what it needs into owned Rust values, and Python
+//!    objects are built after the lock is released. (Building them under the lock could run a
+//!    finalizer that calls this same store on this same thread: a self-deadlock.)
+//!
+//! A panic while the write lock is held poisons it: the store may be half-changed, so every
+//! later call raises `InternalError` (restore it from a snapshot). A panic under a read lock
+//! changes nothing and does not poison.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3_arrow::PyTable;
+use windowstore_core::store::session_store::PutOutcome;
 use windowstore_core::store::snapshot;
-use windowstore_core::{KeyedSession, Session, SessionStore};
+use windowstore_core::{Error, KeyedSession, Session, SessionStore};
 
 use crate::errors::IntoPyResult;
+use crate::guard::guard;
 
 /// A segmented store of session aggregates keyed by (key, end, start).
 ///
-/// Single-key calls keep the GIL (they take well under a microsecond); scans, snapshots and
-/// restores release it while they work.
-#[pyclass(name = "SessionStore", module = "windowstore._core")]
+/// Safe to share between threads: calls are serialized by a read-write lock (reads proceed
+/// together, a write waits for them and runs alone), waited for with the GIL released.
+#[pyclass(name = "SessionStore", module = "windowstore._core", frozen)]
 pub struct PySessionStore {
-    inner: SessionStore,
+    inner: RwLock<SessionStore>,
 }
 
 /// A key argument: `bytes` as is, `str` as UTF-8.
@@ -36,28 +53,78 @@ fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
     )))
 }
 
-fn session_list<'py>(
-    py: Python<'py>,
-    sessions: impl Iterator<Item = Session<'py>>,
-) -> PyResult<Bound<'py, PyList>> {
+/// A session copied out of the store: (start, end, value).
+type OwnedSession = (i64, i64, Vec<u8>);
+/// A session of some key copied out of the store: (key, start, end, value).
+type OwnedKeyedSession = (Vec<u8>, i64, i64, Vec<u8>);
+
+fn owned<'a>(sessions: impl Iterator<Item = Session<'a>>) -> Vec<OwnedSession> {
+    sessions
+        .map(|s| (s.start, s.end, s.value.to_vec()))
+        .collect()
+}
+
+fn owned_keyed(sessions: Vec<KeyedSession<'_>>) -> Vec<OwnedKeyedSession> {
+    sessions
+        .into_iter()
+        .map(|k| {
+            (
+                k.key.to_vec(),
+                k.session.start,
+                k.session.end,
+                k.session.value.to_vec(),
+            )
+        })
+        .collect()
+}
+
+fn session_list(py: Python<'_>, sessions: Vec<OwnedSession>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(
         py,
-        sessions.map(|s| (s.start, s.end, PyBytes::new(py, s.value))),
+        sessions
+            .iter()
+            .map(|(start, end, value)| (*start, *end, PyBytes::new(py, value))),
     )
 }
 
-fn keyed_list<'py>(py: Python<'py>, sessions: &[KeyedSession<'_>]) -> PyResult<Bound<'py, PyList>> {
+fn keyed_list(py: Python<'_>, sessions: Vec<OwnedKeyedSession>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(
         py,
-        sessions.iter().map(|k| {
-            (
-                PyBytes::new(py, k.key),
-                k.session.start,
-                k.session.end,
-                PyBytes::new(py, k.session.value),
-            )
+        sessions.iter().map(|(key, start, end, value)| {
+            (PyBytes::new(py, key), *start, *end, PyBytes::new(py, value))
         }),
     )
+}
+
+/// The error of a call on a store whose write lock a panic poisoned.
+fn poisoned() -> Error {
+    Error::Internal(
+        "an earlier call panicked while changing this SessionStore, which may be half-changed; \
+         it refuses every call (restore it from a snapshot)"
+            .into(),
+    )
+}
+
+impl PySessionStore {
+    /// Runs `f` under the shared lock, waited for and held with the GIL released.
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&SessionStore) -> windowstore_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&*self.inner.read().map_err(|_| poisoned())?))
+            .py()
+    }
+
+    /// Runs `f` under the exclusive lock, waited for and held with the GIL released.
+    fn write<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut SessionStore) -> windowstore_core::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&mut *self.inner.write().map_err(|_| poisoned())?))
+            .py()
+    }
 }
 
 #[pymethods]
@@ -65,46 +132,59 @@ impl PySessionStore {
     #[new]
     #[pyo3(signature = (retention, segment_interval=None))]
     fn new(retention: i64, segment_interval: Option<i64>) -> PyResult<Self> {
-        Ok(Self {
-            inner: SessionStore::new(retention, segment_interval).py()?,
+        guard(|| {
+            Ok(Self {
+                inner: RwLock::new(SessionStore::new(retention, segment_interval).py()?),
+            })
         })
     }
 
     #[getter]
-    fn retention(&self) -> i64 {
-        self.inner.retention()
+    fn retention(&self, py: Python<'_>) -> PyResult<i64> {
+        guard(|| self.read(py, |s| Ok(s.retention())))
     }
 
     #[getter]
-    fn segment_interval(&self) -> i64 {
-        self.inner.segment_interval()
+    fn segment_interval(&self, py: Python<'_>) -> PyResult<i64> {
+        guard(|| self.read(py, |s| Ok(s.segment_interval())))
     }
 
     #[getter]
-    fn store_time(&self) -> Option<i64> {
-        self.inner.store_time()
+    fn store_time(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        guard(|| self.read(py, |s| Ok(s.store_time())))
     }
 
     /// Stores `value` for the session; returns "inserted", "updated" or "expired".
     fn put(
-        &mut self,
+        &self,
+        py: Python<'_>,
         key: &Bound<'_, PyAny>,
         start: i64,
         end: i64,
         value: &[u8],
     ) -> PyResult<&'static str> {
-        use windowstore_core::store::session_store::PutOutcome;
-        Ok(
-            match self.inner.put(&key_bytes(key)?, start, end, value).py()? {
+        guard(|| {
+            let key = key_bytes(key)?;
+            let outcome = self.write(py, |s| s.put(&key, start, end, value))?;
+            Ok(match outcome {
                 PutOutcome::Inserted => "inserted",
                 PutOutcome::Updated => "updated",
                 PutOutcome::Expired => "expired",
-            },
-        )
+            })
+        })
     }
 
-    fn remove(&mut self, key: &Bound<'_, PyAny>, start: i64, end: i64) -> PyResult<bool> {
-        Ok(self.inner.remove(&key_bytes(key)?, start, end))
+    fn remove(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        start: i64,
+        end: i64,
+    ) -> PyResult<bool> {
+        guard(|| {
+            let key = key_bytes(key)?;
+            self.write(py, |s| Ok(s.remove(&key, start, end)))
+        })
     }
 
     fn fetch_session<'py>(
@@ -114,110 +194,137 @@ impl PySessionStore {
         start: i64,
         end: i64,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let key = key_bytes(key)?;
-        Ok(self
-            .inner
-            .fetch_session(&key, start, end)
-            .map(|v| PyBytes::new(py, v)))
+        guard(|| {
+            let key = key_bytes(key)?;
+            let found = self.read(py, |s| {
+                Ok(s.fetch_session(&key, start, end).map(<[u8]>::to_vec))
+            })?;
+            Ok(found.map(|v| PyBytes::new(py, &v)))
+        })
     }
 
     fn find_sessions<'py>(
-        &'py self,
+        &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
         earliest_end: i64,
         latest_start: i64,
     ) -> PyResult<Bound<'py, PyList>> {
-        let key = key_bytes(key)?;
-        session_list(
-            py,
-            self.inner.find_sessions(&key, earliest_end, latest_start),
-        )
+        guard(|| {
+            let key = key_bytes(key)?;
+            let found = self.read(py, |s| {
+                Ok(owned(s.find_sessions(&key, earliest_end, latest_start)))
+            })?;
+            session_list(py, found)
+        })
     }
 
     fn backward_find_sessions<'py>(
-        &'py self,
+        &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
         earliest_end: i64,
         latest_start: i64,
     ) -> PyResult<Bound<'py, PyList>> {
-        let key = key_bytes(key)?;
-        session_list(
-            py,
-            self.inner
-                .backward_find_sessions(&key, earliest_end, latest_start),
-        )
+        guard(|| {
+            let key = key_bytes(key)?;
+            let found = self.read(py, |s| {
+                Ok(owned(s.backward_find_sessions(
+                    &key,
+                    earliest_end,
+                    latest_start,
+                )))
+            })?;
+            session_list(py, found)
+        })
     }
 
-    fn fetch<'py>(
-        &'py self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let key = key_bytes(key)?;
-        session_list(py, self.inner.fetch(&key))
+    fn fetch<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        guard(|| {
+            let key = key_bytes(key)?;
+            let found = self.read(py, |s| Ok(owned(s.fetch(&key))))?;
+            session_list(py, found)
+        })
     }
 
     fn fetch_range<'py>(
-        &'py self,
+        &self,
         py: Python<'py>,
         key_from: &Bound<'py, PyAny>,
         key_to: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (from, to) = (key_bytes(key_from)?, key_bytes(key_to)?);
-        let inner = &self.inner;
-        let found = py.detach(|| inner.fetch_range(&from, &to));
-        keyed_list(py, &found)
+        guard(|| {
+            let (from, to) = (key_bytes(key_from)?, key_bytes(key_to)?);
+            let found = self.read(py, |s| Ok(owned_keyed(s.fetch_range(&from, &to))))?;
+            keyed_list(py, found)
+        })
     }
 
     fn find_sessions_by_end<'py>(
-        &'py self,
+        &self,
         py: Python<'py>,
         earliest_end: i64,
         latest_end: i64,
     ) -> PyResult<Bound<'py, PyList>> {
-        let inner = &self.inner;
-        let found = py.detach(|| inner.find_sessions_by_end(earliest_end, latest_end));
-        keyed_list(py, &found)
+        guard(|| {
+            let found = self.read(py, |s| {
+                Ok(owned_keyed(
+                    s.find_sessions_by_end(earliest_end, latest_end),
+                ))
+            })?;
+            keyed_list(py, found)
+        })
     }
 
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        for (name, value) in self.inner.metrics().pairs() {
-            dict.set_item(name, value)?;
-        }
-        dict.set_item("store_time", self.inner.store_time())?;
-        Ok(dict)
+        guard(|| {
+            let (pairs, store_time) =
+                self.read(py, |s| Ok((s.metrics().pairs(), s.store_time())))?;
+            let dict = PyDict::new(py);
+            for (name, value) in pairs {
+                dict.set_item(name, value)?;
+            }
+            dict.set_item("store_time", store_time)?;
+            Ok(dict)
+        })
     }
 
     /// Every live session as a pyarrow Table (key, start, end, value), by key, end, start.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let inner = &self.inner;
-        let batches = py.detach(|| snapshot::entries_batches(inner)).py()?;
-        PyTable::try_new(batches, Arc::new(snapshot::entries_schema()))?.into_pyarrow(py)
+        guard(|| {
+            let batches = self.read(py, snapshot::entries_batches)?;
+            PyTable::try_new(batches, Arc::new(snapshot::entries_schema()))?.into_pyarrow(py)
+        })
     }
 
     fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        let inner = &self.inner;
-        py.detach(|| inner.snapshot(&path)).py()
+        guard(|| self.read(py, |s| s.snapshot(&path)))
     }
 
     #[staticmethod]
     fn restore(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let inner = py.detach(|| SessionStore::restore(&path)).py()?;
-        Ok(Self { inner })
+        guard(|| {
+            let inner = py.detach(|| SessionStore::restore(&path)).py()?;
+            Ok(Self {
+                inner: RwLock::new(inner),
+            })
+        })
     }
 
-    fn __repr__(&self) -> String {
-        let m = self.inner.metrics();
-        format!(
-            "SessionStore(retention={}, segment_interval={}, store_time={}, live_sessions={}, segments={})",
-            self.inner.retention(),
-            self.inner.segment_interval(),
-            self.inner.store_time().map_or("None".to_string(), |t| t.to_string()),
-            m.live_sessions,
-            m.segments
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        guard(|| {
+            self.read(py, |s| {
+                let m = s.metrics();
+                Ok(format!(
+                    "SessionStore(retention={}, segment_interval={}, store_time={}, \
+                     live_sessions={}, segments={})",
+                    s.retention(),
+                    s.segment_interval(),
+                    s.store_time().map_or("None".to_string(), |t| t.to_string()),
+                    m.live_sessions,
+                    m.segments
+                ))
+            })
+        })
     }
 }

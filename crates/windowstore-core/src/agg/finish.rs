@@ -108,10 +108,10 @@ fn finish_lists(slot: &Slot, kind: Kind, segments: &[&[u8]]) -> Result<ArrayRef>
     list_array(&slot.data_type, offsets, child)
 }
 
-/// A list offset, or a capacity error beyond `i32`.
+/// A list offset, or [`Error::BatchTooLarge`] beyond `i32`.
 pub(crate) fn list_offset(len: usize) -> Result<i32> {
     i32::try_from(len).map_err(|_| {
-        Error::Capacity("collect output of more than 2^31 - 1 values in one batch".into())
+        Error::BatchTooLarge("collect output of more than 2^31 - 1 values in one batch".into())
     })
 }
 
@@ -123,7 +123,7 @@ pub(crate) fn list_array(
 ) -> Result<ArrayRef> {
     let field = Arc::new(Field::new_list_field(data_type.clone(), true));
     let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-    let list = ListArray::try_new(field, offsets, child, None)
-        .map_err(|e| Error::Capacity(format!("collect output: {e}")))?;
+    let list =
+        ListArray::try_new(field, offsets, child, None).map_err(Error::arrow("collect output"))?;
     Ok(Arc::new(list))
 }

@@ -328,9 +328,10 @@ where
     )
 }
 
-/// `take` with errors mapped to [`Error::Capacity`].
+/// `take` with errors mapped to [`Error::Arrow`].
 fn take(array: &dyn Array, indices: &UInt32Array) -> Result<ArrayRef> {
-    arrow_select::take::take(array, indices, None).map_err(|e| Error::Capacity(e.to_string()))
+    arrow_select::take::take(array, indices, None)
+        .map_err(Error::arrow("gathering aggregate values"))
 }
 
 /// `min` or `max` of a boolean or bytes column: the chosen rows, taken.

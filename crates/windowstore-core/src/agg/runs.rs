@@ -265,10 +265,11 @@ fn first_last(
     UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
 }
 
-/// `take` with errors mapped to [`Error::Capacity`] (the only way it fails here: offsets
+/// `take` with errors mapped to [`Error::Arrow`] (the only way it fails here: offsets
 /// beyond the array type's range).
 fn take(array: &dyn Array, indices: &UInt32Array) -> Result<ArrayRef> {
-    arrow_select::take::take(array, indices, None).map_err(|e| Error::Capacity(e.to_string()))
+    arrow_select::take::take(array, indices, None)
+        .map_err(Error::arrow("gathering aggregate values"))
 }
 
 /// `min` or `max` of a boolean or bytes column: the chosen rows, taken.

@@ -115,8 +115,7 @@ pub fn plain_batch(batch: &RecordBatch) -> Result<RecordBatch> {
             }
         })
         .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(schema, columns)
-        .map_err(|e| Error::Capacity(format!("reading view columns: {e}")))
+    RecordBatch::try_new(schema, columns).map_err(Error::arrow("reading view columns"))
 }
 
 fn plain_type(t: &DataType) -> Option<DataType> {

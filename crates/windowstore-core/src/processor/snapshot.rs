@@ -150,14 +150,12 @@ impl<K: WindowKind> Processor<K> {
 /// `batches` as an Arrow IPC stream of `schema`.
 fn rows_bytes(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut w = StreamWriter::try_new(&mut out, schema)
-        .map_err(|e| Error::Capacity(format!("writing rejected rows: {e}")))?;
+    let mut w =
+        StreamWriter::try_new(&mut out, schema).map_err(Error::arrow("writing rejected rows"))?;
     for b in batches {
-        w.write(b)
-            .map_err(|e| Error::Capacity(format!("writing rejected rows: {e}")))?;
+        w.write(b).map_err(Error::arrow("writing rejected rows"))?;
     }
-    w.finish()
-        .map_err(|e| Error::Capacity(format!("writing rejected rows: {e}")))?;
+    w.finish().map_err(Error::arrow("writing rejected rows"))?;
     drop(w);
     Ok(out)
 }

@@ -67,7 +67,7 @@ pub fn session_windows(
         .iter()
         .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
         .collect::<Result<_, _>>()
-        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
+        .map_err(Error::arrow("gathering keys"))?;
     columns.push(
         bound
             .time
@@ -97,7 +97,7 @@ pub fn session_windows(
         }
     }
     let windows = RecordBatch::try_new(output.schema().clone(), columns)
-        .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
+        .map_err(Error::arrow("building output"))?;
     Ok(CompleteSessions {
         windows,
         rejected: rejections.drain(&schema)?,
@@ -174,11 +174,11 @@ pub(crate) fn cut(
     let batch = match batches {
         [one] => one.clone(),
         many => arrow_select::concat::concat_batches(&schema, many)
-            .map_err(|e| Error::Capacity(format!("concatenating the input: {e}")))?,
+            .map_err(Error::arrow("concatenating the input"))?,
     };
     let n = batch.num_rows();
     if u32::try_from(n).is_err() {
-        return Err(Error::Capacity(format!(
+        return Err(Error::BatchTooLarge(format!(
             "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
         )));
     }

@@ -88,7 +88,7 @@ pub fn session_partials(
         .chain(ends.iter().map(|&e| i32::try_from(e)))
         .collect::<Result<Vec<i32>, _>>()
         .map_err(|_| {
-            Error::Capacity("partial states beyond 2 GiB in one call (split the part)".into())
+            Error::BatchTooLarge("partial states beyond 2 GiB in one call (split the part)".into())
         })?;
     let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
     let mut columns = take_keys(&bound, &batch, &firsts)?;
@@ -112,7 +112,7 @@ pub fn session_partials(
         None,
     )));
     let partials = RecordBatch::try_new(partial_schema(&bound), columns)
-        .map_err(|e| Error::Capacity(format!("building partial sessions: {e}")))?;
+        .map_err(Error::arrow("building partial sessions"))?;
     Ok(PartialSessions {
         partials,
         rejected: rejections.drain(&schema)?,
@@ -139,7 +139,7 @@ fn take_keys(bound: &BoundInput, batch: &RecordBatch, rows: &UInt32Array) -> Res
         .iter()
         .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), rows, None))
         .collect::<Result<_, _>>()
-        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))
+        .map_err(Error::arrow("gathering keys"))
 }
 
 /// Session windows from partial sessions (rows of [`session_partials`]' output, of `schema`;
@@ -177,10 +177,10 @@ pub fn merge_session_partials(
         bound.check(b)?;
     }
     let batch = arrow_select::concat::concat_batches(&schema, &plain)
-        .map_err(|e| Error::Capacity(format!("concatenating partials: {e}")))?;
+        .map_err(Error::arrow("concatenating partials"))?;
     let n = batch.num_rows();
     if u32::try_from(n).is_err() {
-        return Err(Error::Capacity(format!(
+        return Err(Error::BatchTooLarge(format!(
             "{n} partial sessions in one call; at most 2^32 - 1 (split by key)"
         )));
     }
@@ -253,7 +253,7 @@ pub fn merge_session_partials(
         columns,
         &RecordBatchOptions::new().with_row_count(Some(firsts.len())),
     )
-    .map_err(|e| Error::Capacity(format!("building output: {e}")))
+    .map_err(Error::arrow("building output"))
 }
 
 /// The time column `name` of the partials, read like the input's time column.

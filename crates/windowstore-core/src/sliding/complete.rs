@@ -122,11 +122,11 @@ pub fn sliding_windows(
     let batch = match batches {
         [one] => one.clone(),
         many => arrow_select::concat::concat_batches(&schema, many)
-            .map_err(|e| Error::Capacity(format!("concatenating the input: {e}")))?,
+            .map_err(Error::arrow("concatenating the input"))?,
     };
     let n = batch.num_rows();
     if u32::try_from(n).is_err() {
-        return Err(Error::Capacity(format!(
+        return Err(Error::BatchTooLarge(format!(
             "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
         )));
     }
@@ -193,11 +193,11 @@ pub fn sliding_windows(
         .iter()
         .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
         .collect::<Result<_, _>>()
-        .map_err(|e| Error::Capacity(format!("gathering keys: {e}")))?;
+        .map_err(Error::arrow("gathering keys"))?;
     columns.extend([start, end, time]);
     columns.extend(aggregates);
     let windows = RecordBatch::try_new(output.schema().clone(), columns)
-        .map_err(|e| Error::Capacity(format!("building output: {e}")))?;
+        .map_err(Error::arrow("building output"))?;
     Ok(CompleteSliding {
         windows,
         rejected: rejections.drain(&schema)?,

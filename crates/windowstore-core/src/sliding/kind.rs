@@ -258,9 +258,14 @@ impl WindowKind for SlidingSpec {
             sc.plan_put(step, key, d, (t + 1, f.time, true), Some(f.state), false)?;
         }
 
+        // The record's own right window never holds it (and never is closed).
         let closed = sc.puts.iter().filter(|p| p.start + d < step.close).count();
         step.counters.late_window_update += closed as u64;
-        if closed == sc.puts.len() {
+        let landed = sc
+            .puts
+            .iter()
+            .any(|p| p.start <= t && p.start + d >= step.close);
+        if !landed {
             // Every window the record belongs to has closed: it is in no window at all, so it
             // is rejected as late rather than lost, and changes nothing.
             return Ok(false);
@@ -279,7 +284,7 @@ impl WindowKind for SlidingSpec {
             let outcome = step.put(key, p.start, end, &sc.value)?;
             if outcome == PutOutcome::Expired {
                 // Unreachable: retention covers every window a non-late record can reach.
-                return Err(Error::Capacity(format!(
+                return Err(Error::Internal(format!(
                     "window [{}, {end}] expired in the store although a record reached it",
                     p.start
                 )));

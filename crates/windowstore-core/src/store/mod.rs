@@ -7,8 +7,10 @@
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
 //!   an undo log (`journal`) that makes a processor's call all or nothing;
-//! - [`metrics`] and [`snapshot`]: layers around the store.
+//! - [`metrics`] and [`snapshot`]: layers around the store; [`atomic_file`] writes snapshot
+//!   files atomically.
 
+pub mod atomic_file;
 mod journal;
 pub mod key_schema;
 pub mod keys;

@@ -13,15 +13,14 @@
 //! counters, and whatever the caller adds (processors keep their own state there). pyarrow reads
 //! the payload with `pyarrow.ipc.open_stream(data[20:])`.
 //!
-//! Writes are atomic: a temporary file beside the target, fsync, rename, fsync of the folder. A
+//! Writes are atomic ([`super::atomic_file`]): a temporary file beside the target, fsync,
+//! rename, fsync of the folder; killed writers' temporary files are cleaned up. A
 //! restore checks length and checksum before parsing and validates every row before it returns
 //! a store, so a damaged file is refused and never half-loaded.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::fs;
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, LargeBinaryBuilder};
@@ -30,6 +29,7 @@ use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+pub use super::atomic_file::{commit, stage};
 use super::metrics::Counters;
 use super::session_store::SessionStore;
 use crate::{Error, Result};
@@ -88,7 +88,7 @@ fn entries_batches_with(store: &SessionStore, schema: SchemaRef) -> Result<Vec<R
         ];
         batches.push(
             RecordBatch::try_new(schema.clone(), columns)
-                .map_err(|e| Error::Capacity(format!("building snapshot rows: {e}")))?,
+                .map_err(Error::arrow("building snapshot rows"))?,
         );
     }
     if batches.is_empty() {
@@ -117,15 +117,16 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
         metadata.insert(k.to_string(), v);
     }
     let schema = Arc::new(entries_schema().with_metadata(metadata));
-    let ipc_error =
-        |e: arrow_schema::ArrowError| Error::Capacity(format!("encoding snapshot: {e}"));
     let mut out = Vec::new();
     out.extend_from_slice(&[0; HEADER_LEN]);
-    let mut writer = StreamWriter::try_new(&mut out, &schema).map_err(ipc_error)?;
+    let mut writer =
+        StreamWriter::try_new(&mut out, &schema).map_err(Error::arrow("encoding snapshot"))?;
     for batch in entries_batches_with(store, schema.clone())? {
-        writer.write(&batch).map_err(ipc_error)?;
+        writer
+            .write(&batch)
+            .map_err(Error::arrow("encoding snapshot"))?;
     }
-    writer.finish().map_err(ipc_error)?;
+    writer.finish().map_err(Error::arrow("encoding snapshot"))?;
     drop(writer);
     let payload_len = (out.len() - HEADER_LEN) as u64;
     let crc = crc32fast::hash(&out[HEADER_LEN..]);
@@ -263,53 +264,6 @@ pub fn write(store: &SessionStore, path: &Path, extra: &HashMap<String, String>)
 pub fn read(path: &Path) -> Result<(SessionStore, HashMap<String, String>)> {
     let bytes = fs::read(path).map_err(|e| Error::snapshot(path, format!("cannot read: {e}")))?;
     decode(path, &bytes)
-}
-
-/// Writes `bytes` to a new temporary file beside `path` and fsyncs it; returns its path.
-pub fn stage(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::snapshot(path, "the path names no file"))?
-        .to_string_lossy();
-    let tmp = path.with_file_name(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::snapshot(
-            path,
-            format!("cannot write {}: {e}", tmp.display()),
-        ));
-    }
-    Ok(tmp)
-}
-
-/// Renames a staged file over `path` and fsyncs the folder, making the new snapshot durable.
-pub fn commit(staged: &Path, path: &Path) -> Result<()> {
-    if let Err(e) = fs::rename(staged, path) {
-        let _ = fs::remove_file(staged);
-        return Err(Error::snapshot(
-            path,
-            format!("cannot rename into place: {e}"),
-        ));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Persist the rename itself; a folder that cannot be opened for fsync (some platforms)
-    // leaves the file durable but the rename possibly not, which is the best available there.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 impl SessionStore {
