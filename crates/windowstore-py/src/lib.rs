@@ -28,5 +28,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     m.add_class::<sliding::PySlidingProcessor>()?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(guard::panic_for_tests, m)?)?;
     Ok(())
 }
