@@ -122,7 +122,7 @@ def test_extreme_times() -> None:
     assert windows(store.fetch("k")) == [(-5, -1)]
     store.put("k", imax, imax, b"")
     assert windows(store.fetch("k")) == [(imax, imax)]
-    with pytest.raises(OverflowError):
+    with pytest.raises(InvalidWindowSpec, match="end"):
         store.put("k", 0, 2**63, b"")
 
 
@@ -141,6 +141,36 @@ def test_bad_parameters(kwargs: dict[str, int], parameter: str) -> None:
     assert info.value.parameter == parameter
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value, WindowStoreError)
+
+
+@pytest.mark.parametrize("big", [2**63, 2**64, -(2**63) - 1])
+def test_integers_beyond_64_bits_name_the_parameter(big: int) -> None:
+    for kwargs, parameter in (
+        ({"retention": big}, "retention"),
+        ({"retention": 10, "segment_interval": big}, "segment_interval"),
+    ):
+        with pytest.raises(InvalidWindowSpec, match="does not fit 64-bit") as info:
+            SessionStore(**kwargs)
+        assert info.value.parameter == parameter
+    store = SessionStore(10)
+    for args, parameter in (((big, 0), "start"), ((0, big), "end")):
+        for method in (store.put, store.remove, store.fetch_session):
+            call_args = (b"k", *args, b"v") if method == store.put else (b"k", *args)
+            with pytest.raises(InvalidWindowSpec) as info:
+                method(*call_args)
+            assert info.value.parameter == parameter
+    with pytest.raises(TypeError, match="start must be an int, not float"):
+        store.put(b"k", 1.5, 2, b"v")  # type: ignore[arg-type]
+
+
+def test_lookup_bounds_beyond_64_bits_are_clamped() -> None:
+    store = SessionStore(2**62)
+    store.put("k", -5, 7, b"v")
+    everything = [(-5, 7, b"v")]
+    assert store.find_sessions("k", -(2**70), 2**70) == everything
+    assert store.backward_find_sessions("k", -(2**64), 2**64) == everything
+    assert store.find_sessions_by_end(-(2**64), 2**64) == [(b"k", -5, 7, b"v")]
+    assert store.find_sessions("k", 2**64, 2**64) == []
 
 
 def test_start_after_end_is_refused() -> None:

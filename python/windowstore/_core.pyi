@@ -9,6 +9,7 @@ __all__ = [
     "Processor",
     "SessionStore",
     "__version__",
+    "_panic",
     "merge_session_partials",
     "session_partials",
     "session_windows",
@@ -16,6 +17,9 @@ __all__ = [
 ]
 
 __version__: str
+
+def _panic(message: str) -> None:
+    """Panics in Rust under the bindings' guard (tests only): raises ``InternalError``."""
 
 _Key = bytes | str
 _Session = tuple[int, int, bytes]
@@ -28,6 +32,12 @@ class SessionStore:
     Sessions live in segments indexed by their end time (``floor(end / segment_interval)``).
     Store time is the largest end ever put; a session with ``end < store_time - retention + 1``
     is expired: invisible to reads, refused (and counted) on put, and dropped with its segment.
+
+    One store may be used from several threads: calls are serialized by a read-write lock
+    (reads proceed together, a ``put`` or ``remove`` runs alone), and every call sees the store
+    between two writes. A call waits for the lock with the GIL released; scans, ``to_arrow``
+    and ``snapshot`` release it while they work. Integers beyond 64 bits raise
+    ``InvalidWindowSpec`` naming the parameter (lookup bounds are clamped instead).
 
     Example:
         >>> store = SessionStore(retention=1000)

@@ -34,3 +34,11 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(a panic without a message)")
 }
+
+/// `windowstore._core._panic(message)`: panics with `message` under [`guard`]. It exists for the
+/// tests of the boundary alone (no entry point panics on purpose) and is not public API.
+#[pyo3::pyfunction]
+#[pyo3(name = "_panic")]
+pub(crate) fn panic_for_tests(message: String) -> PyResult<()> {
+    guard(|| panic!("{message}"))
+}

@@ -27,5 +27,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(guard::panic_for_tests, m)?)?;
     Ok(())
 }

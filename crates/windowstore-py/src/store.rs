@@ -4,12 +4,14 @@
 //! "Already borrowed") and keeps the store behind an `RwLock`: reads share it, writes take it
 //! alone. Two rules make that deadlock-free:
 //!
-//! 1. the lock is only waited for with the GIL released (inside `py.detach`), so a thread
-//!    holding the GIL never waits on a thread that holds the lock and needs the GIL;
-//! 2. nothing Python runs while the lock is held: the closure given to [`PySessionStore::read`]
-//!    or [`PySessionStore::write`] copies what it needs into owned Rust values, and Python
-//!    objects are built after the lock is released. (Building them under the lock could run a
-//!    finalizer that calls this same store on this same thread: a self-deadlock.)
+//! 1. the lock is never waited for with the GIL held: a call waits for it inside `py.detach`
+//!    (a short call first tries it once with the GIL held, which never waits: see [`Hold`]),
+//!    so a thread holding the GIL never waits on a thread that holds the lock;
+//! 2. nothing Python runs while the lock is held, so a thread holding the lock never waits for
+//!    the GIL: the closure given to [`PySessionStore::read`] or [`PySessionStore::write`] is
+//!    plain Rust that copies what it needs into owned values, and Python objects are built
+//!    after the lock is released. (Building them under the lock could also run a finalizer
+//!    that calls this same store on this same thread: a self-deadlock.)
 //!
 //! A panic while the write lock is held poisons it: the store may be half-changed, so every
 //! later call raises `InternalError` (restore it from a snapshot). A panic under a read lock
@@ -17,9 +19,9 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, TryLockError};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3_arrow::PyTable;
@@ -27,7 +29,7 @@ use windowstore_core::store::session_store::PutOutcome;
 use windowstore_core::store::snapshot;
 use windowstore_core::{Error, KeyedSession, Session, SessionStore};
 
-use crate::errors::IntoPyResult;
+use crate::errors::{to_py, IntoPyResult};
 use crate::guard::guard;
 
 /// A segmented store of session aggregates keyed by (key, end, start).
@@ -51,6 +53,37 @@ fn key_bytes<'a>(key: &'a Bound<'_, PyAny>) -> PyResult<Cow<'a, [u8]>> {
         "key must be bytes or str, not {}",
         key.get_type().name()?
     )))
+}
+
+/// An integer argument as `i64`, or `Err(negative)` for an int beyond 64 bits; anything but an
+/// integer is a `TypeError` naming `parameter`.
+fn to_i64(value: &Bound<'_, PyAny>, parameter: &str) -> PyResult<Result<i64, bool>> {
+    match value.extract::<i64>() {
+        Ok(v) => Ok(Ok(v)),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => Ok(Err(value.lt(0)?)),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{parameter} must be an int, not {}",
+            value.get_type().name()?
+        ))),
+    }
+}
+
+/// A parameter or session bound that must fit 64 bits; beyond them, `InvalidWindowSpec` naming
+/// it (not a bare `OverflowError`).
+fn exact_i64(value: &Bound<'_, PyAny>, parameter: &'static str) -> PyResult<i64> {
+    to_i64(value, parameter)?.map_err(|_| {
+        to_py(Error::invalid(
+            parameter,
+            format!("{value} does not fit 64-bit ticks"),
+        ))
+    })
+}
+
+/// A lookup bound: beyond 64 bits it is clamped, which selects the same sessions (every
+/// session lies within them).
+fn bound_i64(value: &Bound<'_, PyAny>, parameter: &str) -> PyResult<i64> {
+    Ok(to_i64(value, parameter)?
+        .unwrap_or_else(|negative| if negative { i64::MIN } else { i64::MAX }))
 }
 
 /// A session copied out of the store: (start, end, value).
@@ -105,23 +138,49 @@ fn poisoned() -> Error {
     )
 }
 
+/// How long a call holds the lock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// One key's lookup or update, well under a microsecond: the lock is tried once with the
+    /// GIL held (`try_*` never waits), which saves releasing and taking back the GIL; only if
+    /// it is taken does the call wait for it, with the GIL released.
+    Short,
+    /// A scan, a snapshot: the GIL is released for the whole call, so that other Python
+    /// threads run meanwhile.
+    Long,
+}
+
 impl PySessionStore {
-    /// Runs `f` under the shared lock, waited for and held with the GIL released.
+    /// Runs `f` under the shared lock (see the module docs for the rules).
     fn read<T: Send>(
         &self,
         py: Python<'_>,
+        hold: Hold,
         f: impl FnOnce(&SessionStore) -> windowstore_core::Result<T> + Send,
     ) -> PyResult<T> {
+        if hold == Hold::Short {
+            match self.inner.try_read() {
+                Ok(store) => return f(&store).py(),
+                Err(TryLockError::Poisoned(_)) => return Err(poisoned()).py(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
         py.detach(|| f(&*self.inner.read().map_err(|_| poisoned())?))
             .py()
     }
 
-    /// Runs `f` under the exclusive lock, waited for and held with the GIL released.
+    /// Runs `f` under the exclusive lock (see the module docs for the rules).
     fn write<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&mut SessionStore) -> windowstore_core::Result<T> + Send,
     ) -> PyResult<T> {
+        // Every write is short: one put or remove.
+        match self.inner.try_write() {
+            Ok(mut store) => return f(&mut store).py(),
+            Err(TryLockError::Poisoned(_)) => return Err(poisoned()).py(),
+            Err(TryLockError::WouldBlock) => {}
+        }
         py.detach(|| f(&mut *self.inner.write().map_err(|_| poisoned())?))
             .py()
     }
@@ -131,27 +190,34 @@ impl PySessionStore {
 impl PySessionStore {
     #[new]
     #[pyo3(signature = (retention, segment_interval=None))]
-    fn new(retention: i64, segment_interval: Option<i64>) -> PyResult<Self> {
+    fn new(
+        retention: &Bound<'_, PyAny>,
+        segment_interval: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         guard(|| {
+            let retention = exact_i64(retention, "retention")?;
+            let interval = segment_interval
+                .map(|i| exact_i64(i, "segment_interval"))
+                .transpose()?;
             Ok(Self {
-                inner: RwLock::new(SessionStore::new(retention, segment_interval).py()?),
+                inner: RwLock::new(SessionStore::new(retention, interval).py()?),
             })
         })
     }
 
     #[getter]
     fn retention(&self, py: Python<'_>) -> PyResult<i64> {
-        guard(|| self.read(py, |s| Ok(s.retention())))
+        guard(|| self.read(py, Hold::Short, |s| Ok(s.retention())))
     }
 
     #[getter]
     fn segment_interval(&self, py: Python<'_>) -> PyResult<i64> {
-        guard(|| self.read(py, |s| Ok(s.segment_interval())))
+        guard(|| self.read(py, Hold::Short, |s| Ok(s.segment_interval())))
     }
 
     #[getter]
     fn store_time(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        guard(|| self.read(py, |s| Ok(s.store_time())))
+        guard(|| self.read(py, Hold::Short, |s| Ok(s.store_time())))
     }
 
     /// Stores `value` for the session; returns "inserted", "updated" or "expired".
@@ -159,11 +225,12 @@ impl PySessionStore {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        start: i64,
-        end: i64,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
         value: &[u8],
     ) -> PyResult<&'static str> {
         guard(|| {
+            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
             let key = key_bytes(key)?;
             let outcome = self.write(py, |s| s.put(&key, start, end, value))?;
             Ok(match outcome {
@@ -178,10 +245,11 @@ impl PySessionStore {
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,
-        start: i64,
-        end: i64,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         guard(|| {
+            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
             let key = key_bytes(key)?;
             self.write(py, |s| Ok(s.remove(&key, start, end)))
         })
@@ -191,12 +259,13 @@ impl PySessionStore {
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
-        start: i64,
-        end: i64,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         guard(|| {
+            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
             let key = key_bytes(key)?;
-            let found = self.read(py, |s| {
+            let found = self.read(py, Hold::Short, |s| {
                 Ok(s.fetch_session(&key, start, end).map(<[u8]>::to_vec))
             })?;
             Ok(found.map(|v| PyBytes::new(py, &v)))
@@ -207,12 +276,16 @@ impl PySessionStore {
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
-        earliest_end: i64,
-        latest_start: i64,
+        earliest_end: &Bound<'_, PyAny>,
+        latest_start: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
+            let (earliest_end, latest_start) = (
+                bound_i64(earliest_end, "earliest_end")?,
+                bound_i64(latest_start, "latest_start")?,
+            );
             let key = key_bytes(key)?;
-            let found = self.read(py, |s| {
+            let found = self.read(py, Hold::Short, |s| {
                 Ok(owned(s.find_sessions(&key, earliest_end, latest_start)))
             })?;
             session_list(py, found)
@@ -223,12 +296,16 @@ impl PySessionStore {
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
-        earliest_end: i64,
-        latest_start: i64,
+        earliest_end: &Bound<'_, PyAny>,
+        latest_start: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
+            let (earliest_end, latest_start) = (
+                bound_i64(earliest_end, "earliest_end")?,
+                bound_i64(latest_start, "latest_start")?,
+            );
             let key = key_bytes(key)?;
-            let found = self.read(py, |s| {
+            let found = self.read(py, Hold::Short, |s| {
                 Ok(owned(s.backward_find_sessions(
                     &key,
                     earliest_end,
@@ -242,7 +319,7 @@ impl PySessionStore {
     fn fetch<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
             let key = key_bytes(key)?;
-            let found = self.read(py, |s| Ok(owned(s.fetch(&key))))?;
+            let found = self.read(py, Hold::Short, |s| Ok(owned(s.fetch(&key))))?;
             session_list(py, found)
         })
     }
@@ -255,7 +332,9 @@ impl PySessionStore {
     ) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
             let (from, to) = (key_bytes(key_from)?, key_bytes(key_to)?);
-            let found = self.read(py, |s| Ok(owned_keyed(s.fetch_range(&from, &to))))?;
+            let found = self.read(py, Hold::Long, |s| {
+                Ok(owned_keyed(s.fetch_range(&from, &to)))
+            })?;
             keyed_list(py, found)
         })
     }
@@ -263,11 +342,15 @@ impl PySessionStore {
     fn find_sessions_by_end<'py>(
         &self,
         py: Python<'py>,
-        earliest_end: i64,
-        latest_end: i64,
+        earliest_end: &Bound<'_, PyAny>,
+        latest_end: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
-            let found = self.read(py, |s| {
+            let (earliest_end, latest_end) = (
+                bound_i64(earliest_end, "earliest_end")?,
+                bound_i64(latest_end, "latest_end")?,
+            );
+            let found = self.read(py, Hold::Long, |s| {
                 Ok(owned_keyed(
                     s.find_sessions_by_end(earliest_end, latest_end),
                 ))
@@ -278,8 +361,9 @@ impl PySessionStore {
 
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            let (pairs, store_time) =
-                self.read(py, |s| Ok((s.metrics().pairs(), s.store_time())))?;
+            let (pairs, store_time) = self.read(py, Hold::Short, |s| {
+                Ok((s.metrics().pairs(), s.store_time()))
+            })?;
             let dict = PyDict::new(py);
             for (name, value) in pairs {
                 dict.set_item(name, value)?;
@@ -292,13 +376,13 @@ impl PySessionStore {
     /// Every live session as a pyarrow Table (key, start, end, value), by key, end, start.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
-            let batches = self.read(py, snapshot::entries_batches)?;
+            let batches = self.read(py, Hold::Long, snapshot::entries_batches)?;
             PyTable::try_new(batches, Arc::new(snapshot::entries_schema()))?.into_pyarrow(py)
         })
     }
 
     fn snapshot(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        guard(|| self.read(py, |s| s.snapshot(&path)))
+        guard(|| self.read(py, Hold::Long, |s| s.snapshot(&path)))
     }
 
     #[staticmethod]
@@ -313,7 +397,7 @@ impl PySessionStore {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         guard(|| {
-            self.read(py, |s| {
+            self.read(py, Hold::Short, |s| {
                 let m = s.metrics();
                 Ok(format!(
                     "SessionStore(retention={}, segment_interval={}, store_time={}, \
