@@ -39,7 +39,7 @@ use crate::emit::{Change, Changelog, EmitMode};
 use crate::engine::{
     encode_snapshot, processor_common, write_snapshot, Bound, Lifecycle, Restored, IN_MEMORY,
 };
-use crate::input::{plain_batch, InputSpec};
+use crate::input::InputSpec;
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
@@ -134,8 +134,7 @@ impl SlidingProcessor {
 
     fn process_bound(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let bound = self.bound.as_mut().expect("bound above");
-        let batch = &plain_batch(batch)?;
-        bound.input.check(batch)?;
+        let batch = &bound.input.conform(batch)?;
         let n = batch.num_rows();
         let keys = bound.input.keys.encode(batch)?;
         let times = bound.input.time.read(batch);
