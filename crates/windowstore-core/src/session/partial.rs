@@ -123,7 +123,7 @@ pub fn session_partials(
 /// The schema of [`session_partials`]' output for `bound` input.
 fn partial_schema(bound: &BoundInput) -> SchemaRef {
     let mut fields: Vec<Arc<Field>> = bound.keys.fields().to_vec();
-    let time = bound.time.data_type().clone();
+    let time = bound.time.output_type();
     fields.push(Arc::new(Field::new("session_start", time.clone(), false)));
     fields.push(Arc::new(Field::new("session_end", time, false)));
     fields.push(Arc::new(Field::new(REACH_COLUMN, DataType::Int64, false)));
