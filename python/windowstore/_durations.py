@@ -2,15 +2,38 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
 
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["DurationLike", "to_duration"]
+__all__ = ["DurationLike", "ticks_arg", "to_duration"]
 
-DurationLike = timedelta | str | int
+DurationLike = timedelta | str | int | np.integer[Any] | np.timedelta64
+
+# The range of a tick count (the core's ``i64``).
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+# Nanoseconds are converted into ticks in an ``i128``.
+_NANOS_LIMIT = 2**127
+# A numpy timedelta64 unit as attoseconds (exact for every unit with a fixed length).
+_NUMPY_ATTOS = {
+    "W": 604_800 * 10**18,
+    "D": 86_400 * 10**18,
+    "h": 3_600 * 10**18,
+    "m": 60 * 10**18,
+    "s": 10**18,
+    "ms": 10**15,
+    "us": 10**12,
+    "ns": 10**9,
+    "ps": 10**6,
+    "fs": 10**3,
+    "as": 1,
+}
 
 _NANOS = {
     "ns": 1,
@@ -40,31 +63,90 @@ _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*", re.IGNORECASE)
 def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
     """Converts a duration argument into ``("ticks", n)`` or ``("nanos", n)``.
 
-    Integers are ticks of the time column; ``timedelta`` and strings are wall-clock lengths,
-    converted into ticks exactly once the time unit is known. Strings are one or more
-    ``<number><unit>`` parts (``"90s"``, ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``).
+    Integers (Python's or numpy's) are ticks of the time column; ``timedelta``,
+    ``numpy.timedelta64`` and strings are wall-clock lengths, converted into ticks exactly once
+    the time unit is known. Strings are one or more ``<number><unit>`` parts (``"90s"``,
+    ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``).
 
     Raises:
-        InvalidWindowSpec: the value cannot be read as a duration (names ``parameter``).
+        InvalidWindowSpec: the value cannot be read as a duration, or is out of the 64-bit
+            range of ticks (names ``parameter``).
         TypeError: the value is of another type.
 
     Example:
         >>> to_duration("1h30m", "gap")
         ('nanos', 5400000000000)
     """
-    if isinstance(value, bool):
+    if isinstance(value, bool | np.bool_):
         raise TypeError(f"{parameter} must be a timedelta, a string or int ticks, not bool")
-    if isinstance(value, int):
-        return ("ticks", value)
+    # Before integers: numpy's timedelta64 is a numpy integer type.
+    if isinstance(value, np.timedelta64):
+        return ("nanos", _checked_nanos(_numpy_nanos(value, parameter), parameter))
+    if isinstance(value, int | np.integer):
+        return ("ticks", ticks_arg(value, parameter))
     if isinstance(value, timedelta):
         nanos = ((value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds) * 1_000
-        return ("nanos", nanos)
+        # pandas.Timedelta is a timedelta with nanoseconds beyond its microseconds.
+        nanos += int(getattr(value, "nanoseconds", 0))
+        return ("nanos", _checked_nanos(nanos, parameter))
     if isinstance(value, str):
-        return ("nanos", _parse(value, parameter))
+        return ("nanos", _checked_nanos(_parse(value, parameter), parameter))
     raise TypeError(
         f"{parameter} must be a timedelta, a string like '30s' or int ticks, "
         f"not {type(value).__name__}"
     )
+
+
+def ticks_arg(value: Any, parameter: str) -> int:
+    """``value`` as an integer tick count (a Python or numpy integer) in the 64-bit range.
+
+    Raises:
+        InvalidWindowSpec: out of range (names ``parameter``).
+        TypeError: not an integer.
+
+    Example:
+        >>> ticks_arg(5, "t")
+        5
+    """
+    if type(value) is int and _I64_MIN <= value <= _I64_MAX:
+        return value  # the common case, checked in one step
+    if isinstance(value, bool | np.bool_ | np.timedelta64) or not isinstance(
+        value, int | np.integer
+    ):
+        raise TypeError(f"{parameter} must be int ticks, not {type(value).__name__}")
+    ticks = operator.index(value)
+    if not _I64_MIN <= ticks <= _I64_MAX:
+        raise InvalidWindowSpec(
+            f"invalid {parameter}: {ticks} is outside the 64-bit range of ticks "
+            f"[{_I64_MIN}, {_I64_MAX}]",
+            parameter,
+        )
+    return ticks
+
+
+def _checked_nanos(nanos: int, parameter: str) -> int:
+    if not -_NANOS_LIMIT < nanos < _NANOS_LIMIT:
+        raise InvalidWindowSpec(
+            f"invalid {parameter}: {nanos} ns is beyond any 64-bit count of ticks", parameter
+        )
+    return nanos
+
+
+def _numpy_nanos(value: np.timedelta64, parameter: str) -> int:
+    if np.isnat(value):
+        raise InvalidWindowSpec(f"invalid {parameter}: NaT is not a duration", parameter)
+    unit, count = np.datetime_data(value.dtype)
+    if unit not in _NUMPY_ATTOS:
+        raise InvalidWindowSpec(
+            f"invalid {parameter}: numpy unit {unit!r} (years, months) has no fixed length",
+            parameter,
+        )
+    attos = int(value.astype(np.int64)) * count * _NUMPY_ATTOS[unit]
+    if attos % 10**9:
+        raise InvalidWindowSpec(
+            f"invalid {parameter}: {value!r} is not a whole number of nanoseconds", parameter
+        )
+    return attos // 10**9
 
 
 def _parse(text: str, parameter: str) -> int:

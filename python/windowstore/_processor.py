@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 import pyarrow as pa
 
 from windowstore import _core
+from windowstore._durations import ticks_arg
 from windowstore.agg import Agg
 
 __all__ = ["Emit", "OnInvalid", "TimeUnit", "WindowProcessor", "aggs_arg", "keys_arg"]
@@ -24,9 +25,12 @@ def keys_arg(key: str | Sequence[str]) -> list[str]:
     """The key column names as a list; refuses anything that is not one or more names."""
     if isinstance(key, str):
         return [key]
+    message = f"key must be a column name or a non-empty list of names, not {key!r}"
+    if isinstance(key, bytes | bytearray) or not isinstance(key, Iterable):
+        raise TypeError(message)
     keys = list(key)
     if not keys or not all(isinstance(k, str) for k in keys):
-        raise TypeError(f"key must be a column name or a non-empty list of names, not {key!r}")
+        raise TypeError(message)
     return keys
 
 
@@ -34,6 +38,8 @@ def aggs_arg(
     aggs: Sequence[Agg],
 ) -> list[tuple[str, str | None, str | None, int | None, str | None]]:
     """The aggregations in the form the compiled core takes."""
+    if isinstance(aggs, Agg | str) or not isinstance(aggs, Iterable):
+        raise TypeError(f"aggs must be a list of windowstore.agg aggregations, not {aggs!r}")
     out = []
     for a in aggs:
         if not isinstance(a, Agg):
@@ -96,7 +102,7 @@ class WindowProcessor:
     def advance(self, t: int) -> pa.Table:
         """Advances stream time to ``t`` (ticks of the time column) without a record, as an
         outside clock such as a watermark says; returns the windows that closes (``final``)."""
-        out = self._inner.advance(t)
+        out = self._inner.advance(ticks_arg(t, "t"))
         return pa.table({}) if out is None else out
 
     def next_close(self) -> int | None:

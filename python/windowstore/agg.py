@@ -33,6 +33,10 @@ class Agg:
     max_size: int | None = None
     overflow: Overflow | None = None
 
+    def __post_init__(self) -> None:
+        if self.max_size is not None:
+            _check_max_size(self.max_size)
+
     def alias(self, name: str) -> Agg:
         """The same aggregation, output under ``name``."""
         if not isinstance(name, str) or not name:
@@ -49,6 +53,22 @@ class Agg:
     def to_core(self) -> tuple[str, str | None, str | None, int | None, str | None]:
         """The tuple the compiled core takes."""
         return (self.func, self.column, self.name, self.max_size, self.overflow)
+
+
+# The largest max_size: the core counts collected values in 64-bit machine words.
+_MAX_SIZE_LIMIT = 2**63 - 1
+
+
+def _check_max_size(max_size: object) -> None:
+    if (
+        isinstance(max_size, bool)
+        or not isinstance(max_size, int)
+        or not 0 < max_size <= _MAX_SIZE_LIMIT
+    ):
+        raise InvalidWindowSpec(
+            f"invalid max_size: must be a positive int up to 2**63 - 1, got {max_size!r}",
+            "max_size",
+        )
 
 
 def _column(func: str, column: str) -> Agg:
@@ -98,12 +118,8 @@ def collect(column: str, max_size: int | None = None, overflow: Overflow = "drop
     ``overflow`` says what to keep beyond ``max_size``: ``drop_oldest`` keeps the newest
     values, ``drop_newest`` keeps the oldest, ``fail`` raises ``SessionOverflowError``.
     """
-    if max_size is not None and (
-        isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0
-    ):
-        raise InvalidWindowSpec(
-            f"invalid max_size: must be a positive int, got {max_size!r}", "max_size"
-        )
+    if max_size is not None:
+        _check_max_size(max_size)
     if overflow not in _OVERFLOWS:
         raise InvalidWindowSpec(
             f"invalid overflow: {overflow!r}; expected one of {', '.join(_OVERFLOWS)}", "overflow"

@@ -1,5 +1,6 @@
-//! The output batch of an engine: key columns, window bounds in the time column's type, the
-//! aggregates, and `op` in changelog modes.
+//! The output batch of an engine: key columns, window bounds (in the time column's timestamp
+//! type, or `Int64` ticks for an integer time column), the aggregates, and `op` in changelog
+//! modes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ impl OutputBuilder {
         aggs: &Aggregator,
         layout: Layout,
     ) -> Result<Self> {
-        let time_field = |name: &str| Arc::new(Field::new(name, time.data_type().clone(), false));
+        let time_field = |name: &str| Arc::new(Field::new(name, time.output_type(), false));
         let mut fields: Vec<FieldRef> = keys.fields().to_vec();
         fields.push(time_field(layout.start));
         fields.push(time_field(layout.end));

@@ -6,7 +6,7 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::column_index;
-use crate::time::convert_ticks;
+use crate::time::{convert_ticks, nanos_per_tick};
 use crate::{Error, Result};
 
 /// The gap column: integer ticks, or an Arrow duration converted into ticks.
@@ -46,7 +46,9 @@ impl GapColumn {
         &self.name
     }
 
-    /// The gaps of `batch` in ticks; `None` where the gap is null or not a whole tick count.
+    /// The gaps of `batch` in ticks; `None` where the gap is null or not a whole tick count. A
+    /// gap beyond the `i64` range of ticks reads as `i64::MAX` (or `i64::MIN` if negative), so
+    /// that it is clamped to `max_gap` (or refused as not positive) like any gap above it.
     pub fn read(&self, batch: &RecordBatch) -> Vec<Option<i64>> {
         let column = batch.column(self.index);
         let mut gaps: Vec<Option<i64>> = match column.data_type() {
@@ -65,7 +67,7 @@ impl GapColumn {
                     }
                 };
                 raw.iter()
-                    .map(|&v| convert_ticks(v, unit, self.time_unit))
+                    .map(|&v| duration_ticks(v, unit, self.time_unit))
                     .collect()
             }
             DataType::UInt64 => column
@@ -92,5 +94,58 @@ impl GapColumn {
             }
         }
         gaps
+    }
+}
+
+/// `value` ticks of `from` as ticks of `to`, saturating where it exceeds the `i64` range (only a
+/// conversion into a finer unit can, and its result is whole); `None` for a fraction of a tick.
+fn duration_ticks(value: i64, from: TimeUnit, to: TimeUnit) -> Option<i64> {
+    convert_ticks(value, from, to).or_else(|| {
+        let whole = (i128::from(value) * nanos_per_tick(from)) % nanos_per_tick(to) == 0;
+        whole.then_some(if value < 0 { i64::MIN } else { i64::MAX })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{ArrayRef, DurationSecondArray, Int64Array};
+    use arrow_schema::Field;
+    use std::sync::Arc;
+
+    fn gaps(column: ArrayRef, time_unit: TimeUnit) -> Vec<Option<i64>> {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "g",
+            column.data_type().clone(),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+        GapColumn::try_new("g", time_unit, &schema)
+            .unwrap()
+            .read(&batch)
+    }
+
+    #[test]
+    fn durations_beyond_the_tick_range_saturate_so_they_clamp() {
+        let huge: ArrayRef = Arc::new(DurationSecondArray::from(vec![
+            Some(i64::MAX / 2),
+            Some(-i64::MAX / 2),
+            Some(3),
+            None,
+        ]));
+        assert_eq!(
+            gaps(huge, TimeUnit::Nanosecond),
+            vec![Some(i64::MAX), Some(i64::MIN), Some(3_000_000_000), None]
+        );
+    }
+
+    #[test]
+    fn fractions_of_a_tick_stay_invalid() {
+        let ms: ArrayRef = Arc::new(arrow_array::DurationMillisecondArray::from(vec![
+            1500, 2000,
+        ]));
+        assert_eq!(gaps(ms, TimeUnit::Second), vec![None, Some(2)]);
+        let ticks: ArrayRef = Arc::new(Int64Array::from(vec![7]));
+        assert_eq!(gaps(ticks, TimeUnit::Second), vec![Some(7)]);
     }
 }

@@ -233,7 +233,7 @@ fn key_type_supported(t: &DataType) -> bool {
             | Date32
             | Date64
             | Timestamp(_, _)
-    ) || matches!(t, Dictionary(_, v) if matches!(v.as_ref(), Utf8 | LargeUtf8 | Binary | LargeBinary))
+    )
 }
 
 #[cfg(test)]

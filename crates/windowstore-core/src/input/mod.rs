@@ -1,18 +1,18 @@
 //! Input binding: which columns of an Arrow batch are the key, the time and the gap, checked
 //! once against the schema, then read batch by batch into plain slices the engines loop over.
 
+mod conform;
 pub mod gap;
 pub mod keys;
 pub(crate) mod order;
 pub mod time;
 
-use std::sync::Arc;
-
 use arrow_array::RecordBatch;
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{Schema, SchemaRef, TimeUnit};
 
 use crate::{Error, Result};
 
+pub use conform::{plain_batch, plain_schema};
 pub use gap::GapColumn;
 pub use keys::{KeyCodec, KeyView};
 pub use time::TimeColumn;
@@ -43,11 +43,14 @@ pub struct BoundInput {
 }
 
 impl BoundInput {
-    /// Checks `spec` against `schema`: every column exists with a usable type.
+    /// Checks `spec` against `schema` (the first batch's): every column exists with a usable
+    /// type, and no column name appears twice. The bound schema is `schema` decoded (see
+    /// [`plain_schema`]) with every column nullable.
     pub fn try_new(spec: &InputSpec, schema: SchemaRef) -> Result<Self> {
         if spec.key.is_empty() {
             return Err(Error::invalid("key", "at least one key column is required"));
         }
+        let schema = conform::bound_schema(&schema)?;
         let keys = KeyCodec::try_new(&spec.key, &schema)?;
         let time = TimeColumn::try_new(&spec.time, spec.time_unit, &schema)?;
         let gap = spec
@@ -68,61 +71,13 @@ impl BoundInput {
         &self.schema
     }
 
-    /// Checks that `batch` has the bound schema (column names and types; metadata ignored).
-    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
-        if batch.schema().fields() == self.schema.fields() {
-            return Ok(());
-        }
-        Err(schema_change(&self.schema, &batch.schema()))
-    }
-}
-
-/// The schema the engines work on: view types (Utf8View, BinaryView: what polars produces) read as
-/// Utf8 and Binary, which every aggregation and the output accept. Other types are unchanged.
-pub fn plain_schema(schema: &Schema) -> SchemaRef {
-    let fields: Vec<Arc<Field>> = schema
-        .fields()
-        .iter()
-        .map(|f| match plain_type(f.data_type()) {
-            Some(t) => Arc::new(f.as_ref().clone().with_data_type(t)),
-            None => f.clone(),
-        })
-        .collect();
-    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
-}
-
-/// `batch` with its view columns cast to their plain types (no copy when it has none).
-pub fn plain_batch(batch: &RecordBatch) -> Result<RecordBatch> {
-    if !batch
-        .schema()
-        .fields()
-        .iter()
-        .any(|f| plain_type(f.data_type()).is_some())
-    {
-        return Ok(batch.clone());
-    }
-    let schema = plain_schema(&batch.schema());
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                Ok(c.clone())
-            } else {
-                arrow_cast::cast(c, f.data_type())
-                    .map_err(|e| Error::schema(f.name(), format!("cannot read view type: {e}")))
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(schema, columns).map_err(Error::arrow("reading view columns"))
-}
-
-fn plain_type(t: &DataType) -> Option<DataType> {
-    match t {
-        DataType::Utf8View => Some(DataType::Utf8),
-        DataType::BinaryView => Some(DataType::Binary),
-        _ => None,
+    /// `batch` read into the bound schema, ready for the engines (which find columns by their
+    /// bound position): columns taken by name whatever their order, nullability or metadata,
+    /// views and dictionaries decoded, `null`-typed columns made all-null of the bound type. A
+    /// missing, extra, retyped or doubly named column is a schema error naming it. No copy of a
+    /// batch that already has the bound schema.
+    pub fn conform(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        conform::conform(&self.schema, batch)
     }
 }
 
@@ -132,29 +87,4 @@ pub fn column_index(schema: &Schema, name: &str) -> Result<usize> {
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         Error::schema(name, format!("no such column; the input has {names:?}"))
     })
-}
-
-fn schema_change(bound: &Schema, got: &Schema) -> Error {
-    for field in bound.fields() {
-        match got.field_with_name(field.name()) {
-            Err(_) => return Error::schema(field.name(), "missing from this batch"),
-            Ok(f) if f.data_type() != field.data_type() => {
-                return Error::schema(
-                    field.name(),
-                    format!(
-                        "type {} in this batch, {} in earlier ones",
-                        f.data_type(),
-                        field.data_type()
-                    ),
-                )
-            }
-            Ok(_) => {}
-        }
-    }
-    let extra = got
-        .fields()
-        .iter()
-        .find(|f| bound.field_with_name(f.name()).is_err())
-        .map_or("?".to_string(), |f| f.name().clone());
-    Error::schema(extra, "not in the schema of earlier batches")
 }

@@ -1,4 +1,5 @@
-//! The time column: read as `i64` ticks, written back in the column's own type.
+//! The time column: read as `i64` ticks; window bounds written back as a timestamp of the
+//! column's type, or as `Int64` ticks for an integer column.
 
 use std::sync::Arc;
 
@@ -97,9 +98,20 @@ impl TimeColumn {
         &self.name
     }
 
-    /// The column's type (the type of `session_start`/`session_end` in the output).
+    /// The column's type.
     pub fn data_type(&self) -> &DataType {
         &self.data_type
+    }
+
+    /// The type of the window bounds in the output (`session_start`, `window_end`, ...): the
+    /// column's own type for a timestamp, `Int64` for an integer column. Ticks are `i64`, and a
+    /// narrow or unsigned type cannot hold every bound (a sliding window `[t - D, t]` leaves
+    /// `uint8` at `t < D`), so integer bounds are written in the type that holds them all.
+    pub fn output_type(&self) -> DataType {
+        match &self.data_type {
+            DataType::Timestamp(..) => self.data_type.clone(),
+            _ => DataType::Int64,
+        }
     }
 
     /// Reads the times of `batch`.
@@ -137,7 +149,7 @@ impl TimeColumn {
         }
     }
 
-    /// An array of the column's type holding `ticks`.
+    /// An array of [`TimeColumn::output_type`] holding `ticks`.
     pub fn to_array(&self, ticks: Vec<i64>) -> ArrayRef {
         match &self.data_type {
             DataType::Timestamp(unit, tz) => {
@@ -160,10 +172,7 @@ impl TimeColumn {
                     ),
                 }
             }
-            DataType::Int64 => Arc::new(Int64Array::from(ticks)),
-            // Narrower integers: every tick came from the column, so it fits its type again.
-            other => arrow_cast::cast(&Int64Array::from(ticks), other)
-                .unwrap_or_else(|_| Arc::new(Int64Array::from(Vec::<i64>::new()))),
+            _ => Arc::new(Int64Array::from(ticks)),
         }
     }
 }
@@ -201,6 +210,7 @@ mod tests {
             t.to_array(vec![7]).data_type(),
             b.schema().field(0).data_type()
         );
+        assert_eq!(&t.output_type(), b.schema().field(0).data_type());
     }
 
     #[test]
@@ -209,7 +219,8 @@ mod tests {
         let t = TimeColumn::try_new("ts", Some(TimeUnit::Second), &b.schema()).unwrap();
         assert_eq!(t.unit(), TimeUnit::Second);
         assert_eq!(t.read(&b).ticks.to_vec(), vec![1, 2]);
-        assert_eq!(t.to_array(vec![3]).data_type(), &DataType::Int32);
+        assert_eq!(t.output_type(), DataType::Int64);
+        assert_eq!(t.to_array(vec![-3]).data_type(), &DataType::Int64);
         let b = one(Arc::new(UInt64Array::from(vec![u64::MAX, 1])));
         let t = TimeColumn::try_new("ts", None, &b.schema()).unwrap();
         assert_eq!(t.read(&b).problem(0), Some(TimeProblem::Overflow));

@@ -30,7 +30,7 @@ pub use step::{Record, Step};
 use crate::agg::AggSpec;
 use crate::emit::{Changelog, EmitMode};
 use crate::input::keys::BatchKeys;
-use crate::input::{plain_batch, InputSpec};
+use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
 use crate::{Error, Result, StoreMetrics};
 use bound::Bound;
@@ -307,8 +307,7 @@ impl<K: WindowKind> Processor<K> {
         let mut offset = 0;
         let mut chunks = Vec::with_capacity(batches.len());
         for batch in batches {
-            let batch = plain_batch(batch)?;
-            bound.input.check(&batch)?;
+            let batch = bound.input.conform(batch)?;
             let keys = bound.input.keys.encode(&batch)?;
             let times = bound.input.time.read(&batch);
             let gaps = bound.input.gap.as_ref().map(|g| g.read(&batch));

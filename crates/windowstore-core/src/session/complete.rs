@@ -15,7 +15,7 @@ use super::record::record_gap;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
-use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
+use crate::input::{BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::Rejections;
 use crate::{Error, Result};
@@ -108,7 +108,7 @@ pub fn session_windows(
 /// Bounded input checked row by row, grouped by key and time and cut into sessions: the part
 /// of complete mode that map-side partial sessions ([`super::partial`]) share.
 pub(crate) struct Cut {
-    /// The input schema, view types read as plain ones.
+    /// The bound input schema (see [`BoundInput::try_new`]).
     pub schema: SchemaRef,
     /// All input rows in one batch.
     pub batch: RecordBatch,
@@ -147,10 +147,8 @@ pub(crate) fn cut(
         },
         ..input
     };
-    let schema = plain_schema(&schema);
-    let plain: Vec<RecordBatch> = batches.iter().map(plain_batch).collect::<Result<_>>()?;
-    let batches = plain.as_slice();
-    let bound = BoundInput::try_new(&input, schema.clone())?;
+    let bound = BoundInput::try_new(&input, schema)?;
+    let schema = bound.schema().clone();
     let unit = bound.time.unit();
     let (fixed_gap, max_gap) = match &gap {
         GapSpec::Fixed(g) => {
@@ -168,10 +166,11 @@ pub(crate) fn cut(
         return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
     }
     let aggregator = Aggregator::try_new(aggs, &schema)?;
-    for b in batches {
-        bound.check(b)?;
-    }
-    let batch = match batches {
+    let batches: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| bound.conform(b))
+        .collect::<Result<_>>()?;
+    let batch = match batches.as_slice() {
         [one] => one.clone(),
         many => arrow_select::concat::concat_batches(&schema, many)
             .map_err(Error::arrow("concatenating the input"))?,

@@ -24,7 +24,7 @@ use super::complete::{cut, Cut};
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
-use crate::input::{column_index, plain_batch, plain_schema, BoundInput, InputSpec};
+use crate::input::{column_index, plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::{Error, Result};
 
@@ -123,7 +123,7 @@ pub fn session_partials(
 /// The schema of [`session_partials`]' output for `bound` input.
 fn partial_schema(bound: &BoundInput) -> SchemaRef {
     let mut fields: Vec<Arc<Field>> = bound.keys.fields().to_vec();
-    let time = bound.time.data_type().clone();
+    let time = bound.time.output_type();
     fields.push(Arc::new(Field::new("session_start", time.clone(), false)));
     fields.push(Arc::new(Field::new("session_end", time, false)));
     fields.push(Arc::new(Field::new(REACH_COLUMN, DataType::Int64, false)));
@@ -172,11 +172,11 @@ pub fn merge_session_partials(
         op: false,
     };
     let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
-    let plain: Vec<RecordBatch> = batches.iter().map(plain_batch).collect::<Result<_>>()?;
-    for b in &plain {
-        bound.check(b)?;
-    }
-    let batch = arrow_select::concat::concat_batches(&schema, &plain)
+    let plain: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| bound.conform(b))
+        .collect::<Result<_>>()?;
+    let batch = arrow_select::concat::concat_batches(bound.schema(), &plain)
         .map_err(Error::arrow("concatenating partials"))?;
     let n = batch.num_rows();
     if u32::try_from(n).is_err() {

@@ -17,7 +17,7 @@ use arrow_schema::SchemaRef;
 use super::check_record;
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
-use crate::input::{plain_batch, plain_schema, BoundInput, InputSpec};
+use crate::input::{BoundInput, InputSpec};
 use crate::output::OutputBuilder;
 use crate::reject::{OnInvalid, Rejections};
 use crate::time::Duration;
@@ -109,17 +109,16 @@ pub fn sliding_windows(
         ));
     }
     let input = InputSpec { gap: None, ..input };
-    let schema = plain_schema(&schema);
-    let plain: Vec<RecordBatch> = batches.iter().map(plain_batch).collect::<Result<_>>()?;
-    let batches = plain.as_slice();
-    let bound = BoundInput::try_new(&input, schema.clone())?;
+    let bound = BoundInput::try_new(&input, schema)?;
+    let schema = bound.schema().clone();
     let d = time_difference.to_ticks(bound.time.unit(), "time_difference")?;
     let aggregator = Aggregator::try_new(aggs, &schema)?;
     let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, super::LAYOUT)?;
-    for b in batches {
-        bound.check(b)?;
-    }
-    let batch = match batches {
+    let batches: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| bound.conform(b))
+        .collect::<Result<_>>()?;
+    let batch = match batches.as_slice() {
         [one] => one.clone(),
         many => arrow_select::concat::concat_batches(&schema, many)
             .map_err(Error::arrow("concatenating the input"))?,
