@@ -63,7 +63,11 @@ def test_an_overflow_changes_nothing(make: Callable[..., object], emit: str) -> 
     with pytest.raises(SessionOverflowError):
         p.process(bad)  # type: ignore[attr-defined]
     assert p.to_bytes() == before  # type: ignore[attr-defined]
-    assert p.metrics() == metrics  # type: ignore[attr-defined]
+    # Every counter is back; only the heap estimate may differ (arena space is kept for reuse).
+    after = p.metrics()  # type: ignore[attr-defined]
+    assert {k: v for k, v in after.items() if k != "store_bytes"} == {
+        k: v for k, v in metrics.items() if k != "store_bytes"
+    }
 
 
 @pytest.mark.parametrize("make", [_sessions, _sliding])
@@ -73,7 +77,7 @@ def test_an_output_error_changes_nothing(make: Callable[..., object]) -> None:
     p.process(pa.table({"k": ["a"], "ts": [0], "v": [1]}))  # type: ignore[attr-defined]
     before = p.to_bytes()  # type: ignore[attr-defined]
     big = 2**63 - 1
-    with pytest.raises(SchemaError, match="sum_v|v"):
+    with pytest.raises(SchemaError, match="overflows"):
         p.process(pa.table({"k": ["a", "x", "x"], "ts": [1, 2, 2], "v": [1, big, big]}))  # type: ignore[attr-defined]
     assert p.to_bytes() == before  # type: ignore[attr-defined]
 
@@ -107,9 +111,7 @@ def test_a_failed_call_leaves_the_processor_usable() -> None:
     with pytest.raises(WindowStoreError):
         p.process(pa.table({"k": [None], "ts": [0]}))
     p.process(pa.table({"k": ["a"], "ts": [0]}))
-    assert p.flush().to_pylist() == [
-        {"k": "a", "session_start": 0, "session_end": 0, "count": 1}
-    ]
+    assert p.flush().to_pylist() == [{"k": "a", "session_start": 0, "session_end": 0, "count": 1}]
 
 
 @pytest.mark.parametrize("make", [_sessions, _sliding])
