@@ -11,12 +11,17 @@ import pytest
 
 from windowstore import SessionWindowProcessor
 
-from .adjustments import session_model
-from .generator import random_case
-from .harness import compare, shrink, shrink_mismatch
-from .rows import Case, Rows, with_records
-from .section7 import marks
-from .windowstore_run import run_windowstore
+from .harness import (
+    Case,
+    Rows,
+    compare,
+    random_case,
+    run_windowstore,
+    session_model,
+    shrink,
+    shrink_mismatch,
+    with_records,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -29,11 +34,6 @@ def count_off_by_one_from_three(case: Case, rows: Rows) -> Rows:
     ]
 
 
-def deletes_instead_of_values(case: Case, rows: Rows) -> Rows:
-    """A planted bug: every window windowstore emits comes out as a delete."""
-    return [[(k, s, e, None, t) for k, s, e, _v, t in g] for g in rows]
-
-
 def drop_first_row(case: Case, rows: Rows) -> Rows:
     """A planted bug: windowstore loses the first row it emits."""
     first = min((i for i, g in enumerate(rows) if g), default=None)
@@ -41,25 +41,17 @@ def drop_first_row(case: Case, rows: Rows) -> Rows:
 
 
 @pytest.mark.parametrize("window", ["session", "sliding"])
-@pytest.mark.parametrize("emit", ["update", "updates", "final", "suppress"])
+@pytest.mark.parametrize("emit", ["update", "final"])
 def test_a_planted_difference_is_seen(window: str, emit: str) -> None:
-    """(An adjustment can remove the planted row's window from the comparison, e.g. a window
-    Kafka's final mode loses, so most, not all, streams must show it. Sliding streams are
-    taken without records under SEMANTICS.md 7, whose windows follow another rule, see
-    ``section7``: this test is about the plain comparison.)"""
+    """(An adjustment can remove the planted row's window from the comparison, e.g. a sliding
+    key cut early, so most, not all, streams must show it.)"""
     candidates = (
         random_case(random.Random(f"plant-{window}-{emit}-{i}"), window, emit, 100)
-        for i in range(200)
+        for i in range(100)
     )
-    cases = [
-        c for c in candidates if (window == "session" or not marks(c)) and any(run_windowstore(c))
-    ][:5]
-    assert len(cases) == 5
+    cases = [c for c in candidates if any(run_windowstore(c))][:4]
     assert all(m is None for m in compare(cases))
-    assert sum(m is not None for m in compare(cases, plant=drop_first_row)) >= 3 - (
-        emit == "final"  # the first row is often of a window Kafka's final mode loses
-    )
-    assert all(m is not None for m in compare(cases, plant=deletes_instead_of_values))
+    assert sum(m is not None for m in compare(cases, plant=drop_first_row)) >= 3
 
 
 def test_shrink_reaches_a_one_minimal_stream() -> None:
@@ -152,7 +144,7 @@ def test_session_model_agrees_with_windowstore_rejections() -> None:
             aggs=[],
         )
         late = []
-        for k, t, *_ in case["records"]:
+        for k, t, _ in case["records"]:
             p.process(pa.table({"k": [k], "t": pa.array([t], pa.int64())}))
             late.append(p.metrics()["rejected_late"])
         rejected = [j for j in range(len(late)) if late[j] != (late[j - 1] if j else 0)]

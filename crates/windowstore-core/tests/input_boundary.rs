@@ -97,7 +97,11 @@ fn run_with(
                 }
                 out.extend(p.flush()?);
                 let schema = p.output_schema().unwrap();
-                (schema, p.rejected()?.unwrap(), p.counters().kind.gap_clamped)
+                (
+                    schema,
+                    p.rejected()?.unwrap(),
+                    p.counters().kind.gap_clamped,
+                )
             } else {
                 let spec = SlidingSpec {
                     time_difference: d,

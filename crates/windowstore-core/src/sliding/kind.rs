@@ -19,14 +19,10 @@
 //! 4. a record none of whose windows is open is in no window at all: it is rejected as late
 //!    and changes nothing (Kafka drops it with only the skipped updates counted).
 //!
-//! **Closed windows are kept exact.** The seeds of step 3 are right only if the store holds
-//! every window of the definition: the aggregate of the latest window ending before `t` is the
-//! set of records in `[t - D, t)` only when no window is missing. So an accepted record also
-//! updates, and creates, the windows of it that are closed — silently: they are never emitted
-//! or logged again (each is counted as `late_window_update`, as the output skipped it), and in
-//! `final` mode everything closed is emitted before a closed window is created, so that it lies
-//! below `emitted_below` and is never emitted. Kafka skips closed windows instead, and then
-//! builds later windows from wrong seeds (SEMANTICS.md section 7).
+//! Windows that have closed are not changed: the update or the new window is skipped and
+//! counted (`late_window_update`), as Kafka does. After a record whose left window had closed
+//! on arrival, the store lacks that window, and a later window seeded from its neighbours can
+//! miss a record or hold one before its start (issue 12, defect 2; not fixed yet).
 //!
 //! Changes come as updates of existing windows in ascending start order, then the new windows
 //! in the order above. Kafka 4.x iterates its store backwards and updates latest start first;
@@ -273,11 +269,9 @@ impl WindowKind for SlidingSpec {
         for i in 0..sc.puts.len() {
             let p = sc.puts[i];
             let end = p.start + d;
-            let open = end >= step.close;
-            if !open && step.mode == EmitMode::Final && end >= step.emitted_below {
-                // Everything closed goes out first, so this window lies below emitted_below
-                // and is never emitted.
-                step.emit_closed();
+            if end < step.close {
+                // Closed: skipped (and counted above), as Kafka does.
+                continue;
             }
             sc.value.clear();
             state::join(p.time, &sc.states[p.state.0..p.state.1], &mut sc.value);
@@ -289,7 +283,7 @@ impl WindowKind for SlidingSpec {
                     p.start
                 )));
             }
-            if open && step.mode != EmitMode::Final {
+            if step.mode != EmitMode::Final {
                 let change = Change {
                     key: key.to_vec(),
                     start: p.start,

@@ -18,17 +18,10 @@ import java.util.Set;
  *  "grace": ms,
  *  "retention": ms           (optional: the store's retention; default Kafka's own),
  *  "restart_before": [i, ...] (optional: a new driver before these records; see Driver),
- *  "agg": "count" | "sum" | "min" | "max" | "mean" | "concat",
- *  "emit": "update" | "cached" | "final" | "suppress",
- *  "batch_ends": [i, ...]     (emit "cached" only, optional: the records that end a batch;
- *                              the last record always does; see BatchGate),
+ *  "agg": "count" | "sum" | "concat",
+ *  "emit": "update" | "final",
  *  "records": [[key, timestamp_ms, value], ...]}   (arrival order)
  * </pre>
- *
- * <p>Emit modes: "update" forwards every update (no cache); "cached" puts the record cache in
- * front of the store and flushes it after each batch; "final" is
- * {@code EmitStrategy.onWindowClose()}; "suppress" is emit-on-update followed by
- * {@code suppress(Suppressed.untilWindowCloses(unbounded()))}.
  *
  * Unknown fields, missing fields and wrongly typed values are rejected, so that a typo in a
  * test never silently turns into a different topology.
@@ -36,10 +29,10 @@ import java.util.Set;
 final class CaseSpec {
     private static final Set<String> SESSION_FIELDS =
         Set.of("window", "gap", "grace", "retention", "restart_before", "agg", "emit",
-            "batch_ends", "records");
+            "records");
     private static final Set<String> SLIDING_FIELDS =
         Set.of("window", "time_difference", "grace", "retention", "restart_before", "agg",
-            "emit", "batch_ends", "records");
+            "emit", "records");
 
     final String window;
     final long gap;
@@ -52,15 +45,12 @@ final class CaseSpec {
     final List<Driver.InputRecord> records;
     /** Indices of the records before which the driver is restarted. */
     final Set<Integer> restartBefore;
-    /** Indices of the records that end a batch (emit "cached"; the last record always does). */
-    final Set<Integer> batchEnds;
 
     private CaseSpec(final String window, final long gap, final long timeDifference,
                      final long grace, final Long retention, final String agg,
                      final String emit,
                      final List<Driver.InputRecord> records,
-                     final Set<Integer> restartBefore,
-                     final Set<Integer> batchEnds) {
+                     final Set<Integer> restartBefore) {
         this.window = window;
         this.gap = gap;
         this.timeDifference = timeDifference;
@@ -70,7 +60,6 @@ final class CaseSpec {
         this.emit = emit;
         this.records = records;
         this.restartBefore = restartBefore;
-        this.batchEnds = batchEnds;
     }
 
     static CaseSpec parse(final JsonNode node) {
@@ -91,8 +80,8 @@ final class CaseSpec {
         final long timeDifference = window.equals("sliding") ? integer(node, "time_difference") : -1L;
         final long grace = integer(node, "grace");
         final Long retention = node.has("retention") ? integer(node, "retention") : null;
-        final String agg = text(node, "agg", Aggs.BY_NAME.keySet());
-        final String emit = text(node, "emit", Set.of("update", "cached", "final", "suppress"));
+        final String agg = text(node, "agg", Set.of("count", "sum", "concat"));
+        final String emit = text(node, "emit", Set.of("update", "final"));
 
         final JsonNode recs = node.get("records");
         if (recs == null || !recs.isArray()) {
@@ -110,38 +99,21 @@ final class CaseSpec {
             records.add(new Driver.InputRecord(
                 r.get(0).textValue(), r.get(1).longValue(), r.get(2).longValue()));
         }
-        final Set<Integer> restartBefore = indices(node, "restart_before", records.size());
-        final Set<Integer> batchEnds = indices(node, "batch_ends", records.size());
-        if (node.has("batch_ends") && !emit.equals("cached")) {
-            throw new IllegalArgumentException("'batch_ends' needs emit 'cached'");
-        }
-        if (emit.equals("cached") && !restartBefore.isEmpty()) {
-            throw new IllegalArgumentException("'restart_before' cannot split a cached batch");
-        }
-        if (!records.isEmpty()) {
-            batchEnds.add(records.size() - 1);
+        final Set<Integer> restartBefore = new HashSet<>();
+        final JsonNode restarts = node.get("restart_before");
+        if (restarts != null) {
+            if (!restarts.isArray()) {
+                throw new IllegalArgumentException("'restart_before' must be an array of indices");
+            }
+            for (final JsonNode i : restarts) {
+                if (!i.isInt() || i.intValue() < 0 || i.intValue() >= records.size()) {
+                    throw new IllegalArgumentException("bad index in 'restart_before': " + i);
+                }
+                restartBefore.add(i.intValue());
+            }
         }
         return new CaseSpec(window, gap, timeDifference, grace, retention, agg, emit, records,
-            restartBefore, batchEnds);
-    }
-
-    /** An optional array of record indices. */
-    private static Set<Integer> indices(final JsonNode node, final String field, final int n) {
-        final Set<Integer> out = new HashSet<>();
-        final JsonNode values = node.get(field);
-        if (values == null) {
-            return out;
-        }
-        if (!values.isArray()) {
-            throw new IllegalArgumentException("'" + field + "' must be an array of indices");
-        }
-        for (final JsonNode i : values) {
-            if (!i.isInt() || i.intValue() < 0 || i.intValue() >= n) {
-                throw new IllegalArgumentException("bad index in '" + field + "': " + i);
-            }
-            out.add(i.intValue());
-        }
-        return out;
+            restartBefore);
     }
 
     private static String text(final JsonNode node, final String field, final Set<String> values) {
