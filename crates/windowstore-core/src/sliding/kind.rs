@@ -261,11 +261,6 @@ impl WindowKind for SlidingSpec {
             .puts
             .iter()
             .any(|p| p.start <= t && p.start + d >= step.close);
-        if !landed {
-            // Every window the record belongs to has closed: it is in no window at all, so it
-            // is rejected as late rather than lost, and changes nothing.
-            return Ok(false);
-        }
         for i in 0..sc.puts.len() {
             let p = sc.puts[i];
             let end = p.start + d;
@@ -296,7 +291,9 @@ impl WindowKind for SlidingSpec {
                     .push(change, p.new && outcome == PutOutcome::Inserted);
             }
         }
-        Ok(true)
+        // In no open window: rejected as late (its right window, which holds only later
+        // records, was still created, as Kafka does).
+        Ok(landed)
     }
 
     fn pending<'s>(
