@@ -11,7 +11,7 @@ use crate::input::time::TimeProblem;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
-use crate::{KeyedSession, Result, SessionStore};
+use crate::{KeyedSession, Result};
 
 /// A record's fields that decide whether it can be used at all, before any state is read.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +40,11 @@ pub trait KindCounters: Copy + Default + Debug + PartialEq + Send + Sync {
 /// A window kind: sessions or sliding windows. The kind's parameters are the implementing
 /// value; everything else a streaming processor does is written once, in
 /// [`super::Processor`].
+///
+/// A kind stores each window in the store under its closing bound (a session's reach, a
+/// sliding window's end) in the place of the end, so that the windows `final` mode must emit
+/// once stream time passes `x + grace` are exactly those stored with end `x`
+/// (see [`super::pending`]).
 pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// The parameters in ticks of the time column.
     type Ticks: Copy + Debug + Send + Sync;
@@ -92,16 +97,6 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         scratch: &mut Self::Scratch,
         record: Record<'_, Self::Prepared>,
     ) -> Result<bool>;
-
-    /// The held windows not emitted yet whose closing bound (a session's reach, a sliding
-    /// window's end) lies in `[emitted_below, latest]`, with that bound: what `final` mode
-    /// emits once stream time passes the bound plus grace.
-    fn pending<'s>(
-        ticks: &Self::Ticks,
-        store: &'s SessionStore,
-        emitted_below: i64,
-        latest: i64,
-    ) -> Vec<(i64, KeyedSession<'s>)>;
 
     /// Whether a restored store entry `[start, stored_end]` whose value begins with `prefix`
     /// is one the kind could have written; says why not.

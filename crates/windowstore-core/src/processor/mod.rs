@@ -32,9 +32,23 @@ use crate::emit::{Changelog, EmitMode};
 use crate::input::keys::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
-use crate::{Error, Result, StoreMetrics};
+use crate::{Error, KeyedSession, Result, SessionStore, StoreMetrics};
 use bound::Bound;
 use lifecycle::Lifecycle;
+
+/// The held windows not emitted yet whose closing bound lies in `[emitted_below, latest]`,
+/// with that bound (the stored end: see [`WindowKind`]).
+pub(crate) fn pending(
+    store: &SessionStore,
+    emitted_below: i64,
+    latest: i64,
+) -> Vec<(i64, KeyedSession<'_>)> {
+    store
+        .held_sessions_by_end(emitted_below, latest)
+        .into_iter()
+        .map(|s| (s.session.end, s))
+        .collect()
+}
 
 /// A processor's counters: its own, and its window kind's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -223,15 +237,10 @@ impl<K: WindowKind> Processor<K> {
             return Ok(None);
         };
         let rows: Vec<_> = if self.kind.emit() == EmitMode::Final {
-            K::pending(
-                &bound.ticks,
-                &bound.store,
-                self.life.emitted_below,
-                i64::MAX,
-            )
-            .iter()
-            .map(|(_, window)| K::final_row(window))
-            .collect()
+            pending(&bound.store, self.life.emitted_below, i64::MAX)
+                .iter()
+                .map(|(_, window)| K::final_row(window))
+                .collect()
         } else {
             Vec::new()
         };
@@ -252,12 +261,7 @@ impl<K: WindowKind> Processor<K> {
             .bound
             .as_ref()
             .filter(|_| self.kind.emit() == EmitMode::Final)?;
-        let due = K::pending(
-            &bound.ticks,
-            &bound.store,
-            self.life.emitted_below,
-            i64::MAX,
-        );
+        let due = pending(&bound.store, self.life.emitted_below, i64::MAX);
         let first = due.iter().map(|(closes_after, _)| *closes_after).min()?;
         Some(
             first
@@ -375,7 +379,6 @@ impl<K: WindowKind> Processor<K> {
             emitted_below: life.emitted_below,
             latest_end: life.latest_end,
             counters: &mut counters.kind,
-            ticks,
         };
         let mut scratch = K::Scratch::default();
         if let Some(t) = advance {

@@ -52,7 +52,6 @@ pub struct Step<'a, K: WindowKind> {
     pub latest_end: Option<i64>,
     /// The kind's counters.
     pub counters: &'a mut K::Counters,
-    pub(super) ticks: K::Ticks,
 }
 
 impl<K: WindowKind> Step<'_, K> {
@@ -71,7 +70,7 @@ impl<K: WindowKind> Step<'_, K> {
         if self.close <= self.emitted_below {
             return;
         }
-        let due = K::pending(&self.ticks, self.store, self.emitted_below, self.close - 1);
+        let due = super::pending(self.store, self.emitted_below, self.close - 1);
         self.finals
             .extend(due.iter().map(|(_, window)| K::final_row(window)));
         self.emitted_below = self.close;

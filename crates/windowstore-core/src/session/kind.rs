@@ -28,7 +28,7 @@ use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::PutOutcome;
-use crate::{KeyedSession, Result, SessionStore};
+use crate::{KeyedSession, Result};
 
 /// The counters of session processors, beyond the processor's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -225,19 +225,6 @@ impl WindowKind for SessionSpec {
         step.changelog
             .push(change(key, m_start, m_end, sc.acc.clone(), false), created);
         Ok(true)
-    }
-
-    fn pending<'s>(
-        _ticks: &Resolved,
-        store: &'s SessionStore,
-        emitted_below: i64,
-        latest: i64,
-    ) -> Vec<(i64, KeyedSession<'s>)> {
-        store
-            .held_sessions_by_end(emitted_below, latest)
-            .into_iter()
-            .map(|s| (s.session.end, s))
-            .collect()
     }
 
     fn check_stored(

@@ -40,7 +40,7 @@ use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::store::session_store::PutOutcome;
 use crate::store::Session;
-use crate::{Error, KeyedSession, Result, SessionStore};
+use crate::{Error, KeyedSession, Result};
 
 /// The counters of sliding processors, beyond the processor's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -294,19 +294,6 @@ impl WindowKind for SlidingSpec {
         // In no open window: rejected as late (its right window, which holds only later
         // records, was still created, as Kafka does).
         Ok(landed)
-    }
-
-    fn pending<'s>(
-        _ticks: &Resolved,
-        store: &'s SessionStore,
-        emitted_below: i64,
-        latest: i64,
-    ) -> Vec<(i64, KeyedSession<'s>)> {
-        store
-            .held_sessions_by_end(emitted_below, latest)
-            .into_iter()
-            .map(|s| (s.session.end, s))
-            .collect()
     }
 
     fn check_stored(
