@@ -92,6 +92,20 @@ def test_rejected_rows_travel_in_snapshots() -> None:
     assert q.metrics()["rejected"] == 2
 
 
+def test_sliding_windows_exclude_records_before_their_start() -> None:
+    """Issue 12 defect 2: one record per call, D 10, grace 0; 15 arrives with its left window
+    closed. b [18, 28] holds 21 and 28 only, and 15's right window [16, 26] exists."""
+    p = _sliding(time_difference=10, grace=0, aggs=[agg.collect("ts")])
+    out = []
+    for k, t in [("b", 13), ("a", 17), ("b", 15), ("b", 21), ("b", 28)]:
+        out.extend(p.process(pa.table({"k": [k], "ts": [t]})).to_pylist())
+    out.extend(p.flush().to_pylist())
+    b = sorted((w["window_start"], w["collect_ts"]) for w in out if w["k"] == "b")
+    assert (18, [21, 28]) in b
+    assert (16, [21]) in b
+    assert all(w["window_start"] <= t for w in out for t in w["collect_ts"])
+
+
 def test_a_failed_call_leaves_the_processor_usable() -> None:
     p = _sessions(on_invalid="error", aggs=[agg.count()])
     with pytest.raises(WindowStoreError):

@@ -17,6 +17,14 @@ def streams(request: pytest.FixtureRequest) -> int:
     return n
 
 
+@pytest.fixture(scope="session")
+def conformance_seed(request: pytest.FixtureRequest) -> str:
+    """The seed of the random streams (``--conformance-seed``, default 0)."""
+    seed = request.config.getoption("--conformance-seed")
+    assert isinstance(seed, str)
+    return seed
+
+
 @pytest.fixture(scope="session", autouse=True)
 def oracle_jar() -> None:
     """Builds the Kafka oracle once per run (when missing or stale). Without java and mvn this

@@ -13,14 +13,19 @@ Case format (input), one dict per case::
      "grace": ms,
      "retention": ms,           # optional: the store's retention (default Kafka's own)
      "restart_before": [i, ...],  # optional: a new TopologyTestDriver before these records
-     "agg": "count" | "sum" | "concat",
-     "emit": "update" | "final",
+     "agg": "count" | "sum" | "min" | "max" | "mean" | "concat",
+     "emit": "update" | "cached" | "final" | "suppress",
+     "batch_ends": [i, ...],    # emit "cached" only, optional: records that end a batch
      "records": [[key, timestamp_ms, value], ...]}   # arrival order
 
-Stores are materialized explicitly with caching (and changelogging) disabled, so emit "update"
-forwards every single update.
+Emit modes: ``update`` forwards every update (stores materialized with caching disabled);
+``cached`` puts Kafka's record cache in front of the store and flushes it at the end of each
+batch (the records of a batch reach the aggregate together, between two commits; the last
+record always ends one); ``final`` is ``EmitStrategy.onWindowClose()``; ``suppress`` is
+emit-on-update followed by ``suppress(Suppressed.untilWindowCloses(unbounded()))``. ``mean``
+comes back as the exact fraction ``"sum/count"``.
 
-Output, per case, the list of records in the order Kafka forwarded them::
+Output, per case (:func:`run_oracle_full`), the records in the order Kafka forwarded them::
 
     {"key": str, "start": int, "end": int, "value": int | str | None, "timestamp": int,
      "input": int}
@@ -29,7 +34,10 @@ Output, per case, the list of records in the order Kafka forwarded them::
 the output record (processing is synchronous; the topology notes the record being piped in).
 ``value`` None is a tombstone (a session window deleted by a merge). ``end`` is inclusive for
 both window kinds (sessions: last event time; sliding: start + time_difference, which is what
-Kafka's ``Window.end()`` reports for sliding windows).
+Kafka's ``Window.end()`` reports for sliding windows). Beside them, ``dropped``: per input
+record, how much Kafka's dropped-records metric (``dropped-records-total`` of the task, which
+counts records dropped whole as too late and each skipped update of a closed window) grew
+while it was processed. :func:`run_oracle` gives the records alone.
 """
 
 from __future__ import annotations
@@ -59,6 +67,13 @@ class OracleRecord(TypedDict):
     value: int | str | None
     timestamp: int
     input: int
+
+
+class OracleResult(TypedDict):
+    """One case's output: the forwarded records and the dropped records per input record."""
+
+    records: list[OracleRecord]
+    dropped: list[int]
 
 
 class OracleError(RuntimeError):
@@ -178,7 +193,12 @@ def _stop_server() -> None:
 
 
 def run_oracle(cases: Sequence[Mapping[str, Any]]) -> list[list[OracleRecord]]:
-    """Run every case through Kafka Streams; return per-case output records.
+    """Run every case through Kafka Streams; return per-case output records."""
+    return [r["records"] for r in run_oracle_full(cases)]
+
+
+def run_oracle_full(cases: Sequence[Mapping[str, Any]]) -> list[OracleResult]:
+    """Run every case through Kafka Streams; return per-case output records and drop counts.
 
     The first call starts the oracle in server mode; later calls reuse that JVM (a new one if
     the jar was rebuilt, or the old one died). Each case still gets a fresh
@@ -202,4 +222,4 @@ def run_oracle(cases: Sequence[Mapping[str, Any]]) -> list[list[OracleRecord]]:
         raise
     if not isinstance(raw, list) or len(raw) != len(cases):
         raise OracleError(f"Kafka oracle returned {raw!r:.200} for {len(cases)} cases")
-    return cast("list[list[OracleRecord]]", raw)
+    return cast("list[OracleResult]", raw)

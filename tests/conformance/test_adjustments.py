@@ -17,19 +17,11 @@ import pytest
 
 from windowstore import SessionWindowProcessor, agg
 
-from .harness import (
-    ADJUSTMENTS,
-    HARNESS_FIELDS,
-    Adjustment,
-    BoundaryRetention,
-    Case,
-    KafkaTimeOffset,
-    Rows,
-    compare,
-    kafka_case,
-    run_windowstore,
-)
+from .adjustments import ADJUSTMENTS, Adjustment, BoundaryRetention, KafkaTimeOffset
+from .harness import compare, compare_all, kafka_case
 from .kafka_oracle import OracleError, run_oracle
+from .rows import HARNESS_FIELDS, Case, Rows
+from .windowstore_run import run_windowstore
 
 pytestmark = pytest.mark.conformance
 
@@ -259,13 +251,23 @@ def test_sliding_left_window_closed() -> None:
     overwrites it with 906 and does not create 909's right window [910, 917]. At 910, Kafka
     copies 910's right window [911, 918] from [907, 914], which holds the record at 909
     (value 4): a window holding a record before its start. windowstore creates [910, 917] and
-    gives [911, 918] only the record at 913."""
+    gives [911, 918] only the record at 913. Section 7's rule excludes Kafka's differing
+    windows of k (counted), holds windowstore's to the definition, and goes on comparing k
+    after the first exclusion (the record at 916)."""
     case = sliding(
         7,
         0,
         "concat",
         "update",
-        [["k", 905, 1], ["k", 906, 2], ["j", 913, 3], ["k", 909, 4], ["k", 913, 5], ["k", 910, 6]],
+        [
+            ["k", 905, 1],
+            ["k", 906, 2],
+            ["j", 913, 3],
+            ["k", 909, 4],
+            ["k", 913, 5],
+            ["k", 910, 6],
+            ["k", 916, 7],
+        ],
     )
     k = kafka(case, ADJUSTMENTS)
     assert [r for r in k if r[0] == 4] == [
@@ -275,23 +277,29 @@ def test_sliding_left_window_closed() -> None:
     assert (5, "k", 911, 918, "4,5", 913) in k
     assert ("k", 910, 917, (5,), 913) in ours(case)[4]
     assert ("k", 911, 918, (5,), 913) in ours(case)[5]
-    assert passes(case)
-    assert not passes(case, without("sliding_left_window_closed"))
+    (outcome,) = compare_all([case])
+    assert outcome.mismatch is None
+    assert (outcome.tally.excluded, outcome.tally.after_exclusion) == (5, 4)
+    assert outcome.tally.marked_keys == 1
+
+    def wrong_after_first_exclusion(case: Case, rows: Rows) -> Rows:
+        """A planted bug in k's last window, after the first excluded one."""
+        return [*rows[:6], [(k, s, e, (7, 7), t) for k, s, e, _v, t in rows[6]]]
+
+    (planted,) = compare_all([case], plant=wrong_after_first_exclusion)
+    assert planted.mismatch is not None
+    assert planted.mismatch.index == 6
+    assert "definition" in planted.mismatch.note
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="windowstore bug (reported): after two records whose left windows were closed on "
-    "arrival, the previous-record lookup misses the first one's right window",
-)
 def test_sliding_previous_of_two_late_records() -> None:
     """D 35, grace 0; j moves stream time to 46, then 49. k's records at 44 and 46 both arrive
     with their left windows closed. 46 falls in 44's right window [45, 80], which it should
     create (SEMANTICS.md 4: a window exists for every distinct set of records, and [45, 80] is
-    open); neither Kafka nor windowstore does. At 47, windowstore creates [45, 80] holding only
-    47 (46 is accepted, and in range, but missing) and no [47, 82]; Kafka creates neither.
-    Not a Kafka difference (the comparison stops at this key, see
-    ``sliding_left_window_closed``): a windowstore bug against the definition."""
+    open); Kafka does not. windowstore keeps the closed windows of 44 and 46 in its store
+    (silently), so 46 finds 44's right window and creates it; at 47 that window holds 46 and 47
+    and 46's right window [47, 82] holds 47 (SEMANTICS.md 7: a sliding window holds exactly its
+    records). This was issue 12's defect 2: windowstore gave [45, 80] only 47 and no [47, 82]."""
     case = sliding(
         35,
         0,

@@ -19,10 +19,16 @@
 //! 4. a record none of whose windows is open is in no window at all: it is rejected as late
 //!    and changes nothing (Kafka drops it with only the skipped updates counted).
 //!
-//! Windows that have closed are not changed: the update or the new window is skipped and
-//! counted (`late_window_update`), as Kafka does. After a record whose left window had closed
-//! on arrival, the store lacks that window, and a later window seeded from its neighbours can
-//! miss a record or hold one before its start (issue 12, defect 2; not fixed yet).
+//! **Stored windows are exact.** Every window in the store holds exactly the accepted records
+//! of its key with time in `[start, end]`, closed or not. The seeds of step 3 are right only
+//! then: the latest window ending before `t` holds the records in `[t - D, t)` only when no
+//! window is missing. So an accepted record also updates, and creates, those of its windows
+//! that have closed, silently: their change is never emitted or logged (each is counted as
+//! `late_window_update`, as the output skipped it), and in `final` mode everything closed is
+//! emitted before a closed window is put, so that it lies below `emitted_below` and is never
+//! emitted again. Kafka skips closed windows instead, and then seeds later windows from the
+//! wrong neighbours (SEMANTICS.md section 7). A record rejected as late changes nothing; Kafka
+//! still creates its right window (which repeats a set of records another window holds).
 //!
 //! Changes come as updates of existing windows in ascending start order, then the new windows
 //! in the order above. Kafka 4.x iterates its store backwards and updates latest start first;
@@ -255,18 +261,32 @@ impl WindowKind for SlidingSpec {
         }
 
         // The record's own right window never holds it (and never is closed).
-        let closed = sc.puts.iter().filter(|p| p.start + d < step.close).count();
+        // One count per closed window: when the previous record's right window is the
+        // record's left window (`p + 1 == t - D`), it is planned twice, as Kafka puts it twice.
+        let closed = (0..sc.puts.len())
+            .filter(|&i| {
+                let start = sc.puts[i].start;
+                start + d < step.close && sc.puts[..i].iter().all(|q| q.start != start)
+            })
+            .count();
         step.counters.late_window_update += closed as u64;
         let landed = sc
             .puts
             .iter()
             .any(|p| p.start <= t && p.start + d >= step.close);
+        if !landed {
+            // In no open window: rejected as late, so it is in no window and makes none (its
+            // right window would repeat a set of records another window holds).
+            return Ok(false);
+        }
         for i in 0..sc.puts.len() {
             let p = sc.puts[i];
             let end = p.start + d;
-            if end < step.close {
-                // Closed: skipped (and counted above), as Kafka does.
-                continue;
+            let open = end >= step.close;
+            if !open && step.mode == EmitMode::Final && end >= step.emitted_below {
+                // Everything closed goes out first, so this window lies below emitted_below
+                // and is never emitted.
+                step.emit_closed();
             }
             sc.value.clear();
             state::join(p.time, &sc.states[p.state.0..p.state.1], &mut sc.value);
@@ -278,7 +298,7 @@ impl WindowKind for SlidingSpec {
                     p.start
                 )));
             }
-            if step.mode != EmitMode::Final {
+            if open && step.mode != EmitMode::Final {
                 let change = Change {
                     key: key.to_vec(),
                     start: p.start,
@@ -291,8 +311,6 @@ impl WindowKind for SlidingSpec {
                     .push(change, p.new && outcome == PutOutcome::Inserted);
             }
         }
-        // In no open window: rejected as late (its right window, which holds only later
-        // records, was still created, as Kafka does).
         Ok(landed)
     }
 

@@ -18,10 +18,17 @@ import java.util.Set;
  *  "grace": ms,
  *  "retention": ms           (optional: the store's retention; default Kafka's own),
  *  "restart_before": [i, ...] (optional: a new driver before these records; see Driver),
- *  "agg": "count" | "sum" | "concat",
- *  "emit": "update" | "final",
+ *  "agg": "count" | "sum" | "min" | "max" | "mean" | "concat",
+ *  "emit": "update" | "cached" | "final" | "suppress",
+ *  "batch_ends": [i, ...]     (emit "cached" only, optional: the records that end a batch;
+ *                              the last record always does; see BatchGate),
  *  "records": [[key, timestamp_ms, value], ...]}   (arrival order)
  * </pre>
+ *
+ * <p>Emit modes: "update" forwards every update (no cache); "cached" puts the record cache in
+ * front of the store and flushes it after each batch; "final" is
+ * {@code EmitStrategy.onWindowClose()}; "suppress" is emit-on-update followed by
+ * {@code suppress(Suppressed.untilWindowCloses(unbounded()))}.
  *
  * Unknown fields, missing fields and wrongly typed values are rejected, so that a typo in a
  * test never silently turns into a different topology.
@@ -29,10 +36,10 @@ import java.util.Set;
 final class CaseSpec {
     private static final Set<String> SESSION_FIELDS =
         Set.of("window", "gap", "grace", "retention", "restart_before", "agg", "emit",
-            "records");
+            "batch_ends", "records");
     private static final Set<String> SLIDING_FIELDS =
         Set.of("window", "time_difference", "grace", "retention", "restart_before", "agg",
-            "emit", "records");
+            "emit", "batch_ends", "records");
 
     final String window;
     final long gap;
@@ -45,12 +52,15 @@ final class CaseSpec {
     final List<Driver.InputRecord> records;
     /** Indices of the records before which the driver is restarted. */
     final Set<Integer> restartBefore;
+    /** Indices of the records that end a batch (emit "cached"; the last record always does). */
+    final Set<Integer> batchEnds;
 
     private CaseSpec(final String window, final long gap, final long timeDifference,
                      final long grace, final Long retention, final String agg,
                      final String emit,
                      final List<Driver.InputRecord> records,
-                     final Set<Integer> restartBefore) {
+                     final Set<Integer> restartBefore,
+                     final Set<Integer> batchEnds) {
         this.window = window;
         this.gap = gap;
         this.timeDifference = timeDifference;
@@ -60,6 +70,7 @@ final class CaseSpec {
         this.emit = emit;
         this.records = records;
         this.restartBefore = restartBefore;
+        this.batchEnds = batchEnds;
     }
 
     static CaseSpec parse(final JsonNode node) {
@@ -80,8 +91,8 @@ final class CaseSpec {
         final long timeDifference = window.equals("sliding") ? integer(node, "time_difference") : -1L;
         final long grace = integer(node, "grace");
         final Long retention = node.has("retention") ? integer(node, "retention") : null;
-        final String agg = text(node, "agg", Set.of("count", "sum", "concat"));
-        final String emit = text(node, "emit", Set.of("update", "final"));
+        final String agg = text(node, "agg", Aggs.BY_NAME.keySet());
+        final String emit = text(node, "emit", Set.of("update", "cached", "final", "suppress"));
 
         final JsonNode recs = node.get("records");
         if (recs == null || !recs.isArray()) {
@@ -99,21 +110,38 @@ final class CaseSpec {
             records.add(new Driver.InputRecord(
                 r.get(0).textValue(), r.get(1).longValue(), r.get(2).longValue()));
         }
-        final Set<Integer> restartBefore = new HashSet<>();
-        final JsonNode restarts = node.get("restart_before");
-        if (restarts != null) {
-            if (!restarts.isArray()) {
-                throw new IllegalArgumentException("'restart_before' must be an array of indices");
-            }
-            for (final JsonNode i : restarts) {
-                if (!i.isInt() || i.intValue() < 0 || i.intValue() >= records.size()) {
-                    throw new IllegalArgumentException("bad index in 'restart_before': " + i);
-                }
-                restartBefore.add(i.intValue());
-            }
+        final Set<Integer> restartBefore = indices(node, "restart_before", records.size());
+        final Set<Integer> batchEnds = indices(node, "batch_ends", records.size());
+        if (node.has("batch_ends") && !emit.equals("cached")) {
+            throw new IllegalArgumentException("'batch_ends' needs emit 'cached'");
+        }
+        if (emit.equals("cached") && !restartBefore.isEmpty()) {
+            throw new IllegalArgumentException("'restart_before' cannot split a cached batch");
+        }
+        if (!records.isEmpty()) {
+            batchEnds.add(records.size() - 1);
         }
         return new CaseSpec(window, gap, timeDifference, grace, retention, agg, emit, records,
-            restartBefore);
+            restartBefore, batchEnds);
+    }
+
+    /** An optional array of record indices. */
+    private static Set<Integer> indices(final JsonNode node, final String field, final int n) {
+        final Set<Integer> out = new HashSet<>();
+        final JsonNode values = node.get(field);
+        if (values == null) {
+            return out;
+        }
+        if (!values.isArray()) {
+            throw new IllegalArgumentException("'" + field + "' must be an array of indices");
+        }
+        for (final JsonNode i : values) {
+            if (!i.isInt() || i.intValue() < 0 || i.intValue() >= n) {
+                throw new IllegalArgumentException("bad index in '" + field + "': " + i);
+            }
+            out.add(i.intValue());
+        }
+        return out;
     }
 
     private static String text(final JsonNode node, final String field, final Set<String> values) {

@@ -24,8 +24,8 @@ import java.util.Properties;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
+import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.serialization.Serde;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -40,6 +40,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
@@ -47,13 +48,13 @@ import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
 import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StateStore;
-import org.apache.kafka.streams.state.SessionStore;
-import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -61,8 +62,10 @@ import org.apache.kafka.streams.test.TestRecord;
  *
  * <p>Usage: {@code java -jar kafka-oracle.jar IN.json OUT.json}, or without arguments as a
  * server (see {@link #serve()}). IN is a JSON array of cases,
- * OUT receives a JSON array with, per case, the list of records Kafka forwarded to the output
- * topic, in forwarding order. See {@link CaseSpec} for the input format; each output record is
+ * OUT receives a JSON array with, per case, {@code {"records": [...], "dropped": [...]}}:
+ * the records Kafka forwarded to the output topic, in forwarding order, and per input record
+ * how much Kafka's dropped-records metric grew while processing it ({@link DroppedRecords}).
+ * See {@link CaseSpec} for the input format; each output record is
  * {@code {"key": str, "start": long, "end": long, "value": long|str|null, "timestamp": long,
  * "input": int}}, where {@code input} is the index of the input record that caused it.
  *
@@ -153,11 +156,11 @@ public final class Driver {
         return text.toString();
     }
 
-    private static List<List<Map<String, Object>>> runAll(final JsonNode root, final Path stateDir) {
+    private static List<Map<String, Object>> runAll(final JsonNode root, final Path stateDir) {
         if (root == null || !root.isArray()) {
             throw new IllegalArgumentException("input must be a JSON array of cases");
         }
-        final List<List<Map<String, Object>>> results = new ArrayList<>();
+        final List<Map<String, Object>> results = new ArrayList<>();
         for (int i = 0; i < root.size(); i++) {
             final CaseSpec spec;
             try {
@@ -181,150 +184,58 @@ public final class Driver {
         }
     }
 
-    /**
-     * The aggregation-specific part of a topology: value serde and the aggregate call. The store
-     * is always given explicitly: caching disabled (every update is forwarded, as the issue asks
-     * of emit-on-update) and, when the case says so, a retention other than Kafka's default.
-     */
-    private interface Agg<V> {
-        Serde<V> serde();
-
-        KTable<Windowed<String>, V> session(SessionWindowedKStream<String, Long> windowed,
-                                            Materialized<String, V, SessionStore<Bytes, byte[]>> m);
-
-        KTable<Windowed<String>, V> sliding(TimeWindowedKStream<String, Long> windowed,
-                                            Materialized<String, V, WindowStore<Bytes, byte[]>> m);
-    }
-
-    private static final Agg<Long> COUNT = new Agg<>() {
-        @Override
-        public Serde<Long> serde() {
-            return Serdes.Long();
-        }
-
-        @Override
-        public KTable<Windowed<String>, Long> session(
-                final SessionWindowedKStream<String, Long> w,
-                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
-            return w.count(m);
-        }
-
-        @Override
-        public KTable<Windowed<String>, Long> sliding(
-                final TimeWindowedKStream<String, Long> w,
-                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
-            return w.count(m);
-        }
-    };
-
-    private static final Agg<Long> SUM = new Agg<>() {
-        @Override
-        public Serde<Long> serde() {
-            return Serdes.Long();
-        }
-
-        @Override
-        public KTable<Windowed<String>, Long> session(
-                final SessionWindowedKStream<String, Long> w,
-                final Materialized<String, Long, SessionStore<Bytes, byte[]>> m) {
-            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value,
-                (key, left, right) -> left + right, m);
-        }
-
-        @Override
-        public KTable<Windowed<String>, Long> sliding(
-                final TimeWindowedKStream<String, Long> w,
-                final Materialized<String, Long, WindowStore<Bytes, byte[]>> m) {
-            return w.aggregate(() -> 0L, (key, value, agg) -> agg + value, m);
-        }
-    };
-
-    /**
-     * Comma-joined values. Order, read from Kafka's code: a session's value is its merged
-     * sessions' values in the order findSessions returns them (end, then start, ascending), then
-     * the new record's value; a new sliding window starts from a copy of an existing window's
-     * value; a record's value is appended to every window it updates. So the order is arrival
-     * order within a window's history, not event-time order.
-     */
-    private static final Agg<String> CONCAT = new Agg<>() {
-        @Override
-        public Serde<String> serde() {
-            return Serdes.String();
-        }
-
-        @Override
-        public KTable<Windowed<String>, String> session(
-                final SessionWindowedKStream<String, Long> w,
-                final Materialized<String, String, SessionStore<Bytes, byte[]>> m) {
-            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)),
-                (key, left, right) -> joinCsv(left, right), m);
-        }
-
-        @Override
-        public KTable<Windowed<String>, String> sliding(
-                final TimeWindowedKStream<String, Long> w,
-                final Materialized<String, String, WindowStore<Bytes, byte[]>> m) {
-            return w.aggregate(() -> "", (key, value, agg) -> joinCsv(agg, Long.toString(value)), m);
-        }
-    };
-
     private static <V, S extends StateStore> Materialized<String, V, S> store(
             final CaseSpec spec, final Serde<V> valueSerde) {
         Materialized<String, V, S> m = Materialized.<String, V, S>with(Serdes.String(), valueSerde)
-            .withCachingDisabled()
             .withLoggingDisabled();
+        m = spec.emit.equals("cached") ? m.withCachingEnabled() : m.withCachingDisabled();
         if (spec.retention != null) {
             m = m.withRetention(Duration.ofMillis(spec.retention));
         }
         return m;
     }
 
-    /** "a" + "b" -> "a,b"; an empty side contributes nothing (the initializer is ""). */
-    static String joinCsv(final String left, final String right) {
-        if (left.isEmpty()) {
-            return right;
-        }
-        if (right.isEmpty()) {
-            return left;
-        }
-        return left + "," + right;
-    }
-
-    private static List<Map<String, Object>> runCase(
-            final CaseSpec spec, final Path stateDir, final int index) {
-        switch (spec.agg) {
-            case "count":
-                return runTyped(spec, COUNT, stateDir, index);
-            case "sum":
-                return runTyped(spec, SUM, stateDir, index);
-            case "concat":
-                return runTyped(spec, CONCAT, stateDir, index);
-            default:
-                throw new IllegalArgumentException("unknown agg " + spec.agg);
-        }
-    }
-
     /** A window as seen inside the topology, before serialization, and the input it came of. */
     private record SeenWindow(String key, long start, long end, int input) {
     }
 
-    private static <V> List<Map<String, Object>> runTyped(
-            final CaseSpec spec, final Agg<V> agg, final Path stateDir, final int index) {
+    private static Map<String, Object> runCase(
+            final CaseSpec spec, final Path stateDir, final int index) {
+        final Aggs.Agg<?> agg = Aggs.BY_NAME.get(spec.agg);
+        if (agg == null) {
+            throw new IllegalArgumentException("unknown agg " + spec.agg);
+        }
+        return runTyped(spec, agg, stateDir, index);
+    }
+
+    /**
+     * The case's output: {@code "records"}, everything forwarded (see the class comment), and
+     * {@code "dropped"}, per input record the growth of Kafka's dropped-records metric while
+     * it was processed (see {@link DroppedRecords}).
+     */
+    private static <V> Map<String, Object> runTyped(
+            final CaseSpec spec, final Aggs.Agg<V> agg, final Path stateDir, final int index) {
         final boolean session = spec.window.equals("session");
-        final boolean emitFinal = spec.emit.equals("final");
+        final boolean onClose = spec.emit.equals("final");
+        final boolean cached = spec.emit.equals("cached");
 
         final StreamsBuilder builder = new StreamsBuilder();
-        final KGroupedStream<String, Long> grouped = builder
-            .stream(INPUT_TOPIC, Consumed.with(Serdes.String(), Serdes.Long()))
-            .groupByKey(Grouped.with(Serdes.String(), Serdes.Long()));
+        KStream<String, Long> stream =
+            builder.stream(INPUT_TOPIC, Consumed.with(Serdes.String(), Serdes.Long()));
+        final boolean[] gateOpen = {true};
+        if (cached) {
+            stream = stream.processValues(() -> new BatchGate(gateOpen));
+        }
+        final KGroupedStream<String, Long> grouped =
+            stream.groupByKey(Grouped.with(Serdes.String(), Serdes.Long()));
 
-        final KTable<Windowed<String>, V> table;
+        KTable<Windowed<String>, V> table;
         final Serde<Windowed<String>> windowedSerde;
         if (session) {
             SessionWindowedKStream<String, Long> windowed = grouped.windowedBy(
                 SessionWindows.ofInactivityGapAndGrace(
                     Duration.ofMillis(spec.gap), Duration.ofMillis(spec.grace)));
-            if (emitFinal) {
+            if (onClose) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
             table = agg.session(windowed, store(spec, agg.serde()));
@@ -333,7 +244,7 @@ public final class Driver {
             TimeWindowedKStream<String, Long> windowed = grouped.windowedBy(
                 SlidingWindows.ofTimeDifferenceAndGrace(
                     Duration.ofMillis(spec.timeDifference), Duration.ofMillis(spec.grace)));
-            if (emitFinal) {
+            if (onClose) {
                 windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
             }
             table = agg.sliding(windowed, store(spec, agg.serde()));
@@ -343,6 +254,12 @@ public final class Driver {
             // windowSize = timeDifference. The ends seen inside the topology are cross-checked
             // against the deserialized ones below.
             windowedSerde = WindowedSerdes.timeWindowedSerdeFrom(String.class, spec.timeDifference);
+        }
+        if (spec.emit.equals("suppress")) {
+            // Emits a window once stream time (of the records reaching the suppression) is at
+            // least its end plus the suppression's grace: the window's grace (sessions: gap +
+            // grace, the time a session end stays mergeable), as untilWindowCloses takes it.
+            table = table.suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()));
         }
 
         // Processing is synchronous in TopologyTestDriver: everything forwarded while the input
@@ -361,7 +278,9 @@ public final class Driver {
         // A state directory of its own per case.
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.resolve("case-" + index).toString());
         // Emit "update" = every update forwarded: record cache disabled (Kafka 4.x name).
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        // Emit "cached": a cache far larger than any case, so that it never evicts (an eviction
+        // would forward a window before the batch ends); it is flushed at each commit only.
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, cached ? 256L << 20 : 0L);
         // Emit "final" (onWindowClose) checks for closed windows at most once per this many
         // *wall-clock* ms (internal config, default 1000). TopologyTestDriver's wall clock
         // does not move by itself, so with the default only the first check would ever run.
@@ -369,8 +288,10 @@ public final class Driver {
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
 
         final List<Map<String, Object>> out = new ArrayList<>();
+        final List<Long> dropped = new ArrayList<>();
         TopologyTestDriver driver = new TopologyTestDriver(topology, props);
         try {
+            List<Metric> droppedMetrics = DroppedRecords.of(driver);
             TestInputTopic<String, Long> input = inputTopic(driver);
             TestOutputTopic<Windowed<String>, V> output = outputTopic(driver, spec, agg);
             for (int in = 0; in < spec.records.size(); in++) {
@@ -383,17 +304,24 @@ public final class Driver {
                     driver = new TopologyTestDriver(topology, props);
                     input = inputTopic(driver);
                     output = outputTopic(driver, spec, agg);
+                    droppedMetrics = DroppedRecords.of(driver);
                 }
                 final InputRecord r = spec.records.get(in);
                 current[0] = in;
+                gateOpen[0] = !cached || spec.batchEnds.contains(in);
+                final long droppedBefore = DroppedRecords.total(droppedMetrics);
                 input.pipeInput(r.key, r.value, r.timestamp);
+                dropped.add(DroppedRecords.total(droppedMetrics) - droppedBefore);
             }
             drain(output, seen, out);
         } finally {
             // On this thread: closed from another one, a driver leaves RocksDB files open.
             driver.close();
         }
-        return out;
+        final Map<String, Object> result = new LinkedHashMap<>();
+        result.put("records", out);
+        result.put("dropped", dropped);
+        return result;
     }
 
     private static TestInputTopic<String, Long> inputTopic(final TopologyTestDriver driver) {
@@ -401,7 +329,7 @@ public final class Driver {
     }
 
     private static <V> TestOutputTopic<Windowed<String>, V> outputTopic(
-            final TopologyTestDriver driver, final CaseSpec spec, final Agg<V> agg) {
+            final TopologyTestDriver driver, final CaseSpec spec, final Aggs.Agg<V> agg) {
         return driver.createOutputTopic(
             OUTPUT_TOPIC,
             spec.window.equals("session")
