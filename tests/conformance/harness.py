@@ -6,7 +6,7 @@ that change how windowstore runs it, never what it is given:
 - ``"gap_column": True`` (sessions): windowstore reads the gap from a column holding ``gap`` on
   every row (``max_gap=gap``), so the dynamic-gap path is compared with Kafka's fixed gap;
 - ``"restart_at": i``: windowstore snapshots and restores its processor before record ``i``
-  (Kafka does not restart; SEMANTICS.md 1 and 7: our stream time survives a restart).
+  (Kafka does not restart; docs/semantics.md 1 and 7: our stream time survives a restart).
 
 ``"retention"`` (sessions) is both: windowstore's ``retention``, and, plus one, Kafka's store
 retention (see :class:`BoundaryRetention`).
@@ -234,7 +234,7 @@ class Adjustment:
 
 
 class KafkaTimeOffset(Adjustment):
-    """SEMANTICS.md 7, "negative timestamps allowed, no ``[0, D]`` early window".
+    """docs/semantics.md 7, "negative timestamps allowed, no ``[0, D]`` early window".
 
     Kafka refuses negative timestamps, and puts a sliding-window record with ``t < D`` in the
     special window ``[0, D]`` (``KStreamSlidingWindowAggregate.processEarly``); windowstore does
@@ -267,7 +267,7 @@ class KafkaTimeOffset(Adjustment):
 class BoundaryRetention(Adjustment):
     """Kafka's default store retentions are short of what its own algorithms read.
 
-    Sessions (SEMANTICS.md 2.6: every session that is not closed is findable in the store):
+    Sessions (docs/semantics.md 2.6: every session that is not closed is findable in the store):
     Kafka's session store keeps sessions for ``gap + grace`` by default, so a session whose end
     is exactly ``stream time - gap - grace`` (still open: it closes only when
     ``end + gap + grace < stream time``) is invisible to ``findSessions``, and a record that
@@ -275,7 +275,7 @@ class BoundaryRetention(Adjustment):
     sessions with ``end >= store time - R + 1``, windowstore's ``retention=R`` keeps them until
     ``end < store time - R``: Kafka is given our retention (default ``gap + grace``) plus one.
 
-    Sliding windows (SEMANTICS.md 4: a record goes into every window that contains it and is
+    Sliding windows (docs/semantics.md 4: a record goes into every window that contains it and is
     not closed; its new windows are built from the existing ones): Kafka's window store keeps
     windows for ``grace + 2D`` (``SlidingWindowedKStreamImpl``), but a record at ``t`` reads
     back to ``t - 2D``, and for a record at ``t >= close - D - 1`` the previous record's left
@@ -303,7 +303,7 @@ class BoundaryRetention(Adjustment):
 
 
 class ReopenClosedSession(Adjustment):
-    """SEMANTICS.md 7, "a record that would reopen a closed session is late".
+    """docs/semantics.md 7, "a record that would reopen a closed session is late".
 
     A closed session stays in both stores until the retention has passed; a record that touches
     it while its own merged session would still be open is late for windowstore (2.4) and
@@ -338,7 +338,7 @@ class ReopenClosedSession(Adjustment):
 
 
 def session_model(case: Case) -> list[str]:
-    """What windowstore does with each record of a fixed-gap session case (SEMANTICS.md 2):
+    """What windowstore does with each record of a fixed-gap session case (docs/semantics.md 2):
     ``"merged"``, ``"late"`` (its merged session is closed: Kafka drops it too), or
     ``"reopens"`` (late only because it touches a closed session still in the store).
 
@@ -389,10 +389,10 @@ class KafkaFinalExpiredBeforeEmit(Adjustment):
     ``store time - retention`` (store time: the largest start put; measured, see
     ``test_kafka_final_expired_before_emit_sliding``), so a window that closes at a record
     that also moves the store's time past its start plus the retention is never emitted.
-    windowstore emits every window once when it closes (SEMANTICS.md 6), so its rows for the
+    windowstore emits every window once when it closes (docs/semantics.md 6), so its rows for the
     windows Kafka loses are removed before comparison; nothing else about them differs.
     ``test_adjustments.test_kafka_final_expired_before_emit_*`` show both. Not in
-    SEMANTICS.md 7: an open question in the issue note.
+    docs/semantics.md 7: an open question in the issue note.
     """
 
     name = "kafka_final_expired_before_emit"
@@ -422,7 +422,7 @@ class ConcatAsMultiset(Adjustment):
     """Kafka's concatenation is compared with ``agg.collect`` as a sorted multiset.
 
     Not a difference of semantics but of the aggregate: ``collect`` lists values in event-time
-    order (SEMANTICS.md 5), while Kafka's concatenating aggregate keeps the order in which the
+    order (docs/semantics.md 5), while Kafka's concatenating aggregate keeps the order in which the
     values reached each window. In a session that is the merged sessions' values in
     ``findSessions`` order (end, then start, ascending; ``KStreamSessionWindowAggregate``), then
     the new value; a new sliding window starts from a copy of another window's aggregate
@@ -457,7 +457,7 @@ class SlidingOrderWithinRecord(Adjustment):
     each input record, the leading run of updates of windows it had forwarded before is
     reversed; everything else, the order included, is compared as it is. (Measured on 200
     random streams: 25,109 multi-row groups, all equal after this and nothing else.)
-    SEMANTICS.md 6 does not fix the order of a record's changes to different windows, and
+    docs/semantics.md 6 does not fix the order of a record's changes to different windows, and
     replaying either gives the same windows; ``test_sliding_order_within_record`` shows it.
     """
 
@@ -492,7 +492,7 @@ class SlidingLeftWindowClosed(Adjustment):
     that now holds ``t'``, or builds ``t'``'s left window without ``t``; later, a record's
     right window can be copied from a window holding records before it
     (``test_adjustments.test_sliding_left_window_closed``: a window ``[911, 918]`` holding a
-    record at 909). windowstore creates that right window, as the definition in SEMANTICS.md 4
+    record at 909). windowstore creates that right window, as the definition in docs/semantics.md 4
     asks.
 
     The difference spreads through the key's later windows, so the adjustment stops rather
@@ -500,7 +500,7 @@ class SlidingLeftWindowClosed(Adjustment):
     windowstore's in just the way this explains (:meth:`cutoffs`), the rows of that key are
     left out on both sides; other keys, and everything before, are compared. In final mode the
     cut points come from running the same stream in update mode on both sides. Not in
-    SEMANTICS.md 7: an open question in the issue note.
+    docs/semantics.md 7: an open question in the issue note.
     """
 
     name = "sliding_left_window_closed"
