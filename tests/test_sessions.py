@@ -1,4 +1,5 @@
-"""Session windows from Python: SEMANTICS.md sections 1, 2, 5 and 6, inputs, errors, snapshots."""
+"""Session windows from Python: docs/semantics.md sections 1, 2, 5 and 6, inputs, errors,
+snapshots."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sliding windows from Python: SEMANTICS.md sections 1, 4, 5 and 6, inputs, errors, snapshots."""
+"""Sliding windows from Python: docs/semantics.md sections 1, 4, 5 and 6, inputs, errors,
+snapshots."""
 
 from __future__ import annotations
 

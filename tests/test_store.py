@@ -1,4 +1,5 @@
-"""The session store from Python: every fact of SEMANTICS.md section 3, errors, and a model test."""
+"""The session store from Python: every fact of docs/semantics.md section 3, errors, and a model
+test."""
 
 from __future__ import annotations
 

@@ -39,7 +39,11 @@ class SessionStore:
     and ``snapshot`` release it while they work. Integers beyond 64 bits raise
     ``InvalidWindowSpec`` naming the parameter (lookup bounds are clamped instead).
 
-    Example:
+    ``SessionStore(retention, segment_interval=None)``: ``retention`` is how long (ticks of
+    session end) a session stays visible behind store time; ``segment_interval`` is the span
+    of session ends one segment holds (default ``max(retention // 2, 1)``).
+
+    Examples:
         >>> store = SessionStore(retention=1000)
         >>> store.put("user-1", 0, 99, b"agg")
         'inserted'
@@ -49,28 +53,58 @@ class SessionStore:
 
     def __new__(cls, retention: int, segment_interval: int | None = None) -> SessionStore: ...
     @property
-    def retention(self) -> int: ...
+    def retention(self) -> int:
+        """How long (ticks) a session stays visible behind store time."""
     @property
-    def segment_interval(self) -> int: ...
+    def segment_interval(self) -> int:
+        """The span of session ends (ticks) one segment holds."""
     @property
-    def store_time(self) -> int | None: ...
+    def store_time(self) -> int | None:
+        """The largest session end ever put; ``None`` before the first put."""
     def put(
         self, key: _Key, start: int, end: int, value: bytes
-    ) -> Literal["inserted", "updated", "expired"]: ...
-    def remove(self, key: _Key, start: int, end: int) -> bool: ...
-    def fetch_session(self, key: _Key, start: int, end: int) -> bytes | None: ...
-    def find_sessions(self, key: _Key, earliest_end: int, latest_start: int) -> list[_Session]: ...
+    ) -> Literal["inserted", "updated", "expired"]:
+        """Stores ``value`` for the session ``[start, end]`` of ``key``.
+
+        Returns ``"inserted"`` for a new session, ``"updated"`` when it replaced the value of
+        the same session, ``"expired"`` when the session is already beyond retention (nothing
+        is stored; counted as ``expired_puts``)."""
+    def remove(self, key: _Key, start: int, end: int) -> bool:
+        """Removes the session ``[start, end]`` of ``key``; ``False`` if there was none."""
+    def fetch_session(self, key: _Key, start: int, end: int) -> bytes | None:
+        """The value of exactly the session ``[start, end]`` of ``key`` (key bytes compared
+        exactly), or ``None``."""
+    def find_sessions(self, key: _Key, earliest_end: int, latest_start: int) -> list[_Session]:
+        """Every live session of ``key`` with ``end >= earliest_end`` and
+        ``start <= latest_start``, as ``(start, end, value)``, by end then start ascending."""
     def backward_find_sessions(
         self, key: _Key, earliest_end: int, latest_start: int
-    ) -> list[_Session]: ...
-    def fetch(self, key: _Key) -> list[_Session]: ...
-    def fetch_range(self, key_from: _Key, key_to: _Key) -> list[_KeyedSession]: ...
-    def find_sessions_by_end(self, earliest_end: int, latest_end: int) -> list[_KeyedSession]: ...
-    def metrics(self) -> dict[str, int | None]: ...
-    def to_arrow(self) -> pa.Table: ...
-    def snapshot(self, path: str | PathLike[str]) -> None: ...
+    ) -> list[_Session]:
+        """[`find_sessions`][windowstore.SessionStore.find_sessions] in reverse order."""
+    def fetch(self, key: _Key) -> list[_Session]:
+        """Every live session of ``key``, as ``(start, end, value)``, by end then start."""
+    def fetch_range(self, key_from: _Key, key_to: _Key) -> list[_KeyedSession]:
+        """Every live session of the keys from ``key_from`` to ``key_to`` (byte order, both
+        inclusive), as ``(key, start, end, value)``, by key, end, start. An inverted range is
+        empty."""
+    def find_sessions_by_end(self, earliest_end: int, latest_end: int) -> list[_KeyedSession]:
+        """Every live session of every key with ``earliest_end <= end <= latest_end``, as
+        ``(key, start, end, value)``, by end, start, key; reads only the segments concerned."""
+    def metrics(self) -> dict[str, int | None]:
+        """Counters and sizes: live sessions and keys, segments, key, value and total bytes,
+        puts, removes, expired puts, expired sessions, and ``store_time``.
+
+        ``live_sessions`` still counts expired sessions whose segment has not been dropped
+        yet."""
+    def to_arrow(self) -> pa.Table:
+        """Every live session as a table ``key, start, end, value``, by key, end, start."""
+    def snapshot(self, path: str | PathLike[str]) -> None:
+        """Writes the store atomically to ``path`` (Arrow IPC behind a checksummed header): a
+        crash mid-write leaves the previous file readable."""
     @staticmethod
-    def restore(path: str | PathLike[str]) -> SessionStore: ...
+    def restore(path: str | PathLike[str]) -> SessionStore:
+        """The store a [`snapshot`][windowstore.SessionStore.snapshot] wrote; a damaged file is
+        refused whole with ``SnapshotError``."""
 
 _Duration = tuple[str, int]
 _Agg = tuple[str, str | None, str | None, int | None, str | None]

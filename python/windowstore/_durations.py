@@ -73,7 +73,7 @@ def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
             range of ticks (names ``parameter``).
         TypeError: the value is of another type.
 
-    Example:
+    Examples:
         >>> to_duration("1h30m", "gap")
         ('nanos', 5400000000000)
     """
@@ -104,7 +104,7 @@ def ticks_arg(value: Any, parameter: str) -> int:
         InvalidWindowSpec: out of range (names ``parameter``).
         TypeError: not an integer.
 
-    Example:
+    Examples:
         >>> ticks_arg(5, "t")
         5
     """

@@ -83,18 +83,18 @@ class WindowProcessor:
 
     @classmethod
     def restore(cls: type[_P], path: str | os.PathLike[str]) -> _P:
-        """A processor restored from :meth:`snapshot`; refuses a damaged file whole."""
+        """A processor restored from `snapshot()`; refuses a damaged file whole."""
         self = cls.__new__(cls)
         self._inner = _core.Processor.restore(path, cls._kind)
         return self
 
     def to_bytes(self) -> bytes:
-        """The whole state as bytes: what :meth:`snapshot` writes, for a store of your own."""
+        """The whole state as bytes: what `snapshot()` writes, for a store of your own."""
         return self._inner.to_bytes()
 
     @classmethod
     def from_bytes(cls: type[_P], data: bytes) -> _P:
-        """A processor restored from :meth:`to_bytes`; refuses damaged bytes whole."""
+        """A processor restored from `to_bytes()`; refuses damaged bytes whole."""
         self = cls.__new__(cls)
         self._inner = _core.Processor.from_bytes(data, cls._kind)
         return self

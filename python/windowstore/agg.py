@@ -4,7 +4,7 @@
 Every aggregate is mergeable, so sessions merge exactly. Nulls in a value column are skipped as
 in SQL; ``count`` counts records. ``first``/``last`` go by event time, ties by arrival.
 
-Example:
+Examples:
     >>> from windowstore import agg
     >>> [a.output_name for a in (agg.count(), agg.sum("amount"), agg.max("amount").alias("top"))]
     ['count', 'sum_amount', 'top']

@@ -31,7 +31,7 @@ def clickstream(
     exponential part of mean ``idle_gap_ms``, so sessions with a gap of a few minutes are
     realistic in number and length. Equal inputs give equal tables.
 
-    Example:
+    Examples:
         >>> clickstream(5, users=2).num_rows
         5
     """

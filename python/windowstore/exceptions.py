@@ -1,4 +1,5 @@
-"""The exceptions windowstore raises, all under :class:`WindowStoreError`."""
+"""The exceptions windowstore raises, all under
+[`WindowStoreError`][windowstore.exceptions.WindowStoreError]."""
 
 from __future__ import annotations
 
@@ -58,7 +59,9 @@ class BatchTooLargeError(WindowStoreError):
 class ArrowError(WindowStoreError):
     """An Arrow operation failed while reading the input or building a result.
 
-    The message carries Arrow's own error. Attributes:
+    The message carries Arrow's own error.
+
+    Attributes:
         context: What windowstore was doing (``"building output"``, ``"reading the Arrow
             input"``, ...).
     """
@@ -109,7 +112,9 @@ class SessionOverflowError(WindowStoreError):
 class InvalidRecordError(WindowStoreError, ValueError):
     """A record could not be used and ``on_invalid="error"`` was asked for.
 
-    Nothing of the call's input was applied. Attributes:
+    Nothing of the call's input was applied.
+
+    Attributes:
         row: The row number in the whole input of the call (all chunks of a table).
         reason: ``null_key``, ``null_time``, ``invalid_gap`` or ``time_overflow``.
     """

@@ -38,7 +38,7 @@ class SessionWindowProcessor(WindowProcessor):
     Each record at time ``t`` with gap ``g`` covers ``[t, t + g]``; records whose intervals chain
     share a session, reported as ``[first time, last time]``. A session closes once stream time
     passes its reach (``max(t + g)``) plus ``grace``; a record that would change a closed session
-    is late and goes to :meth:`rejected`, never silently lost.
+    is late and goes to `rejected()`, never silently lost.
 
     Args:
         key: Key column name(s): integers, strings, binary, booleans, dates or timestamps.
@@ -51,12 +51,12 @@ class SessionWindowProcessor(WindowProcessor):
             minimum: max gap + grace).
         emit: ``"final"`` (each session once, when it closes), ``"updates"`` (a changelog
             coalesced per batch, with an ``op`` column) or ``"changes"`` (every change).
-        aggs: Aggregations from :mod:`windowstore.agg`.
+        aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"drop"`` keeps unusable records (null key or time, invalid gap, overflow)
             on the rejected output; ``"error"`` raises before the batch changes anything.
         time_unit: The tick of an integer time column (default ``"ms"``).
 
-    Example:
+    Examples:
         >>> import pyarrow as pa
         >>> from windowstore import SessionWindowProcessor, agg
         >>> p = SessionWindowProcessor(key="user", time="ts", gap=10, grace=0, aggs=[agg.count()])
@@ -146,12 +146,12 @@ def session_windows(
 ) -> pa.Table | tuple[pa.Table, pa.Table]:
     """Session windows of bounded data in one pass (sort by key and time, no lateness).
 
-    Gives exactly the sessions :class:`SessionWindowProcessor` gives for the same records in time
-    order. Unusable records (null key or time, invalid gap, overflow) raise
-    ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left out, and
-    ``return_rejected=True`` returns them too, with a ``reason`` column.
+    Gives exactly the sessions [`SessionWindowProcessor`][windowstore.SessionWindowProcessor]
+    gives for the same records in time order. Unusable records (null key or time, invalid gap,
+    overflow) raise ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left
+    out, and ``return_rejected=True`` returns them too, with a ``reason`` column.
 
-    Example:
+    Examples:
         >>> import pyarrow as pa
         >>> from windowstore import agg, session_windows
         >>> t = pa.table({"user": ["a", "a", "b"], "ts": [0, 5, 1], "x": [1, 2, 3]})

@@ -32,7 +32,7 @@ class SlidingWindowProcessor(WindowProcessor):
     window ``[t + 1, t + 1 + D]``. Windows are updated as records arrive (KIP-450's
     two-new-windows algorithm). A window closes once stream time passes its end plus ``grace``;
     a record whose left window ended before that (``t + D < stream time - grace``), or whose
-    every window has closed, is late and goes to :meth:`rejected`, never silently lost. Updates
+    every window has closed, is late and goes to `rejected()`, never silently lost. Updates
     of closed windows a record would have joined are counted as ``late_window_update``.
 
     Args:
@@ -43,7 +43,7 @@ class SlidingWindowProcessor(WindowProcessor):
         grace: How long after a window's end late records still update it.
         emit: ``"final"`` (each window once, when it closes), ``"updates"`` (a changelog
             coalesced per batch, with an ``op`` column) or ``"changes"`` (every change).
-        aggs: Aggregations from :mod:`windowstore.agg`.
+        aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"drop"`` keeps unusable records (null key or time, time overflow) on the
             rejected output; ``"error"`` raises before the batch changes anything.
         time_unit: The tick of an integer time column (default ``"ms"``).
@@ -51,7 +51,7 @@ class SlidingWindowProcessor(WindowProcessor):
     Output columns: the key columns, ``window_start``, ``window_end``, ``window_time`` (the
     largest record time in the window), the aggregates, and ``op`` in changelog modes.
 
-    Example:
+    Examples:
         >>> import pyarrow as pa
         >>> from windowstore import SlidingWindowProcessor, agg
         >>> p = SlidingWindowProcessor(key="k", time="ts", time_difference=10, grace=0,
@@ -129,14 +129,15 @@ def sliding_windows(
 ) -> pa.Table | tuple[pa.Table, pa.Table]:
     """Sliding windows of bounded data: Kafka's full window set, in one pass after a sort.
 
-    Gives exactly the windows :class:`SlidingWindowProcessor` gives for the same records in
-    time order (float sums up to rounding), ordered by key (first appearance) and start. Each
-    aggregate costs O(records + windows) (two pointers; no rescanning), except ``collect``,
-    whose output is as large as the windows. Unusable records (null key or time, time
-    overflow) raise ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left
-    out, and ``return_rejected=True`` returns them too, with a ``reason`` column.
+    Gives exactly the windows [`SlidingWindowProcessor`][windowstore.SlidingWindowProcessor]
+    gives for the same records in time order (float sums up to rounding), ordered by key
+    (first appearance) and start. Each aggregate costs O(records + windows) (two pointers; no
+    rescanning), except ``collect``, whose output is as large as the windows. Unusable records
+    (null key or time, time overflow) raise ``InvalidRecordError`` by default; with
+    ``on_invalid="drop"`` they are left out, and ``return_rejected=True`` returns them too, with
+    a ``reason`` column.
 
-    Example:
+    Examples:
         >>> import pyarrow as pa
         >>> from windowstore import agg, sliding_windows
         >>> t = pa.table({"k": ["a", "a", "a"], "ts": [8000, 9200, 12400]})

@@ -4,7 +4,7 @@ Each adjustment is a class whose docstring says which difference it absorbs and 
 test of ``test_adjustments`` shows it on a minimal stream; the comparison applies them all
 (:data:`ADJUSTMENTS`, in order) and everything else must be equal. One difference is not an
 adjustment but a rule of the comparison, because it needs a third party: Kafka's sliding
-windows that hold records outside them (SEMANTICS.md 7), see ``section7``.
+windows that hold records outside them (docs/semantics.md 7), see ``section7``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Adjustment:
 
 
 class KafkaTimeOffset(Adjustment):
-    """SEMANTICS.md 7, "negative timestamps allowed, no ``[0, D]`` early window".
+    """docs/semantics.md 7, "negative timestamps allowed, no ``[0, D]`` early window".
 
     Kafka refuses negative timestamps, and puts a sliding-window record with ``t < D`` in the
     special window ``[0, D]`` (``KStreamSlidingWindowAggregate.processEarly``); windowstore does
@@ -73,7 +73,7 @@ class KafkaTimeOffset(Adjustment):
 class BoundaryRetention(Adjustment):
     """Kafka's default store retentions are short of what its own algorithms read.
 
-    Sessions (SEMANTICS.md 2.6: every session that is not closed is findable in the store):
+    Sessions (docs/semantics.md 2.6: every session that is not closed is findable in the store):
     Kafka's session store keeps sessions for ``gap + grace`` by default, so a session whose end
     is exactly ``stream time - gap - grace`` (still open: it closes only when
     ``end + gap + grace < stream time``) is invisible to ``findSessions``, and a record that
@@ -81,7 +81,7 @@ class BoundaryRetention(Adjustment):
     sessions with ``end >= store time - R + 1``, windowstore's ``retention=R`` keeps them until
     ``end < store time - R``: Kafka is given our retention (default ``gap + grace``) plus one.
 
-    Sliding windows (SEMANTICS.md 4: a record goes into every window that contains it and is
+    Sliding windows (docs/semantics.md 4: a record goes into every window that contains it and is
     not closed; its new windows are built from the existing ones): Kafka's window store keeps
     windows for ``grace + 2D`` (``SlidingWindowedKStreamImpl``), but a record at ``t`` reads
     back to ``t - 2D``, and for a record at ``t >= close - D - 1`` the previous record's left
@@ -109,7 +109,7 @@ class BoundaryRetention(Adjustment):
 
 
 class ReopenClosedSession(Adjustment):
-    """SEMANTICS.md 7, "a record that would reopen a closed session is late".
+    """docs/semantics.md 7, "a record that would reopen a closed session is late".
 
     A closed session stays in both stores until the retention has passed; a record that touches
     it while its own merged session would still be open is late for windowstore (2.4) and
@@ -151,7 +151,7 @@ class ReopenClosedSession(Adjustment):
 
 
 def session_model(case: Case) -> list[str]:
-    """What windowstore does with each record of a fixed-gap session case (SEMANTICS.md 2):
+    """What windowstore does with each record of a fixed-gap session case (docs/semantics.md 2):
     ``"merged"``, ``"late"`` (its merged session is closed: Kafka drops it too), or
     ``"reopens"`` (late only because it touches a closed session still in the store).
 
@@ -202,10 +202,10 @@ class KafkaFinalExpiredBeforeEmit(Adjustment):
     ``store time - retention`` (store time: the largest start put; measured, see
     ``test_kafka_final_expired_before_emit_sliding``), so a window that closes at a record
     that also moves the store's time past its start plus the retention is never emitted.
-    windowstore emits every window once when it closes (SEMANTICS.md 6), so its rows for the
+    windowstore emits every window once when it closes (docs/semantics.md 6), so its rows for the
     windows Kafka loses are removed before comparison; nothing else about them differs.
     ``test_adjustments.test_kafka_final_expired_before_emit_*`` show both. Not in
-    SEMANTICS.md 7: an open question in the issue note.
+    docs/semantics.md 7: an open question in the issue note.
     """
 
     name = "kafka_final_expired_before_emit"
@@ -235,7 +235,7 @@ class ConcatAsMultiset(Adjustment):
     """Kafka's concatenation is compared with ``agg.collect`` as a sorted multiset.
 
     Not a difference of semantics but of the aggregate: ``collect`` lists values in event-time
-    order (SEMANTICS.md 5), while Kafka's concatenating aggregate keeps the order in which the
+    order (docs/semantics.md 5), while Kafka's concatenating aggregate keeps the order in which the
     values reached each window. In a session that is the merged sessions' values in
     ``findSessions`` order (end, then start, ascending; ``KStreamSessionWindowAggregate``), then
     the new value; a new sliding window starts from a copy of another window's aggregate
@@ -270,7 +270,7 @@ class SlidingOrderWithinRecord(Adjustment):
     each input record, the leading run of updates of windows it had forwarded before is
     reversed; everything else, the order included, is compared as it is. (Measured on 200
     random streams: 25,109 multi-row groups, all equal after this and nothing else.)
-    SEMANTICS.md 6 does not fix the order of a record's changes to different windows, and
+    docs/semantics.md 6 does not fix the order of a record's changes to different windows, and
     replaying either gives the same windows; ``test_sliding_order_within_record`` shows it.
     """
 
@@ -299,7 +299,7 @@ class SuppressAtWindowEnd(Adjustment):
     ``onWindowClose``, keep a window open until ``end < stream time - g``. So at stream time
     ``end + g`` Kafka emits a window that a record can still change: it then emits it again
     with the new value, or (a session merged away) has emitted a window that no longer exists.
-    windowstore emits each window once, when it has closed (SEMANTICS.md 6). Kafka's rows are
+    windowstore emits each window once, when it has closed (docs/semantics.md 6). Kafka's rows are
     mapped to that: per window its last emission, moved to the first input record whose stream
     time passes ``end + g`` (left out when none does), and left out for a session that Kafka's
     emit-on-update run of the same case deletes (``_deleted``, from the probe run). Windows
@@ -333,7 +333,7 @@ class CacheFlushOrder(Adjustment):
     """``updates``: a batch's changes are compared as one group per batch, sorted by window.
 
     windowstore coalesces the changes of one ``process()`` call to the last one per window
-    (SEMANTICS.md 6) and Kafka's record cache does the same between two flushes, so both give
+    (docs/semantics.md 6) and Kafka's record cache does the same between two flushes, so both give
     each changed window once per batch, with its value at the end of the batch. Kafka's cache
     forwards in the order the windows were last written (``NamedCache`` dirty keys); the
     contract does not fix the order of a batch's changes to different windows, and replaying

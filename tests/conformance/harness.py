@@ -2,7 +2,7 @@
 
 The case format, rows and emit modes are described in ``rows``; random cases come from
 ``generator``. The comparison applies ``adjustments.ADJUSTMENTS`` (each deliberate difference,
-named and explained) to both sides; for sliding windows, windows under SEMANTICS.md 7 follow
+named and explained) to both sides; for sliding windows, windows under docs/semantics.md 7 follow
 the rule of ``section7`` (windowstore against the definition, Kafka's differing windows
 excluded and counted); everything else must be equal: the rows of every input record and its
 dropped-record count (Kafka's dropped-records metric). On a mismatch :func:`shrink` reduces

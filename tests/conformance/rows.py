@@ -6,7 +6,7 @@ that change how windowstore runs it, never what it is given:
 - ``"gap_column": True`` (sessions): windowstore reads the gap from a column holding ``gap`` on
   every row (``max_gap=gap``), so the dynamic-gap path is compared with Kafka's fixed gap;
 - ``"restart_at": i``: windowstore snapshots and restores its processor before record ``i``
-  (Kafka does not restart; SEMANTICS.md 1 and 7: our stream time survives a restart);
+  (Kafka does not restart; docs/semantics.md 1 and 7: our stream time survives a restart);
 - a fourth field on every record (emit ``"updates"``): the number of its batch. Consecutive
   records with one number go to windowstore in one ``process()`` call, and to Kafka between
   two cache flushes (``batch_ends``). Kept on the record so that shrinking keeps it.

@@ -1,4 +1,4 @@
-"""SEMANTICS.md 7 for sliding windows: the comparison rule for windows Kafka fills wrongly.
+"""docs/semantics.md 7 for sliding windows: the comparison rule for windows Kafka fills wrongly.
 
 Kafka's sliding aggregate assumes that every record has its left window. A record whose left
 window was closed when it arrived (``close - D <= t < close``) is accepted but has none, and
@@ -141,7 +141,7 @@ def compare(
         for key in sorted(here):
             mk, mo, mt = (_by_window(rows, key) for rows in (k, o, m))
             if mo != mt:
-                note = f"windowstore differs from the definition (SEMANTICS.md 4, 7) on {key!r}"
+                note = f"windowstore differs from the definition (semantics 4, 7) on {key!r}"
                 return Verdict(i, f"{note}: {mo} | definition {mt}", tally)
             for w in sorted(mk.keys() | mo.keys()):
                 tally.windows += 1

@@ -1,4 +1,4 @@
-"""SEMANTICS.md 4 (streaming) and 7, by brute force: what a sliding-window processor must emit.
+"""docs/semantics.md 4 (streaming) and 7, by brute force: what a sliding-window processor must emit.
 
 No store, no previous-record lookup, no window built from another: after every input record
 the windows and their contents are recomputed from the definition, so that this model cannot

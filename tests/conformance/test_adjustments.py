@@ -2,7 +2,7 @@
 
 Each test runs the stream through Kafka Streams as given (or with only the adjustments it is
 not about), prints nothing, and asserts what each side does; then that the comparison passes
-with every adjustment and fails without the one under test. SEMANTICS.md 7 lists the
+with every adjustment and fails without the one under test. docs/semantics.md 7 lists the
 deliberate differences; the others are Kafka behaviours found by the random comparison (see
 each adjustment's docstring in ``harness``).
 """
@@ -69,7 +69,7 @@ def sliding(d: int, grace: int, agg_: str, emit: str, records: list[list[Any]]) 
     }
 
 
-# SEMANTICS.md 7: negative timestamps allowed, no [0, D] early window -> kafka_time_offset
+# docs/semantics.md 7: negative timestamps allowed, no [0, D] early window -> kafka_time_offset
 
 
 def test_kafka_time_offset_early_window() -> None:
@@ -102,14 +102,14 @@ def test_kafka_time_offset_negative_timestamps() -> None:
     assert passes(case)
 
 
-# SEMANTICS.md 2.6 and 4: Kafka's default store retentions -> boundary_retention
+# docs/semantics.md 2.6 and 4: Kafka's default store retentions -> boundary_retention
 
 
 def test_boundary_retention_session() -> None:
     """gap 1, grace 0: k's records at 1000 and 1001 share a session (1000 + 1 >= 1001). Once
     j's record has moved Kafka's store time to 1001, its store no longer shows [1000, 1000]
     (end == stream time - gap - grace, still open) and Kafka starts a new session; windowstore
-    merges, as SEMANTICS.md 2.2 and 2.6 require."""
+    merges, as docs/semantics.md 2.2 and 2.6 require."""
     case = session(1, 0, "count", "update", [["k", 1000, 1], ["j", 1001, 1], ["k", 1001, 1]])
     assert kafka(case) == [
         (0, "k", 1000, 1000, 1, 1000),
@@ -147,7 +147,7 @@ def test_boundary_retention_sliding() -> None:
     assert not passes(case, without("boundary_retention"))
 
 
-# SEMANTICS.md 7: a record that would reopen a closed session is late -> reopen_closed_session
+# docs/semantics.md 7: a record that would reopen a closed session is late -> reopen_closed_session
 
 
 def test_reopen_closed_session() -> None:
@@ -295,10 +295,10 @@ def test_sliding_left_window_closed() -> None:
 def test_sliding_previous_of_two_late_records() -> None:
     """D 35, grace 0; j moves stream time to 46, then 49. k's records at 44 and 46 both arrive
     with their left windows closed. 46 falls in 44's right window [45, 80], which it should
-    create (SEMANTICS.md 4: a window exists for every distinct set of records, and [45, 80] is
+    create (docs/semantics.md 4: a window exists for every distinct set of records, and [45, 80] is
     open); Kafka does not. windowstore keeps the closed windows of 44 and 46 in its store
     (silently), so 46 finds 44's right window and creates it; at 47 that window holds 46 and 47
-    and 46's right window [47, 82] holds 47 (SEMANTICS.md 7: a sliding window holds exactly its
+    and 46's right window [47, 82] holds 47 (docs/semantics.md 7: a sliding window holds exactly its
     records). This was issue 12's defect 2: windowstore gave [45, 80] only 47 and no [47, 82]."""
     case = sliding(
         35,
@@ -323,7 +323,7 @@ def test_sliding_previous_of_two_late_records() -> None:
     assert sorted(current[("k", 47)]) == [7]
 
 
-# SEMANTICS.md 7: dynamic gaps defined order-independently
+# docs/semantics.md 7: dynamic gaps defined order-independently
 
 
 def test_dynamic_gap_column_equals_fixed_gap() -> None:
@@ -347,7 +347,7 @@ def test_dynamic_gap_column_equals_fixed_gap() -> None:
         ]
 
 
-# SEMANTICS.md 7: stream time survives restarts
+# docs/semantics.md 7: stream time survives restarts
 
 
 def test_stream_time_survives_restart() -> None:

@@ -87,7 +87,7 @@ def test_cache_flush_order() -> None:
 def test_cached_session_outlives_retention() -> None:
     """gap 6, grace 5, one batch: when 438 arrives, [432, 432] is closed and, with the default
     retention gap + grace, expired from both stores; Kafka's cache still shows it (it was
-    written in this batch) and merges [432, 438], windowstore starts [438, 438] (SEMANTICS.md
+    written in this batch) and merges [432, 438], windowstore starts [438, 438] (docs/semantics.md
     2.6). The generator gives session ``updates`` cases a retention covering every batch."""
     records = [["k", 432, 18, 0], ["k", 449, 0, 0], ["k", 438, 13, 0]]
     case: Case = {"window": "session", "gap": 6, "grace": 5, "agg": "max", "emit": "updates"}

@@ -45,7 +45,7 @@ def drop_first_row(case: Case, rows: Rows) -> Rows:
 def test_a_planted_difference_is_seen(window: str, emit: str) -> None:
     """(An adjustment can remove the planted row's window from the comparison, e.g. a window
     Kafka's final mode loses, so most, not all, streams must show it. Sliding streams are
-    taken without records under SEMANTICS.md 7, whose windows follow another rule, see
+    taken without records under docs/semantics.md 7, whose windows follow another rule, see
     ``section7``: this test is about the plain comparison.)"""
     candidates = (
         random_case(random.Random(f"plant-{window}-{emit}-{i}"), window, emit, 100)

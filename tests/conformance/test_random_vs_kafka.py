@@ -7,7 +7,7 @@ Kafka with its record cache flushed at the same batch boundaries; ``final`` agai
 ``suppress(Suppressed.untilWindowCloses)``), ``--streams`` random streams (default 60) of 200
 to 250 records each, all through one JVM run. Rows and dropped-record counts are compared.
 Every deliberate difference is a named adjustment in ``adjustments.ADJUSTMENTS`` or, for
-sliding windows under SEMANTICS.md 7, the rule of ``section7``, whose exclusions are counted
+sliding windows under docs/semantics.md 7, the rule of ``section7``, whose exclusions are counted
 and bounded here; anything else that differs fails the test with the stream shrunk to a
 minimal reproducer, and the seed and stream to replay it.
 """

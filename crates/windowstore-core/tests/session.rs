@@ -1,4 +1,4 @@
-//! Session windows: the rules of SEMANTICS.md sections 2, 5 and 6, and properties against the
+//! Session windows: the rules of docs/semantics.md sections 2, 5 and 6, and properties against the
 //! complete-data definition.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
@@ -308,7 +308,7 @@ fn a_record_that_would_reopen_a_closed_session_in_store_is_late() {
     assert_eq!(p.rejected_count(Reason::Late), 1, "{log:?}");
     assert_eq!(log.len(), 2, "[0,0] and [11,11] only: {log:?}");
     // With the minimum retention the closed session may already be gone: then the record
-    // starts a session of its own, as if [0,0] did not exist (SEMANTICS 2.6, like Kafka).
+    // starts a session of its own, as if [0,0] did not exist (docs/semantics.md 2.6, like Kafka).
     let mut p = processor(fixed(10), 0, EmitMode::Changes);
     let log = run(
         &mut p,

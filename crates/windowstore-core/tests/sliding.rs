@@ -1,4 +1,4 @@
-//! Sliding windows: the Kafka facts of SEMANTICS.md section 4, and properties against a
+//! Sliding windows: the Kafka facts of docs/semantics.md section 4, and properties against a
 //! brute-force model that rescans the raw records of every candidate window.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 

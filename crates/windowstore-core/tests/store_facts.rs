@@ -1,4 +1,4 @@
-//! Every session-store fact of SEMANTICS.md section 3, most of them from Kafka's own store tests.
+//! Every session-store fact of docs/semantics.md section 3, most of them from Kafka's own store tests.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use windowstore_core::store::session_store::PutOutcome;

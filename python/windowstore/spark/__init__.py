@@ -1,9 +1,9 @@
 """Session and sliding windows of Spark DataFrames, computed by windowstore's Rust engine.
 
-Importing :mod:`windowstore` never imports pyspark; this subpackage does. Executors need
+Importing [`windowstore`][] never imports pyspark; this subpackage does. Executors need
 windowstore installed (or shipped in a venv-pack archive through ``spark.archives``).
 
-Example:
+Examples:
     >>> from windowstore import agg
     >>> from windowstore.spark import session_windows
     >>> sessions = session_windows(clicks, key="user_id", time="ts", gap="30m",

@@ -27,7 +27,7 @@ def spark_session(
     ``PYSPARK_PYTHON``, else this interpreter. (A driver started with plain ``python`` hands the
     workers ``PYSPARK_PYTHON``, so the setting is copied there.)
 
-    Example:
+    Examples:
         >>> spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "8"})
     """
     settings = {

@@ -86,7 +86,7 @@ def session_windows(
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Session windows of a batch DataFrame, computed by the Rust engine in Spark's workers.
 
-    The sessions are those of :func:`windowstore.session_windows` over all of ``df``: per key,
+    The sessions are those of [`windowstore.session_windows`][] over all of ``df``: per key,
     the records whose intervals ``[t, t + gap]`` chain. Each input partition is cut into
     partial sessions first (one Arrow call per partition, aggregates kept as mergeable states),
     so only the partials are shuffled by key; after the shuffle the partials of each key are
@@ -102,7 +102,7 @@ def session_windows(
         gap_column: A column of per-record gaps (integer ticks or day-time intervals), with
             ``max_gap``.
         max_gap: The cap on dynamic gaps.
-        aggs: Aggregations from :mod:`windowstore.agg`.
+        aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
             of the windows, and ``return_rejected=True`` returns them.
@@ -128,7 +128,7 @@ def session_windows(
         SchemaError: A column is missing or of an unusable type (names the column).
         InvalidWindowSpec: A parameter is invalid (names the parameter).
 
-    Example:
+    Examples:
         >>> from windowstore import agg
         >>> from windowstore.spark import session_windows
         >>> df = spark.createDataFrame([("a", 0, 1.0), ("a", 5, 2.0)],

@@ -80,7 +80,7 @@ def sliding_windows(
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Kafka's sliding windows (KIP-450) of a batch DataFrame, computed by the Rust engine.
 
-    The windows are those of :func:`windowstore.sliding_windows` over all of ``df``: per key,
+    The windows are those of [`windowstore.sliding_windows`][] over all of ``df``: per key,
     every distinct set of records within ``time_difference`` of each other, once. ``df`` is
     shuffled by key; each partition then goes to the engine in one call.
 
@@ -90,7 +90,7 @@ def sliding_windows(
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds).
         time_difference: The window length D (``"5m"``, ``timedelta`` or integer ticks).
-        aggs: Aggregations from :mod:`windowstore.agg`.
+        aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time), naming its reason; ``"drop"`` leaves such rows out, and
             ``return_rejected=True`` returns them.
@@ -116,7 +116,7 @@ def sliding_windows(
         SchemaError: A column is missing or of an unusable type (names the column).
         InvalidWindowSpec: A parameter is invalid (names the parameter).
 
-    Example:
+    Examples:
         >>> from windowstore import agg
         >>> from windowstore.spark import sliding_windows
         >>> df = spark.createDataFrame([("a", 8000), ("a", 9200)], "user string, ts long")

@@ -7,7 +7,7 @@
 //! with gap `g` meets the sessions with `reach >= t` and `start <= t + g`, and the sessions that
 //! close once stream time passes `x + grace` are those with reach `x`, so emitting them never
 //! scans sessions that stay open (a large `max_gap` costs nothing per call). Per record
-//! (SEMANTICS.md section 2, streaming):
+//! (docs/semantics.md section 2, streaming):
 //!
 //! 1. stream time becomes `max(stream time, t)` (the processor does it);
 //! 2. the candidates are the key's sessions whose coverage `[start, reach]` meets `[t, t + g]`
@@ -147,7 +147,7 @@ impl WindowKind for SessionSpec {
         // check() made sure that t + gap fits.
         let reach_rec = t + r.prepared;
         // Kafka's store shows the sessions with `end >= its time - retention` (its time being
-        // the largest end put); the others are treated as gone (SEMANTICS.md 2.6), although
+        // the largest end put); the others are treated as gone (docs/semantics.md 2.6), although
         // this store, keyed by reach, still holds them.
         let visible = step
             .latest_end

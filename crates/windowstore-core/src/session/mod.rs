@@ -1,4 +1,4 @@
-//! Session windows (SEMANTICS.md section 2): fixed or dynamic gaps, grace, emit modes.
+//! Session windows (docs/semantics.md section 2): fixed or dynamic gaps, grace, emit modes.
 //!
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sessions as a window kind of the streaming processor, record by record;

@@ -1,4 +1,4 @@
-//! The rules that make a record usable (SEMANTICS.md sections 1 and 2), shared by the streaming
+//! The rules that make a record usable (docs/semantics.md sections 1 and 2), shared by the streaming
 //! processor and complete mode so that both reject exactly the same records.
 
 use crate::input::time::TimeProblem;

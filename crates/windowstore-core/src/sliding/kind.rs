@@ -3,7 +3,7 @@
 //!
 //! Windows live in the store as `[start, start + D]` (so its segments, indexed by end, are
 //! indexed by start too); a window's value is its window time (the largest record time in it,
-//! 8 bytes little-endian) followed by its aggregate state. Per record at `t` (SEMANTICS.md
+//! 8 bytes little-endian) followed by its aggregate state. Per record at `t` (docs/semantics.md
 //! section 4, streaming), with `close = stream time - grace`:
 //!
 //! 1. a record with `t + D < close` is late and dropped whole;
@@ -27,7 +27,7 @@
 //! `late_window_update`, as the output skipped it), and in `final` mode everything closed is
 //! emitted before a closed window is put, so that it lies below `emitted_below` and is never
 //! emitted again. Kafka skips closed windows instead, and then seeds later windows from the
-//! wrong neighbours (SEMANTICS.md section 7). A record rejected as late changes nothing; Kafka
+//! wrong neighbours (docs/semantics.md section 7). A record rejected as late changes nothing; Kafka
 //! still creates its right window (which repeats a set of records another window holds).
 //!
 //! Changes come as updates of existing windows in ascending start order, then the new windows

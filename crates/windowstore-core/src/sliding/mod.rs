@@ -1,4 +1,4 @@
-//! Sliding windows (SEMANTICS.md section 4, KIP-450): one window per distinct set of records
+//! Sliding windows (docs/semantics.md section 4, KIP-450): one window per distinct set of records
 //! within `time_difference` of each other, both ends inclusive, with grace and emit modes.
 //!
 //! - [`spec`]: the parameters and their checks;

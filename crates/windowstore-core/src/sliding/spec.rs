@@ -7,7 +7,7 @@ use crate::reject::OnInvalid;
 use crate::time::Duration;
 use crate::{Error, Result};
 
-/// The parameters of a sliding window (SEMANTICS.md section 4).
+/// The parameters of a sliding window (docs/semantics.md section 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlidingSpec {
     /// `D`: a window spans `[start, start + D]`, both ends inclusive (>= 0).

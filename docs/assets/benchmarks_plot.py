@@ -1,0 +1,48 @@
+"""Draws docs/assets/benchmarks.png: windowstore's speed relative to each benchmark's baseline.
+
+The figures are the medians recorded on docs/benchmarks.md (each with the command that measured
+it); change them there and here together. Not run by the docs build: run it by hand after a new
+measurement, with matplotlib installed (`pip install '.[spark]'`):
+
+    python docs/assets/benchmarks_plot.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+# (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better)
+FIGURES = [
+    ("Sessions, complete mode\nvs Polars (10M events)", 3.503, 0.918, False),
+    ("Sliding, complete mode, all windows\nvs Polars rolling, left windows", 1.97, 6.03, False),
+    ("Spark batch sessions\nvs session_window (10M events)", 19.38, 9.75, False),
+    ("Spark batch sliding, all windows\nvs rangeBetween, left windows (10M)", 24.46, 24.12, False),
+    ("Spark streaming sessions, RocksDB\nvs native (events/s)", 89_500, 133_132, True),
+    ("Spark streaming sessions, default\nstate store vs native (events/s)", 172_779, 149_183, True),
+]
+
+
+def main() -> None:
+    labels = [f[0] for f in FIGURES]
+    speed = [(ws / base) if higher else (base / ws) for _, base, ws, higher in FIGURES]
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    colors = ["#2e7d32" if s >= 1 else "#c62828" for s in speed]
+    bars = ax.barh(labels[::-1], speed[::-1], color=colors[::-1])
+    ax.axvline(1.0, color="gray", linestyle="--", linewidth=1, zorder=0)
+    ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speed[::-1]], padding=3)
+    ax.set_xlabel("speed relative to the baseline (baseline = 1; higher is faster)")
+    ax.set_xlim(0, max(speed) * 1.2)
+    ax.set_title("windowstore beside its baselines (medians, 2-core machine, 2026-11-21)")
+    ax.tick_params(axis="y", labelsize=8)
+    out = Path(__file__).with_name("benchmarks.png")
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
