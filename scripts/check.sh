@@ -6,7 +6,9 @@
 # One build profile (release) and one target directory serve clippy, the Rust tests, the
 # wheel (built once by setup.sh into target/dist) and the wheel built from the sdist, so no
 # dependency is compiled twice. PYTEST_WORKERS (default 2; 0 for one process) sets how many
-# pytest-xdist workers run the Python tests.
+# pytest-xdist workers run the Python tests: most Spark and Kafka oracle tests wait on JVMs
+# more than they compute, so two workers overlap the waits (work-stealing, as a few streaming
+# tests take minutes).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/setup.sh"
@@ -36,10 +38,16 @@ maturin sdist --out target/sdist
 sdist="$(ls target/sdist/windowstore-*.tar.gz)"
 unpacked="$(mktemp -d)"
 tar -xzf "$sdist" -C "$unpacked"
+# Cargo hashes a path crate by its place in the workspace and takes the archive's old mtimes
+# as unchanged sources: without a touch it would reuse the crates compiled from this checkout
+# and never compile the sdist's own sources.
+find "$unpacked" -type f -exec touch {} +
 # The same target directory and profile as the wheel: only windowstore's own crates compile.
+# No --locked, as for pip installing the sdist: its workspace lacks the benches, so cargo
+# prunes their entries from the sdist's Cargo.lock (the versions it pins stay).
 (cd "$unpacked"/windowstore-* \
   && CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" \
-    maturin build --release --locked --out "$root/target/sdist" --interpreter "$PYO3_PYTHON")
+    maturin build --release --out "$root/target/sdist" --interpreter "$PYO3_PYTHON")
 rm -rf "$unpacked"
 step "smoke test: the wheel built from the sdist in a fresh virtual environment"
 bash scripts/smoke.sh target/sdist/windowstore-*.whl
@@ -50,7 +58,7 @@ bash scripts/docs.sh
 workers="${PYTEST_WORKERS:-2}"
 if [ "$workers" -gt 0 ]; then
   step "pytest ($workers workers)"
-  python -m pytest -n "$workers" --dist loadfile --durations=15 "$@"
+  python -m pytest -n "$workers" --dist worksteal --durations=15 "$@"
 else
   step "pytest"
   python -m pytest --durations=15 "$@"
