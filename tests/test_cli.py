@@ -107,8 +107,8 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
-    """``in.parquet`` and ``in.csv`` (u string, ts int64, s string, amount double) in a
-    directory, and an existing directory ``taken``."""
+    """``in.parquet``, ``in.csv`` and ``parts/`` (u string, ts int64, s string, amount
+    double), ``in.txt`` (not Parquet) and an existing directory ``taken``."""
     table = pa.table(
         {"u": ["a", "b"], "ts": [1, 2], "s": ["2024-01-01 10:00:00", "x"], "amount": [1.0, 2.0]}
     )
@@ -118,6 +118,7 @@ def inputs(tmp_path: Path) -> Path:
     pq.write_table(table, tmp_path / "parts" / "part-0.parquet")
     (tmp_path / "parts" / "_SUCCESS").write_text("")
     (tmp_path / "taken").mkdir()
+    (tmp_path / "in.txt").write_text("not parquet\n")
     return tmp_path
 
 
@@ -161,6 +162,8 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
          "argument --rejected", "exists; give --overwrite"),
         ((*SESSIONS[:-1], "amount", "--gap", "1m", "--time-format", "yyyy"),
          "argument --time-format", "not text to parse"),
+        (("sessions", "in.txt", "-o", "out", "--key", "u", "--time", "t", "--gap", "1m"),
+         "argument INPUT", "cannot read a Parquet schema"),
         (("sessions", "in.csv", "-o", "out", "--key", "u", "--time", "t", "--gap", "1m"),
          "argument --time", 'column "t": no such column'),
         (("sessions", "parts", "-o", "out", "--key", "u", "--time", "s", "--gap", "1m"),

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -473,7 +473,12 @@ def windows(args: argparse.Namespace) -> int:
     spark, owned = _session(args.master, job.conf, f"windowstore {args.command}", args.verbose)
     try:
         with _Progress(spark, say):
-            df = _read(spark, job.input, job.in_fmt)
+            try:
+                df = _read(spark, job.input, job.in_fmt)
+            except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
+                print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
+                      f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
+                return 2
             say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
             time_column = job.time
             if job.time_format is not None:
@@ -922,7 +927,9 @@ def _common_options(p: argparse.ArgumentParser) -> None:
                    help="show Spark's own log lines (warnings and errors)")  # fmt: skip
 
 
-def _window_command(commands: Any, name: str, help: str, epilog: str) -> argparse.ArgumentParser:
+def _window_command(
+    commands: Any, name: str, help: str, epilog: str, specific: Callable[[Any], None]
+) -> argparse.ArgumentParser:
     p = _parser(commands, name, help, epilog + "\n" + _DURATIONS)
     p.add_argument("input", metavar="INPUT",
                    help="input file or directory (Parquet, or CSV with a header); a local path "
@@ -940,6 +947,7 @@ def _window_command(commands: Any, name: str, help: str, epilog: str) -> argpars
                    help="parse a text time column with this Spark datetime pattern, e.g. "
                    "'yyyy-MM-dd HH:mm:ss' (times in UTC unless the text has a zone); a time "
                    "that does not match is a null_time row")  # fmt: skip
+    specific(p)  # the window kind's own options
     p.add_argument("--agg", action="append", default=[], metavar="FUNC[:COL[:...]]",
                    help="an aggregation, see below (repeatable; default: count)")  # fmt: skip
     p.add_argument("--on-invalid", choices=["error", "drop"], default="error",
@@ -977,24 +985,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"windowstore {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    s = _window_command(commands, "sessions", "session windows of a Parquet/CSV input on Spark",
-                        _SESSIONS_EXAMPLES)  # fmt: skip
-    s.add_argument("--gap", metavar="DURATION",
-                   help="fixed inactivity gap that closes a session")  # fmt: skip
-    s.add_argument(
-        "--gap-column",
-        metavar="COL",
-        help="column of per-record gaps (dynamic gaps; needs --max-gap)",
-    )
-    s.add_argument("--max-gap", metavar="DURATION", help="cap on the dynamic gaps")
-    w = _window_command(commands, "sliding", "sliding windows of a Parquet/CSV input on Spark",
-                        _SLIDING_EXAMPLES)  # fmt: skip
-    w.add_argument(
-        "--time-difference",
-        required=True,
-        metavar="DURATION",
-        help="window length D (windows [start, start + D], both ends inclusive)",
-    )
+
+    def gaps(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--gap", metavar="DURATION",
+                       help="fixed inactivity gap that closes a session")  # fmt: skip
+        p.add_argument(
+            "--gap-column",
+            metavar="COL",
+            help="column of per-record gaps (dynamic gaps; needs --max-gap)",
+        )
+        p.add_argument("--max-gap", metavar="DURATION", help="cap on the dynamic gaps")
+
+    def length(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--time-difference", required=True, metavar="DURATION",
+                       help="window length D (windows [start, start + D], both ends "
+                       "inclusive)")  # fmt: skip
+
+    _window_command(commands, "sessions", "session windows of a Parquet/CSV input on Spark",
+                    _SESSIONS_EXAMPLES, gaps)  # fmt: skip
+    _window_command(commands, "sliding", "sliding windows of a Parquet/CSV input on Spark",
+                    _SLIDING_EXAMPLES, length)  # fmt: skip
     d = _parser(commands, "demo", "sessionize a generated clickstream, check and summarize it",
                 _DEMO_EXAMPLES)  # fmt: skip
     d.add_argument("--events", type=int, default=1_000_000, help="events to generate")
