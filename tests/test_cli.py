@@ -1,4 +1,5 @@
-"""The ``windowstore`` command without Spark: the demo's own checks, argument parsing.
+"""The ``windowstore`` command without Spark: the demo's own checks, argument parsing, the
+checks of arguments and input schemas that run before Spark starts, help and version.
 
 The Spark commands (sessions, sliding, the demo on Spark) are tested in
 tests/spark/test_spark_cli.py.
@@ -7,11 +8,18 @@ tests/spark/test_spark_cli.py.
 from __future__ import annotations
 
 import subprocess
+import sys
+from pathlib import Path
+from typing import NoReturn
 
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 import pytest
 
-from windowstore import InvalidWindowSpec, agg
-from windowstore.cli import main, parse_agg
+import windowstore
+from windowstore import InvalidWindowSpec, agg, cli
+from windowstore.cli import cli_words, main, parse_agg
 
 
 def test_demo_checks_itself(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,3 +81,216 @@ def test_unreadable_aggregations_name_the_parameter(text: str) -> None:
     with pytest.raises(InvalidWindowSpec) as info:
         parse_agg(text)
     assert info.value.parameter in ("aggs", "overflow")
+
+
+# Arguments and the input's schema are checked before Spark starts: these tests run with
+# pyspark unimportable and the SparkSession factory replaced by a spy that fails the test.
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """pyspark (and windowstore.spark) cannot be imported, and starting a session fails the
+    test; returns the list of sessions asked for (always empty when the test passes)."""
+    for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    for name in ("pyspark", "pyspark.sql", "windowstore.spark"):
+        monkeypatch.setitem(sys.modules, name, None)
+    asked: list[str] = []
+
+    def spy(*args: object, **kwargs: object) -> NoReturn:
+        asked.append(repr(args))
+        raise AssertionError("a SparkSession was asked for")
+
+    monkeypatch.setattr(cli, "_session", spy)
+    return asked
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    """``in.parquet``, ``in.csv`` and ``parts/`` (u string, ts int64, s string, amount
+    double), ``in.txt`` (not Parquet) and an existing directory ``taken``."""
+    table = pa.table(
+        {"u": ["a", "b"], "ts": [1, 2], "s": ["2024-01-01 10:00:00", "x"], "amount": [1.0, 2.0]}
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    pacsv.write_csv(table, tmp_path / "in.csv")
+    (tmp_path / "parts").mkdir()
+    pq.write_table(table, tmp_path / "parts" / "part-0.parquet")
+    (tmp_path / "parts" / "_SUCCESS").write_text("")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "in.txt").write_text("not parquet\n")
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], where: Path, *args: str) -> tuple[int, str]:
+    """``windowstore ARGS`` with paths relative to ``where``: the exit code and stderr."""
+    fixed = [str(where / a) if a.startswith(("in.", "parts", "taken", "out")) else a for a in args]
+    code = main(fixed)
+    return code, capsys.readouterr().err
+
+
+SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "words"),
+    [
+        (("sessions", "in.nowhere", "-o", "out", "--key", "u", "--time", "ts", "--gap", "1m"),
+         "argument INPUT", "no such file or directory"),
+        ((*SESSIONS, "--gap", "1 eon"), "argument --gap", "unknown unit 'eon'"),
+        ((*SESSIONS, "--gap=-5s"), "argument --gap", "must be > 0"),
+        (SESSIONS, "argument --gap", "--gap (fixed) or --gap-column and --max-gap"),
+        ((*SESSIONS, "--gap", "1m", "--gap-column", "ts"), "argument --gap", "not both"),
+        ((*SESSIONS, "--gap-column", "ts"), "argument --max-gap", "--gap-column needs --max-gap"),
+        ((*SESSIONS, "--gap", "1m", "--max-gap", "1h"), "argument --max-gap", "--gap-column"),
+        ((*SESSIONS[:-1], "zz", "--gap", "1m"), "argument --time", 'column "zz": no such column'),
+        ((*SESSIONS, "--gap", "1m", "--key", "v"), "argument --key", 'column "v"'),
+        ((*SESSIONS[:-1], "s", "--gap", "1m"), "argument --time", "--time-format"),
+        ((*SESSIONS, "--gap", "1m", "--agg", "sum:s"), "argument --agg", "cannot be summed"),
+        ((*SESSIONS, "--gap", "1m", "--agg", "avg:s"), "argument --agg", "cannot read 'avg:s'"),
+        ((*SESSIONS, "--gap", "1m", "--agg", "collect:s:0"), "argument --agg",
+         "'collect:s:0': MAX_SIZE must be a positive int"),
+        ((*SESSIONS, "--gap", "1m", "--agg", "collect:s:3:boom"), "argument --agg",
+         "'collect:s:3:boom': OVERFLOW 'boom'; expected one of"),
+        ((*SESSIONS, "--gap", "1m", "--conf", "x"), "argument --conf", "not KEY=VALUE"),
+        ((*SESSIONS, "--gap", "1m", "--partitions", "0"), "argument --partitions", "at least 1"),
+        ((*SESSIONS, "--gap", "1m", "--rejected", "r"), "argument --rejected",
+         "--on-invalid drop"),
+        (("sessions", "in.parquet", "-o", "taken", "--key", "u", "--time", "ts", "--gap", "1m"),
+         "argument -o/--output", "exists; give --overwrite"),
+        ((*SESSIONS, "--gap", "1m", "--on-invalid", "drop", "--rejected", "taken"),
+         "argument --rejected", "exists; give --overwrite"),
+        ((*SESSIONS[:-1], "amount", "--gap", "1m", "--time-format", "yyyy"),
+         "argument --time-format", "not text to parse"),
+        (("sessions", "in.txt", "-o", "out", "--key", "u", "--time", "t", "--gap", "1m"),
+         "argument INPUT", "cannot read a Parquet schema"),
+        (("sessions", "in.csv", "-o", "out", "--key", "u", "--time", "t", "--gap", "1m"),
+         "argument --time", 'column "t": no such column'),
+        (("sessions", "parts", "-o", "out", "--key", "u", "--time", "s", "--gap", "1m"),
+         "argument --time", "is a string"),
+        (("sliding", "in.parquet", "-o", "out", "--key", "u", "--time", "ts",
+          "--time-difference", "5x"), "argument --time-difference", "unknown unit 'x'"),
+        (("sliding", "in.csv", "-o", "out", "--key", "u", "--time", "ts", "--agg", "max:zz",
+          "--time-difference", "5s"), "argument --agg", 'column "zz"'),
+    ],
+)  # fmt: skip
+def test_argument_errors_exit_2_naming_the_flag_before_spark(
+    inputs: Path,
+    no_spark: list[str],
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    flag: str,
+    words: str,
+) -> None:
+    code, err = run(capsys, inputs, *args)
+    assert code == 2, err
+    assert err.startswith(f"error: {flag}: "), err
+    assert words in err
+    assert len(err.strip().splitlines()) == 1  # one line, no traceback
+    assert not no_spark
+
+
+def test_hints_name_the_command_line_flags() -> None:
+    assert (
+        cli_words(
+            "windowstore: unusable row (null_key); on_invalid='drop' with return_rejected=True "
+            "keeps such rows aside"
+        )
+        == "windowstore: unusable row (null_key); --on-invalid drop keeps such rows aside"
+    )
+    assert cli_words("invalid gap: give gap (fixed) or gap_column and max_gap (dynamic)") == (
+        "invalid --gap: give --gap (fixed) or --gap-column and --max-gap (dynamic)"
+    )
+    text = cli_words(
+        'column "ts": the time column is a string; parse it into a timestamp first '
+        "(pyspark.sql.functions.to_timestamp) or give integer epoch ticks"
+    )
+    assert "to_timestamp" not in text
+    assert "--time-format" in text
+    assert cli_words("invalid time_difference: must be >= 0") == (
+        "invalid --time-difference: must be >= 0"
+    )
+
+
+def test_without_pyspark_a_good_command_says_what_to_install(
+    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run(capsys, inputs, *SESSIONS, "--gap", "1m")
+    assert code == 2
+    assert "pip install 'pyspark" in err
+    assert "windowstore[spark]" not in err  # the wheel may not come from a package index
+    assert not no_spark
+
+
+def help_of(capsys: pytest.CaptureFixture[str], *command: str) -> str:
+    """The output of ``windowstore COMMAND --help``, whitespace-normalized."""
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_help_shows_examples_defaults_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    top = help_of(capsys)
+    assert "exit codes: 0 done 1 the Spark job failed" in top
+    assert "2 bad arguments" in top
+    for command in ("sessions", "sliding", "demo"):
+        text = help_of(capsys, command)
+        assert "examples:" in text
+        assert f"windowstore {command}" in text
+        assert "exit codes:" in text
+        assert "``" not in text  # no reStructuredText
+        assert "(default: " in text
+    sessions = help_of(capsys, "sessions")
+    assert "(drop) (default: error)" in sessions
+    assert "default: count" in sessions
+    assert "--time-format PATTERN" in sessions
+    assert "--overwrite" in sessions
+    assert "--verbose" in sessions
+    assert "(default: 1000000)" in help_of(capsys, "demo")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.split() == ["windowstore", windowstore.__version__]
+
+
+def test_counts_are_written_in_words() -> None:
+    assert cli._plural(1, "rejected row") == "1 rejected row"
+    assert cli._plural(4, "session window") == "4 session windows"
+    assert cli._plural(12_345, "row") == "12,345 rows"
+
+
+def test_spark_is_quiet_unless_verbose(tmp_path: Path) -> None:
+    quiet = cli._log_options({}, verbose=False)["spark.driver.extraJavaOptions"]
+    path = Path(quiet.removeprefix("-Dlog4j2.configurationFile=file:"))
+    assert "threshold.level = off" in path.read_text()
+    verbose = cli._log_options({"spark.driver.extraJavaOptions": "-Dx=1"}, verbose=True)
+    option = verbose["spark.driver.extraJavaOptions"]
+    assert option.endswith(" -Dx=1")  # the user's own options are kept
+    loud = Path(option.split()[0].removeprefix("-Dlog4j2.configurationFile=file:"))
+    assert "threshold.level = all" in loud.read_text()
+
+
+def test_the_demo_timeline_has_a_colour_legend() -> None:
+    from windowstore._plots import timeline_figure
+
+    sessions = pa.table(
+        {
+            "user_id": ["a", "a", "b"],
+            "session_start": [0, 3_600_000, 60_000],
+            "session_end": [60_000, 3_700_000, 60_000],
+            "count": [3, 40, 1],
+        }
+    )
+    fig = timeline_figure(sessions, gap_minutes=30)
+    try:
+        labels = [ax.get_ylabel() for ax in fig.axes]
+        assert "events per session" in labels  # the colour bar's axis
+        assert "colour" not in fig.axes[0].get_title()
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

@@ -44,7 +44,55 @@ def test_sessions_parquet_in_and_out(tmp_path: Path, capsys: pytest.CaptureFixtu
         aggs=[agg.count(), agg.sum("amount").alias("total")],
     )
     assert_same_windows(read_dir(out), want, ["user_id", "session_start"])
-    assert f"{want.num_rows:,} sessions windows written" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert f"{want.num_rows:,} session windows written" in captured.out
+    assert f"read {table.num_rows:,} rows" in captured.err  # progress, on stderr
+    # An existing output is replaced only with --overwrite.
+    assert main(args) == 2
+    assert "argument -o/--output" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+    assert_same_windows(read_dir(out), want, ["user_id", "session_start"])
+
+
+@pytest.mark.usefixtures("spark")
+def test_without_agg_the_output_has_a_count(tmp_path: Path) -> None:
+    table = clickstream(2_000, users=20, seed=3)
+    pq.write_table(table, tmp_path / "clicks.parquet")
+    args = ["sliding", str(tmp_path / "clicks.parquet"), "-o", str(tmp_path / "w")]
+    assert main([*args, "--key", "user_id", "--time", "ts", "--time-difference", "1m"]) == 0
+    want = windowstore.sliding_windows(
+        table, key="user_id", time="ts", time_difference="1m", aggs=[agg.count()]
+    )
+    got = read_dir(tmp_path / "w")
+    assert "count" in got.column_names
+    assert_same_windows(got, want, ["user_id", "window_start"])
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_text_time_column_parsed_with_time_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    when = ["2024-03-01 10:00:00", "2024-03-01 10:10:00", "not a time", "2024-03-01 12:00:00"]
+    table = pa.table({"u": ["a", "a", "a", "b"], "when": when, "amount": [1, 2, 3, 4]})
+    pacsv.write_csv(table, tmp_path / "c.csv")
+    out, rejected = tmp_path / "s.csv", tmp_path / "bad.csv"
+    options = ["--key", "u", "--time", "when", "--time-format", "yyyy-MM-dd HH:mm:ss"]
+    options += ["--gap", "30m", "--agg", "sum:amount"]
+    args = ["sessions", str(tmp_path / "c.csv"), "-o", str(out), *options]
+    assert main([*args, "--on-invalid", "drop", "--rejected", str(rejected)]) == 0
+    got = read_dir(out, "csv").sort_by("u").to_pylist()
+    assert [(r["u"], r["sum_amount"]) for r in got] == [("a", 3), ("b", 4)]
+    assert str(got[0]["session_start"]).startswith("2024-03-01 10:00:00")
+    assert str(got[0]["session_end"]).startswith("2024-03-01 10:10:00")
+    bad = read_dir(rejected, "csv").to_pylist()
+    assert [(r["when"], r["reason"]) for r in bad] == [("not a time", "null_time")]
+    assert "1 rejected row written to" in capsys.readouterr().out
+    # Under --on-invalid error the unparsable time fails the job, saying why.
+    assert main(["sessions", str(tmp_path / "c.csv"), "-o", str(tmp_path / "x"), *options]) == 1
+    err = capsys.readouterr().err
+    assert "null_time" in err
+    assert "--time-format" in err
+    assert "--on-invalid drop" in err
 
 
 @pytest.mark.usefixtures("spark")
@@ -93,7 +141,10 @@ def test_a_failing_row_fails_the_command_with_its_reason(
     pq.write_table(pa.table({"u": ["a", None], "ts": [1, 2]}), tmp_path / "c.parquet")
     args = ["sessions", str(tmp_path / "c.parquet"), "-o", str(tmp_path / "o"), "--key", "u"]
     assert main([*args, "--time", "ts", "--gap", "10"]) == 1
-    assert "null_key" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "null_key" in err
+    assert "--on-invalid drop keeps such rows aside" in err  # the flag, not Python's parameter
+    assert "return_rejected" not in err
 
 
 @pytest.mark.usefixtures("spark")
@@ -106,6 +157,25 @@ def test_demo_on_spark_writes_plots(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert png.startswith(b"\x89PNG")
         assert len(png) > 10_000
         assert str(tmp_path / name) in out
+
+
+def test_a_failed_job_prints_one_error_line_and_no_spark_logs(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    del spark  # only to run after the session fixture exists (any order works)
+    pq.write_table(pa.table({"u": ["a", None], "ts": [1, 2]}), tmp_path / "c.parquet")
+    command = ["windowstore", "sessions", str(tmp_path / "c.parquet"), "-o", str(tmp_path / "o")]
+    command += ["--key", "u", "--time", "ts", "--gap", "10", "--master", "local[1]"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "null_key" in errors[0]
+    assert errors[0] == lines[-1]
+    # No Java stack trace, no Spark log lines; only the JVM's own note may precede ours.
+    others = [line for line in lines[:-1] if not line.startswith("[")]
+    assert all(line.startswith("WARNING: Using incubator modules") for line in others), others
 
 
 def test_console_script_runs_a_spark_job(tmp_path: Path, spark: SparkSession) -> None:
