@@ -25,7 +25,7 @@ from windowstore.clickstream import clickstream
 from .cluster_job import AGGS
 from .compare import assert_same_windows
 
-pytestmark = [pytest.mark.spark_cluster, pytest.mark.slow]
+pytestmark = pytest.mark.spark_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
