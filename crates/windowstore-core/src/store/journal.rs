@@ -42,15 +42,19 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    /// A journal of a store at `store_time` holding `sessions`, with `counters`.
-    pub fn open(store_time: Option<i64>, sessions: u64, counters: Counters) -> Self {
-        Self {
-            store_time,
-            sessions,
-            counters,
-            entries: Vec::new(),
-            arena: Vec::new(),
-        }
+    /// Empties the journal for a new transaction of a store at `store_time` holding
+    /// `sessions`, with `counters`, keeping its buffers.
+    pub fn reopen(&mut self, store_time: Option<i64>, sessions: u64, counters: Counters) {
+        self.store_time = store_time;
+        self.sessions = sessions;
+        self.counters = counters;
+        self.entries.clear();
+        self.arena.clear();
+    }
+
+    /// The bytes the journal's buffers hold on to.
+    pub fn retained_bytes(&self) -> usize {
+        self.arena.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 
     /// Records that session `[start, end]` of `key` was created.

@@ -40,12 +40,27 @@ pub struct Segment {
 impl Segment {
     /// Stores `value` for session `[start, end]` of `key`; returns whether the session is new.
     pub fn put(&mut self, key: KeyId, start: i64, end: i64, value: &[u8]) -> Result<bool> {
+        self.put_seen(key, start, end, value, |_| {})
+    }
+
+    /// [`Self::put`], first showing `seen` the value the session held (`None`: it is new), so
+    /// that a caller can journal it without a second lookup.
+    pub fn put_seen(
+        &mut self,
+        key: KeyId,
+        start: i64,
+        end: i64,
+        value: &[u8],
+        seen: impl FnOnce(Option<&[u8]>),
+    ) -> Result<bool> {
         let len = u32::try_from(value.len())
             .map_err(|_| Error::Capacity("a session value larger than 4 GiB".into()))?;
         let list = self.by_key.entry(key).or_default();
         match list.binary_search_by(|e| (e.end, e.start).cmp(&(end, start))) {
             Ok(i) => {
                 let old = list[i];
+                let at = old.offset as usize;
+                seen(Some(&self.arena[at..at + old.len as usize]));
                 if old.len == len {
                     let at = old.offset as usize;
                     self.arena[at..at + value.len()].copy_from_slice(value);
@@ -60,6 +75,7 @@ impl Segment {
                 Ok(false)
             }
             Err(i) => {
+                seen(None);
                 list.insert(
                     i,
                     Entry {
@@ -81,6 +97,18 @@ impl Segment {
 
     /// Removes session `[start, end]` of `key`; returns whether it was there.
     pub fn remove(&mut self, key: KeyId, start: i64, end: i64) -> bool {
+        self.remove_seen(key, start, end, |_| {})
+    }
+
+    /// [`Self::remove`], first showing `seen` the value the session held, so that a caller
+    /// can journal it without a second lookup.
+    pub fn remove_seen(
+        &mut self,
+        key: KeyId,
+        start: i64,
+        end: i64,
+        seen: impl FnOnce(&[u8]),
+    ) -> bool {
         let Some(list) = self.by_key.get_mut(&key) else {
             return false;
         };
@@ -88,6 +116,8 @@ impl Segment {
             return false;
         };
         let old = list.remove(i);
+        let at = old.offset as usize;
+        seen(&self.arena[at..at + old.len as usize]);
         if list.is_empty() {
             self.by_key.remove(&key);
         }

@@ -22,6 +22,9 @@ pub enum PutOutcome {
     Expired,
 }
 
+/// A spare journal holding more than this is dropped rather than kept for the next call.
+const MAX_SPARE_JOURNAL_BYTES: usize = 64 << 20;
+
 /// A segmented store of session aggregates keyed by `(key bytes, end, start)` (KIP-94).
 #[derive(Debug)]
 pub struct SessionStore {
@@ -33,6 +36,9 @@ pub struct SessionStore {
     counters: Counters,
     /// The undo log of the open transaction, if any.
     journal: Option<Box<Journal>>,
+    /// The last transaction's journal, emptied, so that the next one reuses its buffers (a
+    /// call's journal holds megabytes; allocating them afresh faulted in new pages each call).
+    spare: Option<Box<Journal>>,
 }
 
 impl SessionStore {
@@ -60,22 +66,26 @@ impl SessionStore {
             sessions: 0,
             counters: Counters::default(),
             journal: None,
+            spare: None,
         })
     }
 
     /// Opens a transaction: from now on every change is journaled until [`Self::commit`] or
     /// [`Self::rollback`]. An open transaction is replaced (its changes become permanent).
     pub fn begin(&mut self) {
-        self.journal = Some(Box::new(Journal::open(
-            self.store_time,
-            self.sessions,
-            self.counters,
-        )));
+        let mut journal = self.spare.take().unwrap_or_default();
+        journal.reopen(self.store_time, self.sessions, self.counters);
+        self.journal = Some(journal);
     }
 
     /// Makes the open transaction's changes permanent.
     pub fn commit(&mut self) {
-        self.journal = None;
+        let journal = self.journal.take();
+        self.keep_spare(journal);
+    }
+
+    fn keep_spare(&mut self, journal: Option<Box<Journal>>) {
+        self.spare = journal.filter(|j| j.retained_bytes() <= MAX_SPARE_JOURNAL_BYTES);
     }
 
     /// Undoes every change since [`Self::begin`]: the sessions, their values, store time and
@@ -99,6 +109,7 @@ impl SessionStore {
         self.store_time = journal.store_time;
         self.sessions = journal.sessions;
         self.counters = journal.counters;
+        self.keep_spare(Some(journal));
         Ok(())
     }
 
@@ -143,17 +154,33 @@ impl SessionStore {
             self.counters.expired_puts += 1;
             return Ok(PutOutcome::Expired);
         }
-        if let Some(journal) = self.journal.as_deref_mut() {
-            let held = self
-                .keys
-                .get(key)
-                .and_then(|id| value_in(&self.segments, id, start, end));
-            match held {
-                Some(old) => journal.held(key, start, end, old),
-                None => journal.created(key, start, end),
+        let inserted = match self.keys.get(key) {
+            // A known key: one lookup finds the old value for the journal and the place to put.
+            Some(id) => {
+                let mut journal = self.journal.as_deref_mut();
+                let seen = |old: Option<&[u8]>| {
+                    if let Some(journal) = journal.as_deref_mut() {
+                        match old {
+                            Some(old) => journal.held(key, start, end, old),
+                            None => journal.created(key, start, end),
+                        }
+                    }
+                };
+                let segment = self.segments.get_or_create(end);
+                let inserted = segment.put_seen(id, start, end, value, seen)?;
+                if inserted {
+                    self.keys.retain(id);
+                    self.keys.note_end(id, end);
+                }
+                inserted
             }
-        }
-        let inserted = self.insert(key, start, end, value)?;
+            None => {
+                if let Some(journal) = self.journal.as_deref_mut() {
+                    journal.created(key, start, end);
+                }
+                self.insert(key, start, end, value)?
+            }
+        };
         self.counters.puts += 1;
         if inserted {
             self.sessions += 1;
@@ -199,16 +226,16 @@ impl SessionStore {
         let Some(id) = self.keys.get(key) else {
             return false;
         };
-        if let Some(journal) = self.journal.as_deref_mut() {
-            let Some(old) = value_in(&self.segments, id, start, end) else {
-                return false;
-            };
-            journal.held(key, start, end, old);
-        }
         let Some(segment) = self.segments.get_mut(end) else {
             return false;
         };
-        if !segment.remove(id, start, end) {
+        let mut journal = self.journal.as_deref_mut();
+        let seen = |old: &[u8]| {
+            if let Some(journal) = journal.as_deref_mut() {
+                journal.held(key, start, end, old);
+            }
+        };
+        if !segment.remove_seen(id, start, end, seen) {
             return false;
         }
         self.keys.release(id);
