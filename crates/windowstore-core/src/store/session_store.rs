@@ -102,7 +102,7 @@ impl SessionStore {
                     self.remove(key, entry.start, entry.end);
                 }
                 Undo::Put => {
-                    self.insert(key, entry.start, entry.end, old)?;
+                    self.insert(key, entry.start, entry.end, old, None)?;
                 }
             }
         }
@@ -154,33 +154,12 @@ impl SessionStore {
             self.counters.expired_puts += 1;
             return Ok(PutOutcome::Expired);
         }
-        let inserted = match self.keys.get(key) {
-            // A known key: one lookup finds the old value for the journal and the place to put.
-            Some(id) => {
-                let mut journal = self.journal.as_deref_mut();
-                let seen = |old: Option<&[u8]>| {
-                    if let Some(journal) = journal.as_deref_mut() {
-                        match old {
-                            Some(old) => journal.held(key, start, end, old),
-                            None => journal.created(key, start, end),
-                        }
-                    }
-                };
-                let segment = self.segments.get_or_create(end);
-                let inserted = segment.put_seen(id, start, end, value, seen)?;
-                if inserted {
-                    self.keys.retain(id);
-                    self.keys.note_end(id, end);
-                }
-                inserted
-            }
-            None => {
-                if let Some(journal) = self.journal.as_deref_mut() {
-                    journal.created(key, start, end);
-                }
-                self.insert(key, start, end, value)?
-            }
-        };
+        // The journal leaves the store for the insert, which records the old value from the
+        // same lookup that finds the place to put.
+        let mut journal = self.journal.take();
+        let inserted = self.insert(key, start, end, value, journal.as_deref_mut());
+        self.journal = journal;
+        let inserted = inserted?;
         self.counters.puts += 1;
         if inserted {
             self.sessions += 1;
@@ -190,12 +169,28 @@ impl SessionStore {
         }
     }
 
-    /// Puts the session into its segment and the key table; no journal, time or counter moves.
-    fn insert(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<bool> {
+    /// Puts the session into its segment and the key table, recording in `journal` (if any)
+    /// what undoes it; no time or counter moves.
+    fn insert(
+        &mut self,
+        key: &[u8],
+        start: i64,
+        end: i64,
+        value: &[u8],
+        mut journal: Option<&mut Journal>,
+    ) -> Result<bool> {
         let segment = self.segments.get_or_create(end);
         let inserted = match self.keys.get(key) {
             Some(id) => {
-                let inserted = segment.put(id, start, end, value)?;
+                let seen = |old: Option<&[u8]>| {
+                    if let Some(journal) = journal.as_deref_mut() {
+                        match old {
+                            Some(old) => journal.held(key, start, end, old),
+                            None => journal.created(key, start, end),
+                        }
+                    }
+                };
+                let inserted = segment.put_seen(id, start, end, value, seen)?;
                 if inserted {
                     self.keys.retain(id);
                     self.keys.note_end(id, end);
@@ -203,6 +198,9 @@ impl SessionStore {
                 inserted
             }
             None => {
+                if let Some(journal) = journal {
+                    journal.created(key, start, end);
+                }
                 let id = self.keys.acquire(key)?;
                 if let Err(e) = segment.put(id, start, end, value) {
                     self.keys.release(id);
