@@ -69,6 +69,11 @@ pub enum Error {
         #[source]
         source: arrow_schema::ArrowError,
     },
+    /// The caller's own code, run on a call's output before the call commits (see
+    /// [`crate::processor::Then`]), failed: the call was rolled back. The error is the
+    /// caller's, passed through untouched.
+    #[error("{0}")]
+    Callback(Box<dyn std::error::Error + Send + Sync>),
     /// An invariant of windowstore does not hold: a bug, never the caller's fault.
     #[error("internal error (a bug in windowstore, please report it): {0}")]
     Internal(String),

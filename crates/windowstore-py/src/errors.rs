@@ -32,6 +32,7 @@ mod py {
 /// | `BatchTooLarge`     | `BatchTooLargeError`                           |
 /// | `Arrow`             | `ArrowError`                                   |
 /// | `Internal`          | `InternalError` (as a panic, see `guard`)      |
+/// | `Callback`          | the caller's own exception, untouched          |
 /// | a later variant     | `WindowStoreError`                             |
 pub fn to_py(err: Error) -> PyErr {
     let message = err.to_string();
@@ -46,6 +47,10 @@ pub fn to_py(err: Error) -> PyErr {
         Error::BatchTooLarge(_) => py::BatchTooLargeError::new_err(message),
         Error::Arrow { context, .. } => py::ArrowError::new_err((message, context)),
         Error::Internal(_) => py::InternalError::new_err(message),
+        Error::Callback(cause) => match cause.downcast::<PyErr>() {
+            Ok(raised) => *raised,
+            Err(other) => py::WindowStoreError::new_err(other.to_string()),
+        },
         Error::Schema { column, .. } => py::SchemaError::new_err((message, column)),
         Error::SessionOverflow {
             key, start, end, ..

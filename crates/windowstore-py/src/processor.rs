@@ -126,18 +126,39 @@ impl PyProcessor {
     }
 
     /// Processes every batch of `data` in order, as one transaction; returns the output as a
-    /// pyarrow Table.
-    fn process<'py>(&self, py: Python<'py>, data: AnyRecordBatch) -> PyResult<Bound<'py, PyAny>> {
+    /// pyarrow Table, or what `then(output)` returns (see `Then`).
+    #[pyo3(signature = (data, then=None))]
+    fn process<'py>(
+        &self,
+        py: Python<'py>,
+        data: AnyRecordBatch,
+        then: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
             let (schema, input) = batches(data)?;
-            let out = self.with(py, |p| p.process_table(schema, &input))?.py()?;
-            table(py, out.schema(), vec![out])
+            let mut then = Then::new(then);
+            let out = self
+                .with(py, |p| p.process_table(schema, &input, &mut then.hook()))?
+                .py()?;
+            match then.take(py) {
+                Some(done) => Ok(done),
+                None => table(py, out.schema(), vec![out]),
+            }
         })
     }
 
     /// End of input; returns the remaining output, or None before any input.
-    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(|| maybe_table(py, self.with(py, |p| p.flush())?.py()?))
+    #[pyo3(signature = (then=None))]
+    fn flush<'py>(
+        &self,
+        py: Python<'py>,
+        then: Option<Py<PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            let mut then = Then::new(then);
+            let out = self.with(py, |p| p.flush(&mut then.hook()))?.py()?;
+            then.or_table(py, out)
+        })
     }
 
     /// Takes the rejected rows so far, or None before any input.
@@ -224,13 +245,70 @@ impl PyProcessor {
     }
 
     /// Advances stream time to `t` (ticks of the time column); returns what that emits.
-    fn advance<'py>(&self, py: Python<'py>, t: i64) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(|| maybe_table(py, self.with(py, |p| p.advance(t))?.py()?))
+    #[pyo3(signature = (t, then=None))]
+    fn advance<'py>(
+        &self,
+        py: Python<'py>,
+        t: i64,
+        then: Option<Py<PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            let mut then = Then::new(then);
+            let out = self.with(py, |p| p.advance(t, &mut then.hook()))?.py()?;
+            then.or_table(py, out)
+        })
     }
 
     /// The earliest stream time at which a window not emitted yet closes (`final`).
     fn next_close(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.with(py, |p| p.next_close())
+    }
+}
+
+/// A Python callable run on a call's output inside the call's transaction (the core's
+/// `Then`), and what it returned. It is called with the output as a pyarrow Table while the
+/// processor's lock is held, so it must not call the same processor; if it raises, the call
+/// rolls back and the exception reaches the caller untouched.
+struct Then {
+    f: Option<Py<PyAny>>,
+    result: Option<Py<PyAny>>,
+}
+
+impl Then {
+    fn new(f: Option<Py<PyAny>>) -> Self {
+        Self { f, result: None }
+    }
+
+    /// The core hook: calls the callable (if any) with the GIL, keeping its result.
+    fn hook(&mut self) -> impl FnMut(&RecordBatch) -> windowstore_core::Result<()> + Send + '_ {
+        move |batch: &RecordBatch| {
+            let Some(f) = &self.f else {
+                return Ok(());
+            };
+            Python::attach(|py| {
+                let out = table(py, batch.schema(), vec![batch.clone()])?;
+                self.result = Some(f.call1(py, (out,))?);
+                Ok(())
+            })
+            .map_err(|e: PyErr| windowstore_core::Error::Callback(Box::new(e)))
+        }
+    }
+
+    /// What the callable returned, if it ran.
+    fn take<'py>(&mut self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.result.take().map(|r| r.into_bound(py))
+    }
+
+    /// What the callable returned, else `batch` as a table, else None.
+    fn or_table<'py>(
+        &mut self,
+        py: Python<'py>,
+        batch: Option<RecordBatch>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.take(py) {
+            Some(done) => Ok(Some(done)),
+            None => maybe_table(py, batch),
+        }
     }
 }
 

@@ -283,6 +283,7 @@ impl Aggregator {
 fn kind(op: &Op) -> super::kind::Kind {
     match *op {
         Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
+        Op::CountDistinct(k) => k,
         Op::Collect { kind, .. } => kind,
         Op::Count => super::kind::Kind::Bool,
     }

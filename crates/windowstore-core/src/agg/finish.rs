@@ -87,6 +87,13 @@ pub(crate) fn finish_slot(slot: &Slot, segments: &[&[u8]]) -> Result<ArrayRef> {
             }
             build(&slot.data_type, &values, false)?
         }
+        Op::CountDistinct(_) => {
+            let mut counts = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                counts.push(super::distinct::len(&mut r)?);
+            }
+            Arc::new(Int64Array::from(counts))
+        }
         Op::Collect { kind, .. } => finish_lists(slot, kind, segments)?,
     })
 }

@@ -25,6 +25,7 @@
 pub mod aggregator;
 pub(crate) mod build;
 pub(crate) mod codec;
+pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod kind;
 pub(crate) mod native;

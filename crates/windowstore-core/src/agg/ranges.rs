@@ -504,6 +504,7 @@ pub(crate) fn range_slot(
         Op::Max(_) => best_other(slot, array, ranges, true),
         Op::First(_) => take(array, &first_last(nulls, ranges, false)),
         Op::Last(_) => take(array, &first_last(nulls, ranges, true)),
+        Op::CountDistinct(kind) => Ok(super::distinct::range_counts(array, dt, kind, ranges)),
         Op::Collect {
             max_size, overflow, ..
         } => collect(slot, array, ranges, max_size, overflow),
@@ -614,6 +615,7 @@ mod tests {
                 AggSpec::collect(c, None, Overflow::DropOldest),
                 AggSpec::collect(c, Some(2), Overflow::DropOldest),
                 AggSpec::collect(c, Some(2), Overflow::DropNewest),
+                AggSpec::count_distinct(c),
             ]);
         }
         let specs: Vec<AggSpec> = specs

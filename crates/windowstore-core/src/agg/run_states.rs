@@ -159,6 +159,19 @@ fn segments(
                 out.end();
             }
         }
+        Op::CountDistinct(kind) => {
+            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
+            let (bytes, ends) = (&mut out.bytes, &mut out.ends);
+            super::distinct::run_sets(
+                column.as_ref(),
+                &slot.data_type,
+                kind,
+                order,
+                offsets,
+                bytes,
+                |b| ends.push(b.len()),
+            );
+        }
         Op::Collect {
             kind,
             max_size,
@@ -238,6 +251,8 @@ mod tests {
             AggSpec::collect("s", Some(3), Overflow::DropOldest),
             AggSpec::collect("i", Some(2), Overflow::DropNewest),
             AggSpec::collect("f", None, Overflow::Fail),
+            AggSpec::count_distinct("f"),
+            AggSpec::count_distinct("s"),
         ];
         let aggregator = Aggregator::try_new(specs, &schema).unwrap();
         let times: Vec<i64> = (0..n).map(|i| i / 3).collect();

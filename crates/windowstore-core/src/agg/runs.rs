@@ -442,6 +442,7 @@ pub(crate) fn run_slot(
         Op::Max(_) => best_other(slot, array, order, offsets, true),
         Op::First(_) => take(array, &first_last(array.nulls(), order, offsets, false)),
         Op::Last(_) => take(array, &first_last(array.nulls(), order, offsets, true)),
+        Op::CountDistinct(kind) => Ok(super::distinct::run_counts(array, dt, kind, order, offsets)),
         Op::Collect {
             max_size, overflow, ..
         } => collect(slot, array, order, offsets, max_size, overflow),

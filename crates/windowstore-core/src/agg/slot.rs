@@ -25,6 +25,8 @@ pub(crate) enum Op {
     First(Kind),
     /// `last`.
     Last(Kind),
+    /// `count_distinct`.
+    CountDistinct(Kind),
     /// `collect`.
     Collect {
         /// The values' kind.
@@ -135,6 +137,7 @@ impl Slot {
             AggFunc::Max => (Op::Max(orderable()?), data_type.clone()),
             AggFunc::First => (Op::First(orderable()?), data_type.clone()),
             AggFunc::Last => (Op::Last(orderable()?), data_type.clone()),
+            AggFunc::CountDistinct => (Op::CountDistinct(orderable()?), DataType::Int64),
             AggFunc::Collect { max_size, overflow } => (
                 Op::Collect {
                     kind: orderable()?,
@@ -149,7 +152,11 @@ impl Slot {
             index,
             column: column.clone(),
             data_type,
-            field: Arc::new(Field::new(name, out_type, true)),
+            field: Arc::new(Field::new(
+                name,
+                out_type,
+                !matches!(op, Op::CountDistinct(_)),
+            )),
         })
     }
 }

@@ -52,6 +52,9 @@ pub enum AggFunc {
     First,
     /// Value of the non-null record with the largest `(time, seq)` → the input type.
     Last,
+    /// The number of distinct non-null values (exact; floats with `-0.0 == 0.0` and one NaN)
+    /// → Int64, 0 for a window without values.
+    CountDistinct,
     /// The non-null values in `(time, seq)` order → List of the input type.
     Collect {
         /// At most this many values are kept (`None`: unbounded; `Some(0)` is refused).
@@ -72,6 +75,7 @@ impl AggFunc {
             Self::Mean => "mean",
             Self::First => "first",
             Self::Last => "last",
+            Self::CountDistinct => "count_distinct",
             Self::Collect { .. } => "collect",
         }
     }
@@ -90,6 +94,7 @@ impl AggFunc {
             "mean" => Self::Mean,
             "first" => Self::First,
             "last" => Self::Last,
+            "count_distinct" => Self::CountDistinct,
             "collect" => Self::Collect { max_size, overflow },
             other => {
                 return Err(crate::Error::invalid(
@@ -156,6 +161,11 @@ impl AggSpec {
     /// `last(column)`.
     pub fn last(column: impl Into<String>) -> Self {
         Self::new(AggFunc::Last, Some(column.into()))
+    }
+
+    /// `count_distinct(column)`.
+    pub fn count_distinct(column: impl Into<String>) -> Self {
+        Self::new(AggFunc::CountDistinct, Some(column.into()))
     }
 
     /// `collect(column, max_size, overflow)`.

@@ -17,6 +17,7 @@
 //! | min, max             | `u8` present, `value` (zeros if absent; nothing for bytes)     | 9 / 2 / var |
 //! | first, last          | `u8` present, `i64` time, `u64` seq, `value` (as min)          | 25 / 18 / var |
 //! | collect              | `varint` n, then n × (`i64` time, `u64` seq, `value`), in (time, seq) order | var |
+//! | count_distinct       | `varint` n, then the n distinct `value`s in increasing byte order (see `distinct`) | var |
 //!
 //! Fixed-kind segments never change size, so a state whose specs are all of fixed kinds has one
 //! size for the aggregator's lifetime (in-place overwrites in the store). Float sums start from
@@ -27,6 +28,7 @@
 //! or an [`crate::Error::InvalidWindowSpec`] with parameter `state`, never a panic.
 
 use super::codec::{corrupt, put_f64, put_i128, put_i64, put_u64, put_varint, Reader};
+use super::distinct;
 use super::kind::Kind;
 use super::native::Num;
 use super::slot::{Op, Slot};
@@ -97,6 +99,7 @@ pub(crate) fn encode(op: &Op, v: Value<'_>, time: i64, seq: u64, out: &mut Vec<u
                 v.write(kind, out);
             }
         }
+        Op::CountDistinct(kind) => distinct::encode(kind, v, out),
         Op::Collect { kind, .. } => {
             put_varint(out, u64::from(present));
             if present {
@@ -186,6 +189,7 @@ pub(crate) fn skip(op: &Op, r: &mut Reader<'_>) -> Result<()> {
         Op::First(kind) | Op::Last(kind) => {
             read_stamped(kind, r)?;
         }
+        Op::CountDistinct(kind) => distinct::skip(kind, r)?,
         Op::Collect { kind, .. } => {
             let n = r.varint()?;
             for _ in 0..n {
@@ -274,6 +278,7 @@ pub(crate) fn merge<'a>(
             };
             out.extend_from_slice(if take_b { rb } else { ra });
         }
+        Op::CountDistinct(kind) => distinct::merge(kind, a, b, out)?,
         Op::Collect {
             kind,
             max_size,

@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{Processor, WindowKind};
+use super::{Processor, Then, WindowKind};
 use crate::reject::Reason;
 use crate::session::SessionSpec;
 use crate::sliding::SlidingSpec;
@@ -18,12 +18,17 @@ use crate::{Error, Result, StoreMetrics};
 pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     /// The kind's snapshot tag (`session-processor/1`, `sliding-processor/1`).
     fn kind_tag(&self) -> &'static str;
-    /// See [`Processor::process_table`].
-    fn process_table(&mut self, schema: SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch>;
-    /// See [`Processor::flush`].
-    fn flush(&mut self) -> Result<Option<RecordBatch>>;
-    /// See [`Processor::advance`].
-    fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::process_table_then`].
+    fn process_table(
+        &mut self,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+        then: &mut Then<'_>,
+    ) -> Result<RecordBatch>;
+    /// See [`Processor::flush_then`].
+    fn flush(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::advance_then`].
+    fn advance(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>>;
     /// See [`Processor::next_close`].
     fn next_close(&self) -> Option<i64>;
     /// See [`Processor::rejected`].
@@ -48,14 +53,19 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
     fn kind_tag(&self) -> &'static str {
         K::KIND
     }
-    fn process_table(&mut self, schema: SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
-        Processor::process_table(self, schema, batches)
+    fn process_table(
+        &mut self,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+        then: &mut Then<'_>,
+    ) -> Result<RecordBatch> {
+        Processor::process_table_then(self, schema, batches, then)
     }
-    fn flush(&mut self) -> Result<Option<RecordBatch>> {
-        Processor::flush(self)
+    fn flush(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
+        Processor::flush_then(self, then)
     }
-    fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
-        Processor::advance(self, t)
+    fn advance(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
+        Processor::advance_then(self, t, then)
     }
     fn next_close(&self) -> Option<i64> {
         Processor::next_close(self)

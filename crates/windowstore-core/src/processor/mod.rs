@@ -10,6 +10,10 @@
 //! the output and the rejected rows, and commits last. Any error on the way rolls the store,
 //! stream time, the counters and the rejected rows back, so that the processor's bytes
 //! ([`Processor::to_bytes`]) are exactly what they were before the call.
+//!
+//! A caller can run code of its own on a call's output inside the transaction (a [`Then`]:
+//! the Python bindings finish user-defined aggregates this way); if it fails, the call rolls
+//! back like any other failure.
 
 mod any;
 mod bound;
@@ -35,6 +39,11 @@ use crate::reject::{OnInvalid, Reason};
 use crate::{Error, KeyedSession, Result, SessionStore, StoreMetrics};
 use bound::Bound;
 use lifecycle::Lifecycle;
+
+/// What a caller runs on a call's output before the call commits (`*_then` methods of
+/// [`Processor`]); an error from it ([`Error::Callback`] for the caller's own failures) rolls the
+/// call back.
+pub type Then<'a> = dyn FnMut(&RecordBatch) -> Result<()> + Send + 'a;
 
 /// The held windows not emitted yet whose closing bound lies in `[emitted_below, latest]`,
 /// with that bound (the stored end: see [`WindowKind`]).
@@ -200,10 +209,20 @@ impl<K: WindowKind> Processor<K> {
         schema: SchemaRef,
         batches: &[RecordBatch],
     ) -> Result<RecordBatch> {
+        self.process_table_then(schema, batches, &mut |_| Ok(()))
+    }
+
+    /// [`Self::process_table`], running `then` on the output before the call commits.
+    pub fn process_table_then(
+        &mut self,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+        then: &mut Then<'_>,
+    ) -> Result<RecordBatch> {
         self.life.check_usable()?;
         let was_bound = self.bound.is_some();
         self.bind(schema)?;
-        let result = self.transaction(batches, None);
+        let result = self.transaction(batches, None, then);
         if result.is_err() && !was_bound {
             self.bound = None;
         }
@@ -220,17 +239,28 @@ impl<K: WindowKind> Processor<K> {
     /// `final` mode the windows it closes; nothing in the changelog modes. `None` before the
     /// processor has seen a schema (it then holds no window).
     pub fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
+        self.advance_then(t, &mut |_| Ok(()))
+    }
+
+    /// [`Self::advance`], running `then` on the output (if any) before the call commits.
+    pub fn advance_then(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
         self.life.check_usable()?;
         if self.bound.is_none() {
             self.life.observe(t);
             return Ok(None);
         }
-        self.transaction(&[], Some(t))
+        self.transaction(&[], Some(t), then)
     }
 
     /// End of input: in `final` mode emits every window not emitted yet. The processor takes
     /// no more input afterwards. `None` before the processor has seen a schema.
     pub fn flush(&mut self) -> Result<Option<RecordBatch>> {
+        self.flush_then(&mut |_| Ok(()))
+    }
+
+    /// [`Self::flush`], running `then` on the output (if any) before the processor is marked
+    /// flushed: if it fails, the processor is as it was and can flush again.
+    pub fn flush_then(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
         self.life.check_usable()?;
         let Some(bound) = self.bound.as_ref() else {
             self.life.flushed = true;
@@ -245,6 +275,7 @@ impl<K: WindowKind> Processor<K> {
             Vec::new()
         };
         let out = bound.build(&rows)?;
+        then(&out)?;
         self.life.flushed = true;
         if self.kind.emit() == EmitMode::Final {
             self.life.emitted_below = i64::MAX;
@@ -275,6 +306,7 @@ impl<K: WindowKind> Processor<K> {
         &mut self,
         batches: &[RecordBatch],
         advance: Option<i64>,
+        then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
         let (chunks, checked_counters) = self.prepare(batches)?;
         let life = self.life.mark();
@@ -283,7 +315,10 @@ impl<K: WindowKind> Processor<K> {
             .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
         bound.store.begin();
-        match self.apply(&chunks, checked_counters, advance) {
+        let applied = self
+            .apply(&chunks, checked_counters, advance)
+            .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
+        match applied {
             Ok((out, counters)) => {
                 if let Some(b) = self.bound.as_mut() {
                     b.store.commit();

@@ -105,8 +105,8 @@ impl Data {
     }
 }
 
-/// The specs the model knows: numeric ones, then per column min, max, first, last and three
-/// collects (unbounded, newest 2, oldest 3).
+/// The specs the model knows: numeric ones, then per column min, max, first, last, three
+/// collects (unbounded, newest 2, oldest 3) and count_distinct.
 pub(super) fn specs() -> Vec<AggSpec> {
     let mut specs = vec![AggSpec::count()];
     for c in ["i", "u", "f", "g"] {
@@ -121,6 +121,7 @@ pub(super) fn specs() -> Vec<AggSpec> {
             AggSpec::collect(c, None, Overflow::Fail),
             AggSpec::collect(c, Some(2), Overflow::DropOldest).with_alias(format!("newest_{c}")),
             AggSpec::collect(c, Some(3), Overflow::DropNewest).with_alias(format!("oldest_{c}")),
+            AggSpec::count_distinct(c),
         ]);
     }
     specs
@@ -144,14 +145,21 @@ fn present<T: Clone>(values: &[Option<T>], window: &[Rec]) -> Vec<T> {
         .collect()
 }
 
-/// The seven per-column outputs of the model.
+/// Equality of count_distinct for floats: numbers by value (`-0.0 == 0.0`), NaNs all one.
+fn float_same(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan())
+}
+
+/// The eight per-column outputs of the model; `same` is count_distinct's equality.
 fn column_outputs<T: Clone>(
     values: &[Option<T>],
     windows: &[Vec<Rec>],
     less: impl Fn(&T, &T) -> bool,
+    same: impl Fn(&T, &T) -> bool,
     canon: impl Fn(T) -> T,
     array: impl Fn(Vec<Option<T>>) -> ArrayRef,
 ) -> Vec<ArrayRef> {
+    let mut distinct = Vec::new();
     let mut mins = Vec::new();
     let mut maxs = Vec::new();
     let mut firsts = Vec::new();
@@ -174,6 +182,8 @@ fn column_outputs<T: Clone>(
         firsts.push(vals.first().cloned());
         lasts.push(vals.last().cloned());
         let n = vals.len();
+        let firsts_of_kind = (0..n).filter(|&i| !vals[..i].iter().any(|w| same(w, &vals[i])));
+        distinct.push(firsts_of_kind.count() as i64);
         lists[0].push(vals.clone());
         lists[1].push(vals[n.saturating_sub(2)..].to_vec());
         lists[2].push(vals[..n.min(3)].to_vec());
@@ -190,6 +200,7 @@ fn column_outputs<T: Clone>(
             None,
         )));
     }
+    out.push(Arc::new(Int64Array::from(distinct)));
     out
 }
 
@@ -242,6 +253,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.i,
         windows,
         |a, b| a < b,
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(Int64Array::from(v)),
     ));
@@ -249,6 +261,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.u,
         windows,
         |a, b| a < b,
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(UInt8Array::from(v)),
     ));
@@ -257,6 +270,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.f,
         windows,
         |a, b| float_less(*a, *b),
+        |a, b| float_same(*a, *b),
         fnan,
         |v| Arc::new(Float64Array::from(v)),
     ));
@@ -265,6 +279,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.g,
         windows,
         |a, b| float_less(f64::from(*a), f64::from(*b)),
+        |a, b| float_same(f64::from(*a), f64::from(*b)),
         gnan,
         |v| Arc::new(Float32Array::from(v)),
     ));
@@ -272,6 +287,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.s,
         windows,
         |a, b| a.as_bytes() < b.as_bytes(),
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(StringArray::from(v)),
     ));
@@ -279,6 +295,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.b,
         windows,
         |a, b| !a & b,
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(BooleanArray::from(v)),
     ));
@@ -286,6 +303,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.t,
         windows,
         |a, b| a < b,
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(TimestampMillisecondArray::from(v).with_timezone(TZ)),
     ));
@@ -293,6 +311,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         &d.bin,
         windows,
         |a, b| a < b,
+        |a, b| a == b,
         |v| v,
         |v| Arc::new(LargeBinaryArray::from_iter(v.iter().map(|x| x.as_deref()))),
     ));
