@@ -53,7 +53,9 @@ fn parse_duration(s: &str) -> Option<Duration> {
 
 fn agg(spec: &AggSpec) -> String {
     let (max_size, overflow) = match &spec.func {
-        AggFunc::Collect { max_size, overflow } => (*max_size, Some(overflow.name())),
+        AggFunc::Collect { max_size, overflow } | AggFunc::CollectAll { max_size, overflow } => {
+            (*max_size, Some(overflow.name()))
+        }
         _ => (None, None),
     };
     let opt = |s: Option<&String>| s.map_or("-".to_string(), |s| hex(s.as_bytes()));

@@ -94,12 +94,12 @@ pub(crate) fn finish_slot(slot: &Slot, segments: &[&[u8]]) -> Result<ArrayRef> {
             }
             Arc::new(Int64Array::from(counts))
         }
-        Op::Collect { kind, .. } => finish_lists(slot, kind, segments)?,
+        Op::Collect { kind, nulls, .. } => finish_lists(slot, kind, nulls, segments)?,
     })
 }
 
-/// The List array of `collect` states.
-fn finish_lists(slot: &Slot, kind: Kind, segments: &[&[u8]]) -> Result<ArrayRef> {
+/// The List array of `collect` states (`collect_all` with `nulls`).
+fn finish_lists(slot: &Slot, kind: Kind, nulls: bool, segments: &[&[u8]]) -> Result<ArrayRef> {
     let mut values = Vec::new();
     let mut offsets = Vec::with_capacity(segments.len() + 1);
     offsets.push(0i32);
@@ -107,7 +107,8 @@ fn finish_lists(slot: &Slot, kind: Kind, segments: &[&[u8]]) -> Result<ArrayRef>
         let mut r = Reader::new(segment);
         let n = r.varint()?;
         for _ in 0..n {
-            values.push(Stamped::read(kind, &mut r)?.value(kind)?);
+            let element = Stamped::read_element(kind, nulls, &mut r)?;
+            values.push(element.element_value(kind, nulls)?);
         }
         offsets.push(list_offset(values.len())?);
     }

@@ -404,15 +404,16 @@ fn valid_spans(nulls: Option<&NullBuffer>, ranges: Ranges<'_>) -> (Vec<u32>, Vec
     (positions, spans)
 }
 
-/// `collect`: the valid rows of each window within the bound, taken, as lists.
+/// `collect`: the rows of each window not in `nulls` within the bound, taken, as lists.
 fn collect(
     slot: &Slot,
     array: &dyn Array,
+    nulls: Option<&NullBuffer>,
     ranges: Ranges<'_>,
     max_size: Option<usize>,
     overflow: Overflow,
 ) -> Result<ArrayRef> {
-    let (positions, spans) = valid_spans(validity(array), ranges);
+    let (positions, spans) = valid_spans(nulls, ranges);
     let mut indices: Vec<u32> = Vec::new();
     let mut offsets = Vec::with_capacity(spans.len() + 1);
     offsets.push(0i32);
@@ -506,8 +507,14 @@ pub(crate) fn range_slot(
         Op::Last(_) => take(array, &first_last(nulls, ranges, true)),
         Op::CountDistinct(kind) => Ok(super::distinct::range_counts(array, dt, kind, ranges)),
         Op::Collect {
-            max_size, overflow, ..
-        } => collect(slot, array, ranges, max_size, overflow),
+            max_size,
+            overflow,
+            nulls: keep_nulls,
+            ..
+        } => {
+            let nulls = super::runs::skipped_nulls(array, keep_nulls);
+            collect(slot, array, nulls, ranges, max_size, overflow)
+        }
     }
 }
 
@@ -520,12 +527,14 @@ pub(crate) fn first_range_overflow(
     let Op::Collect {
         max_size: Some(n),
         overflow: Overflow::Fail,
+        nulls: keep_nulls,
         ..
     } = slot.op
     else {
         return None;
     };
-    let (_, spans) = valid_spans(validity(array?.as_ref()), ranges);
+    let nulls = super::runs::skipped_nulls(array?.as_ref(), keep_nulls);
+    let (_, spans) = valid_spans(nulls, ranges);
     spans.iter().position(|&(a, b)| b - a > n)
 }
 
@@ -616,6 +625,8 @@ mod tests {
                 AggSpec::collect(c, Some(2), Overflow::DropOldest),
                 AggSpec::collect(c, Some(2), Overflow::DropNewest),
                 AggSpec::count_distinct(c),
+                AggSpec::collect_all(c, None, Overflow::DropOldest),
+                AggSpec::collect_all(c, Some(2), Overflow::DropNewest),
             ]);
         }
         let specs: Vec<AggSpec> = specs

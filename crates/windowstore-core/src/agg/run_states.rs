@@ -176,12 +176,17 @@ fn segments(
             kind,
             max_size,
             overflow,
+            nulls,
         } => {
             let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
             let mut rows = Vec::new();
             for w in 0..runs {
                 rows.clear();
-                rows.extend(valid_rows(column.as_ref(), run_rows(w)));
+                if nulls {
+                    rows.extend(run_rows(w).iter().map(|&r| r as usize));
+                } else {
+                    rows.extend(valid_rows(column.as_ref(), run_rows(w)));
+                }
                 let kept: &[usize] = match max_size {
                     Some(n) if rows.len() > n => match overflow {
                         Overflow::DropOldest => &rows[rows.len() - n..],
@@ -194,8 +199,13 @@ fn segments(
                 for &r in kept {
                     put_i64(&mut out.bytes, times[r]);
                     put_u64(&mut out.bytes, r as u64);
-                    Value::of_row(column.as_ref(), &slot.data_type, kind, r)
-                        .write(kind, &mut out.bytes);
+                    let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
+                    if nulls {
+                        out.bytes.push(u8::from(v != Value::Null));
+                    }
+                    if v != Value::Null {
+                        v.write(kind, &mut out.bytes);
+                    }
                 }
                 out.end();
             }
@@ -253,6 +263,8 @@ mod tests {
             AggSpec::collect("f", None, Overflow::Fail),
             AggSpec::count_distinct("f"),
             AggSpec::count_distinct("s"),
+            AggSpec::collect_all("s", Some(3), Overflow::DropOldest),
+            AggSpec::collect_all("i", None, Overflow::Fail),
         ];
         let aggregator = Aggregator::try_new(specs, &schema).unwrap();
         let times: Vec<i64> = (0..n).map(|i| i / 3).collect();

@@ -328,7 +328,8 @@ where
     })
 }
 
-/// `collect`: the valid rows of each run within the bound, taken, as lists.
+/// `collect`: the valid rows (every row with `keep_nulls`) of each run within the bound,
+/// taken, as lists.
 fn collect(
     slot: &Slot,
     array: &dyn Array,
@@ -336,8 +337,9 @@ fn collect(
     offsets: &[usize],
     max_size: Option<usize>,
     overflow: Overflow,
+    keep_nulls: bool,
 ) -> Result<ArrayRef> {
-    let nulls = array.nulls().filter(|n| n.null_count() > 0);
+    let nulls = skipped_nulls(array, keep_nulls);
     let valid = |i: u32| nulls.is_none_or(|n| n.is_valid(i as usize));
     let mut indices: Vec<u32> = Vec::new();
     let mut list_offsets = Vec::with_capacity(offsets.len());
@@ -373,6 +375,11 @@ fn collect(
     }
     let child = take(array, &UInt32Array::from(indices))?;
     list_array(&slot.data_type, list_offsets, child)
+}
+
+/// The nulls a `collect` skips: the column's, unless it keeps them (`collect_all`).
+pub(crate) fn skipped_nulls(array: &dyn Array, keep_nulls: bool) -> Option<&NullBuffer> {
+    array.nulls().filter(|n| !keep_nulls && n.null_count() > 0)
 }
 
 /// The output array of `slot` over the runs (validated by the caller: monotone `offsets`
@@ -444,8 +451,11 @@ pub(crate) fn run_slot(
         Op::Last(_) => take(array, &first_last(array.nulls(), order, offsets, true)),
         Op::CountDistinct(kind) => Ok(super::distinct::run_counts(array, dt, kind, order, offsets)),
         Op::Collect {
-            max_size, overflow, ..
-        } => collect(slot, array, order, offsets, max_size, overflow),
+            max_size,
+            overflow,
+            nulls,
+            ..
+        } => collect(slot, array, order, offsets, max_size, overflow, nulls),
     }
 }
 
@@ -459,12 +469,13 @@ pub(crate) fn first_overflow(
     let Op::Collect {
         max_size: Some(n),
         overflow: Overflow::Fail,
+        nulls: keep_nulls,
         ..
     } = slot.op
     else {
         return None;
     };
-    let nulls = array?.nulls().filter(|n| n.null_count() > 0);
+    let nulls = skipped_nulls(array?.as_ref(), keep_nulls);
     offsets.windows(2).position(|w| {
         let run = &order[w[0]..w[1]];
         let present = match nulls {

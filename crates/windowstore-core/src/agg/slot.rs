@@ -35,6 +35,8 @@ pub(crate) enum Op {
         max_size: Option<usize>,
         /// What to do beyond the bound.
         overflow: Overflow,
+        /// Whether nulls are kept (`collect_all`: one element per record) or skipped.
+        nulls: bool,
     },
 }
 
@@ -83,6 +85,9 @@ impl Slot {
             (_, Some(column)) => column,
         };
         if let AggFunc::Collect {
+            max_size: Some(0), ..
+        }
+        | AggFunc::CollectAll {
             max_size: Some(0), ..
         } = func
         {
@@ -138,11 +143,13 @@ impl Slot {
             AggFunc::First => (Op::First(orderable()?), data_type.clone()),
             AggFunc::Last => (Op::Last(orderable()?), data_type.clone()),
             AggFunc::CountDistinct => (Op::CountDistinct(orderable()?), DataType::Int64),
-            AggFunc::Collect { max_size, overflow } => (
+            AggFunc::Collect { max_size, overflow }
+            | AggFunc::CollectAll { max_size, overflow } => (
                 Op::Collect {
                     kind: orderable()?,
                     max_size,
                     overflow,
+                    nulls: matches!(func, AggFunc::CollectAll { .. }),
                 },
                 DataType::List(Arc::new(Field::new_list_field(data_type.clone(), true))),
             ),

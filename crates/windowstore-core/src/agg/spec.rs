@@ -52,6 +52,14 @@ pub enum AggFunc {
     First,
     /// Value of the non-null record with the largest `(time, seq)` → the input type.
     Last,
+    /// Every record's value, nulls included, in `(time, seq)` order → List of the input type
+    /// (one element per record: what a user-defined aggregate receives).
+    CollectAll {
+        /// At most this many values are kept (`None`: unbounded; `Some(0)` is refused).
+        max_size: Option<usize>,
+        /// What to do beyond `max_size`.
+        overflow: Overflow,
+    },
     /// The number of distinct non-null values (exact; floats with `-0.0 == 0.0` and one NaN)
     /// → Int64, 0 for a window without values.
     CountDistinct,
@@ -76,6 +84,7 @@ impl AggFunc {
             Self::First => "first",
             Self::Last => "last",
             Self::CountDistinct => "count_distinct",
+            Self::CollectAll { .. } => "collect_all",
             Self::Collect { .. } => "collect",
         }
     }
@@ -95,6 +104,7 @@ impl AggFunc {
             "first" => Self::First,
             "last" => Self::Last,
             "count_distinct" => Self::CountDistinct,
+            "collect_all" => Self::CollectAll { max_size, overflow },
             "collect" => Self::Collect { max_size, overflow },
             other => {
                 return Err(crate::Error::invalid(
@@ -161,6 +171,18 @@ impl AggSpec {
     /// `last(column)`.
     pub fn last(column: impl Into<String>) -> Self {
         Self::new(AggFunc::Last, Some(column.into()))
+    }
+
+    /// `collect_all(column, max_size, overflow)`: every record's value, nulls included.
+    pub fn collect_all(
+        column: impl Into<String>,
+        max_size: Option<usize>,
+        overflow: Overflow,
+    ) -> Self {
+        Self::new(
+            AggFunc::CollectAll { max_size, overflow },
+            Some(column.into()),
+        )
     }
 
     /// `count_distinct(column)`.

@@ -17,6 +17,7 @@
 //! | min, max             | `u8` present, `value` (zeros if absent; nothing for bytes)     | 9 / 2 / var |
 //! | first, last          | `u8` present, `i64` time, `u64` seq, `value` (as min)          | 25 / 18 / var |
 //! | collect              | `varint` n, then n × (`i64` time, `u64` seq, `value`), in (time, seq) order | var |
+//! | collect_all          | as collect, each `value` preceded by `u8` present (absent: no value) | var |
 //! | count_distinct       | `varint` n, then the n distinct `value`s in increasing byte order (see `distinct`) | var |
 //!
 //! Fixed-kind segments never change size, so a state whose specs are all of fixed kinds has one
@@ -100,6 +101,17 @@ pub(crate) fn encode(op: &Op, v: Value<'_>, time: i64, seq: u64, out: &mut Vec<u
             }
         }
         Op::CountDistinct(kind) => distinct::encode(kind, v, out),
+        Op::Collect {
+            kind, nulls: true, ..
+        } => {
+            put_varint(out, 1);
+            put_i64(out, time);
+            put_u64(out, seq);
+            out.push(u8::from(present));
+            if present {
+                v.write(kind, out);
+            }
+        }
         Op::Collect { kind, .. } => {
             put_varint(out, u64::from(present));
             if present {
@@ -148,6 +160,35 @@ impl<'a> Stamped<'a> {
         Value::read(kind, &mut Reader::new(self.raw))
     }
 
+    /// Reads one element of a `collect` list: [`Self::read`], or with `nulls` (`collect_all`)
+    /// a presence byte and the value if present, both kept in `raw`.
+    pub(crate) fn read_element(kind: Kind, nulls: bool, r: &mut Reader<'a>) -> Result<Self> {
+        if !nulls {
+            return Self::read(kind, r);
+        }
+        let time = r.i64()?;
+        let seq = r.u64()?;
+        let before = r.rest();
+        if present_byte(r)? {
+            Value::read(kind, r)?;
+        }
+        let raw = &before[..before.len() - r.rest().len()];
+        Ok(Self { time, seq, raw })
+    }
+
+    /// The value of an element read by [`Self::read_element`] (`Null` if absent).
+    pub(crate) fn element_value(&self, kind: Kind, nulls: bool) -> Result<Value<'a>> {
+        if !nulls {
+            return self.value(kind);
+        }
+        let mut r = Reader::new(self.raw);
+        Ok(if present_byte(&mut r)? {
+            Value::read(kind, &mut r)?
+        } else {
+            Value::Null
+        })
+    }
+
     /// Appends `time`, `seq` and the value.
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         put_i64(out, self.time);
@@ -158,6 +199,15 @@ impl<'a> Stamped<'a> {
     /// The sort key `(time, seq)`.
     pub(crate) fn key(&self) -> (i64, u64) {
         (self.time, self.seq)
+    }
+}
+
+/// A `collect_all` presence byte: 1 or 0, anything else is corruption.
+fn present_byte(r: &mut Reader<'_>) -> Result<bool> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(corrupt("collect_all presence byte")),
     }
 }
 
@@ -190,10 +240,10 @@ pub(crate) fn skip(op: &Op, r: &mut Reader<'_>) -> Result<()> {
             read_stamped(kind, r)?;
         }
         Op::CountDistinct(kind) => distinct::skip(kind, r)?,
-        Op::Collect { kind, .. } => {
+        Op::Collect { kind, nulls, .. } => {
             let n = r.varint()?;
             for _ in 0..n {
-                Stamped::read(kind, r)?;
+                Stamped::read_element(kind, nulls, r)?;
             }
         }
     }
@@ -283,15 +333,17 @@ pub(crate) fn merge<'a>(
             kind,
             max_size,
             overflow,
-        } => merge_lists(slot, kind, max_size, overflow, a, b, out)?,
+            nulls,
+        } => merge_lists(slot, (kind, nulls), max_size, overflow, a, b, out)?,
     }
     Ok(())
 }
 
-/// Merges two `collect` lists sorted by `(time, seq)`, keeping what the bound keeps.
+/// Merges two `collect` lists sorted by `(time, seq)`, keeping what the bound keeps; the
+/// elements are of `(kind, nulls)` (see [`Stamped::read_element`]).
 fn merge_lists<'a>(
     slot: &Slot,
-    kind: Kind,
+    (kind, nulls): (Kind, bool),
     max_size: Option<usize>,
     overflow: Overflow,
     a: &mut Reader<'a>,
@@ -310,12 +362,12 @@ fn merge_lists<'a>(
     };
     put_varint(out, keep);
     let mut next_a = if na > 0 {
-        Some(Stamped::read(kind, a)?)
+        Some(Stamped::read_element(kind, nulls, a)?)
     } else {
         None
     };
     let mut next_b = if nb > 0 {
-        Some(Stamped::read(kind, b)?)
+        Some(Stamped::read_element(kind, nulls, b)?)
     } else {
         None
     };
@@ -338,7 +390,7 @@ fn merge_lists<'a>(
         }
         *left -= 1;
         *next = if *left > 0 {
-            Some(Stamped::read(kind, reader)?)
+            Some(Stamped::read_element(kind, nulls, reader)?)
         } else {
             None
         };
@@ -348,7 +400,7 @@ fn merge_lists<'a>(
     // each list, the first of which was already read into `next_*`.
     for (left, reader) in [(na, a), (nb, b)] {
         for _ in 1..left {
-            Stamped::read(kind, reader)?;
+            Stamped::read_element(kind, nulls, reader)?;
         }
     }
     Ok(())

@@ -106,7 +106,8 @@ impl Data {
 }
 
 /// The specs the model knows: numeric ones, then per column min, max, first, last, three
-/// collects (unbounded, newest 2, oldest 3) and count_distinct.
+/// collects (unbounded, newest 2, oldest 3), count_distinct and two collect_all (unbounded,
+/// newest 2).
 pub(super) fn specs() -> Vec<AggSpec> {
     let mut specs = vec![AggSpec::count()];
     for c in ["i", "u", "f", "g"] {
@@ -122,6 +123,9 @@ pub(super) fn specs() -> Vec<AggSpec> {
             AggSpec::collect(c, Some(2), Overflow::DropOldest).with_alias(format!("newest_{c}")),
             AggSpec::collect(c, Some(3), Overflow::DropNewest).with_alias(format!("oldest_{c}")),
             AggSpec::count_distinct(c),
+            AggSpec::collect_all(c, None, Overflow::Fail),
+            AggSpec::collect_all(c, Some(2), Overflow::DropOldest)
+                .with_alias(format!("newest_all_{c}")),
         ]);
     }
     specs
@@ -150,7 +154,27 @@ fn float_same(a: f64, b: f64) -> bool {
     a == b || (a.is_nan() && b.is_nan())
 }
 
-/// The eight per-column outputs of the model; `same` is count_distinct's equality.
+/// Every value of a window, nulls included, sorted by (time, seq).
+fn all_values<T: Clone>(values: &[Option<T>], window: &[Rec]) -> Vec<Option<T>> {
+    let mut recs = window.to_vec();
+    recs.sort_by_key(|&(_, t, s)| (t, s));
+    recs.iter().map(|&(r, _, _)| values[r].clone()).collect()
+}
+
+/// A List array of `lists`, its child built by `array`.
+fn list_of<T>(lists: Vec<Vec<Option<T>>>, array: impl Fn(Vec<Option<T>>) -> ArrayRef) -> ArrayRef {
+    let lengths: Vec<usize> = lists.iter().map(Vec::len).collect();
+    let child = array(lists.into_iter().flatten().collect());
+    let field = Arc::new(Field::new_list_field(child.data_type().clone(), true));
+    Arc::new(ListArray::new(
+        field,
+        OffsetBuffer::from_lengths(lengths),
+        child,
+        None,
+    ))
+}
+
+/// The ten per-column outputs of the model; `same` is count_distinct's equality.
 fn column_outputs<T: Clone>(
     values: &[Option<T>],
     windows: &[Vec<Rec>],
@@ -160,6 +184,7 @@ fn column_outputs<T: Clone>(
     array: impl Fn(Vec<Option<T>>) -> ArrayRef,
 ) -> Vec<ArrayRef> {
     let mut distinct = Vec::new();
+    let mut alls: [Vec<Vec<Option<T>>>; 2] = [Vec::new(), Vec::new()];
     let mut mins = Vec::new();
     let mut maxs = Vec::new();
     let mut firsts = Vec::new();
@@ -184,6 +209,9 @@ fn column_outputs<T: Clone>(
         let n = vals.len();
         let firsts_of_kind = (0..n).filter(|&i| !vals[..i].iter().any(|w| same(w, &vals[i])));
         distinct.push(firsts_of_kind.count() as i64);
+        let all = all_values(values, w);
+        alls[1].push(all[all.len().saturating_sub(2)..].to_vec());
+        alls[0].push(all);
         lists[0].push(vals.clone());
         lists[1].push(vals[n.saturating_sub(2)..].to_vec());
         lists[2].push(vals[..n.min(3)].to_vec());
@@ -201,6 +229,9 @@ fn column_outputs<T: Clone>(
         )));
     }
     out.push(Arc::new(Int64Array::from(distinct)));
+    for list in alls {
+        out.push(list_of(list, &array));
+    }
     out
 }
 
