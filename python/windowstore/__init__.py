@@ -8,6 +8,7 @@ from __future__ import annotations
 from windowstore import agg
 from windowstore._core import SessionStore, __version__
 from windowstore.exceptions import (
+    AggregateFunctionError,
     ArrowError,
     BatchTooLargeError,
     InternalError,
@@ -23,6 +24,7 @@ from windowstore.sessions import SessionWindowProcessor, session_windows
 from windowstore.sliding import SlidingWindowProcessor, sliding_windows
 
 __all__ = [
+    "AggregateFunctionError",
     "ArrowError",
     "BatchTooLargeError",
     "InternalError",

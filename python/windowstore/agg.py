@@ -1,8 +1,10 @@
 """Aggregations of window records, computed in Rust: ``count``, ``sum``, ``min``, ``max``,
-``mean``, ``first``, ``last`` and bounded ``collect``.
+``mean``, ``first``, ``last``, ``count_distinct``, bounded ``collect`` and ``collect_all``; and
+``udf``, your own Python function over a window's records.
 
 Every aggregate is mergeable, so sessions merge exactly. Nulls in a value column are skipped as
-in SQL; ``count`` counts records. ``first``/``last`` go by event time, ties by arrival.
+in SQL (except by ``collect_all`` and ``udf``, which see every record); ``count`` counts
+records. ``first``/``last`` go by event time, ties by arrival.
 
 Examples:
     >>> from windowstore import agg
@@ -12,12 +14,29 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import pyarrow as pa
 
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["Agg", "collect", "count", "first", "last", "max", "mean", "min", "sum"]
+__all__ = [
+    "Agg",
+    "Udf",
+    "collect",
+    "collect_all",
+    "count",
+    "count_distinct",
+    "first",
+    "last",
+    "max",
+    "mean",
+    "min",
+    "sum",
+    "udf",
+]
 
 Overflow = Literal["drop_oldest", "drop_newest", "fail"]
 _OVERFLOWS = ("drop_oldest", "drop_newest", "fail")
@@ -50,9 +69,38 @@ class Agg:
             return self.name
         return "count" if self.column is None else f"{self.func}_{self.column}"
 
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The input columns the aggregation reads."""
+        return () if self.column is None else (self.column,)
+
     def to_core(self) -> tuple[str, str | None, str | None, int | None, str | None]:
         """The tuple the compiled core takes."""
         return (self.func, self.column, self.name, self.max_size, self.overflow)
+
+
+@dataclass(frozen=True)
+class Udf(Agg):
+    """A user-defined aggregate (see [`udf`][windowstore.agg.udf]): the core keeps each input
+    column with ``collect_all``, and the function turns the window's lists into one value."""
+
+    fn: Callable[..., Any] = field(default=lambda: None, compare=False, repr=False)
+    columns: tuple[str, ...] = ()
+    returns: pa.DataType = field(default_factory=pa.null)
+
+    @property
+    def output_name(self) -> str:
+        """The alias, else ``udf_<columns>``."""
+        return self.name if self.name is not None else "udf_" + "_".join(self.columns)
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The input columns the function receives."""
+        return self.columns
+
+    def to_core(self) -> tuple[str, str | None, str | None, int | None, str | None]:
+        """Not one core aggregate: see ``windowstore._udfs``."""
+        raise TypeError("a udf is computed in Python: expand it with windowstore._udfs")
 
 
 # The largest max_size: the core counts collected values in 64-bit machine words.
@@ -112,6 +160,93 @@ def last(column: str) -> Agg:
     return _column("last", column)
 
 
+def count_distinct(column: str) -> Agg:
+    """The number of distinct non-null values (exact; Int64, 0 for a window without values).
+
+    Floats count ``-0.0`` and ``0.0`` as one value and every NaN as one value, as Spark's
+    ``count(DISTINCT ...)`` and Polars' ``n_unique`` do. Its state holds each distinct value
+    once, so it grows with the distinct values of a window, like ``collect``.
+    """
+    return _column("count_distinct", column)
+
+
+def _overflow(overflow: object) -> None:
+    if overflow not in _OVERFLOWS:
+        raise InvalidWindowSpec(
+            f"invalid overflow: {overflow!r}; expected one of {', '.join(_OVERFLOWS)}", "overflow"
+        )
+
+
+def collect_all(
+    column: str, max_size: int | None = None, overflow: Overflow = "drop_oldest"
+) -> Agg:
+    """Every record's value, nulls included, in event-time order: one element per record.
+
+    ``max_size`` and ``overflow`` work as in [`collect`][windowstore.agg.collect].
+    """
+    if max_size is not None:
+        _check_max_size(max_size)
+    _overflow(overflow)
+    return replace(_column("collect_all", column), max_size=max_size, overflow=overflow)
+
+
+def udf(
+    fn: Callable[..., Any],
+    *columns: str,
+    returns: pa.DataType,
+    max_size: int | None = None,
+    overflow: Overflow = "drop_oldest",
+) -> Udf:
+    """Your own aggregate: ``fn`` receives, per window, one Arrow array per column in
+    ``columns`` (every record of the window, nulls included, in event-time order, ties in
+    arrival order) and returns one value of type ``returns`` (a Python value or a pyarrow
+    scalar). The output column is ``udf_<columns>`` unless aliased.
+
+    It works wherever the built-ins do (complete mode, the streaming processors, Spark batch
+    and Spark streaming). Cost: like ``collect``, a window keeps its records' values until it is
+    emitted (``max_size`` and ``overflow`` bound them as in [`collect`][windowstore.agg.collect]:
+    beyond the bound the function sees the newest or the oldest records), and ``fn`` runs once
+    per output row, in Python. A function that raises fails the call with an
+    ``AggregateFunctionError`` naming the aggregate, the key and the window (its cause is the
+    function's exception), and the call changes nothing. A processor's snapshot cannot hold a
+    function: restore it with the same aggregates (``restore(path, aggs=...)``). In Spark,
+    ``fn`` is pickled to the workers, and timestamps reach it in streaming queries as epoch
+    microseconds (Int64).
+
+    Examples:
+        >>> import pyarrow as pa, pyarrow.compute as pc
+        >>> from windowstore import agg, session_windows
+        >>> spread = agg.udf(lambda x: pc.max(x).as_py() - pc.min(x).as_py(), "x",
+        ...                  returns=pa.int64()).alias("spread")
+        >>> t = pa.table({"k": ["a", "a"], "ts": [0, 5], "x": [3, 10]})
+        >>> session_windows(t, key="k", time="ts", gap=10, aggs=[spread])["spread"].to_pylist()
+        [7]
+    """
+    if not callable(fn):
+        raise TypeError(f"udf() takes a callable first, not {fn!r}")
+    if not columns:
+        raise InvalidWindowSpec("invalid aggs: udf() needs at least one column", "aggs")
+    for c in columns:
+        if not isinstance(c, str) or not c:
+            raise TypeError(f"udf() takes column names (non-empty str), not {c!r}")
+    if not isinstance(returns, pa.DataType):
+        raise InvalidWindowSpec(
+            f"invalid returns: a pyarrow DataType is required, got {returns!r}", "returns"
+        )
+    if max_size is not None:
+        _check_max_size(max_size)
+    _overflow(overflow)
+    return Udf(
+        "udf",
+        None,
+        max_size=max_size,
+        overflow=overflow,
+        fn=fn,
+        columns=tuple(columns),
+        returns=returns,
+    )
+
+
 def collect(column: str, max_size: int | None = None, overflow: Overflow = "drop_oldest") -> Agg:
     """The non-null values in event-time order, as a list, at most ``max_size`` of them.
 
@@ -120,8 +255,5 @@ def collect(column: str, max_size: int | None = None, overflow: Overflow = "drop
     """
     if max_size is not None:
         _check_max_size(max_size)
-    if overflow not in _OVERFLOWS:
-        raise InvalidWindowSpec(
-            f"invalid overflow: {overflow!r}; expected one of {', '.join(_OVERFLOWS)}", "overflow"
-        )
+    _overflow(overflow)
     return replace(_column("collect", column), max_size=max_size, overflow=overflow)

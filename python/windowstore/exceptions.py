@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AggregateFunctionError",
     "ArrowError",
     "BatchTooLargeError",
     "InternalError",
@@ -123,3 +124,29 @@ class InvalidRecordError(WindowStoreError, ValueError):
         super().__init__(message)
         self.row = row
         self.reason = reason
+
+
+class AggregateFunctionError(WindowStoreError):
+    """A user-defined aggregate (``agg.udf``) raised, or returned a value its ``returns`` type
+    cannot hold. The call changed nothing; the function's exception is the ``__cause__``.
+
+    Attributes:
+        aggregate: The aggregate's output name.
+        key: The window's key values, by column.
+        start: The window start, as in the output.
+        end: The window end, as in the output.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        aggregate: str,
+        key: dict[str, object] | None = None,
+        start: object = None,
+        end: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.aggregate = aggregate
+        self.key = key
+        self.start = start
+        self.end = end

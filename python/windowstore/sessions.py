@@ -15,6 +15,8 @@ from windowstore._processor import (
     TimeUnit,
     WindowProcessor,
     aggs_arg,
+    check_aggs,
+    finisher,
     keys_arg,
 )
 from windowstore.agg import Agg
@@ -82,6 +84,7 @@ class SessionWindowProcessor(WindowProcessor):
         time_unit: TimeUnit | None = None,
     ) -> None:
         g, column, m = _gaps(gap, gap_column, max_gap)
+        aggs = check_aggs(aggs)
         self._inner = _core.Processor.sessions(
             key=keys_arg(key),
             time=time,
@@ -95,8 +98,10 @@ class SessionWindowProcessor(WindowProcessor):
             aggs=aggs_arg(aggs),
             on_invalid=on_invalid,
         )
+        self._finish = finisher(aggs, self._window)
 
     _kind = "session-processor/2"
+    _window = ("session_start", "session_end")
 
 
 @overload
@@ -160,6 +165,7 @@ def session_windows(
 {'user': 'b', 'session_start': 1, 'session_end': 1, 'sum_x': 3}]
     """
     g, column, m = _gaps(gap, gap_column, max_gap)
+    aggs = check_aggs(aggs)
     windows, rejected, _clamped = _core.session_windows(
         data,
         key=keys_arg(key),
@@ -171,4 +177,7 @@ def session_windows(
         aggs=aggs_arg(aggs),
         on_invalid=on_invalid,
     )
+    finish = finisher(aggs, SessionWindowProcessor._window)
+    if finish is not None:
+        windows = finish(windows)
     return (windows, rejected) if return_rejected else windows

@@ -16,6 +16,8 @@ from windowstore._processor import (
     TimeUnit,
     WindowProcessor,
     aggs_arg,
+    check_aggs,
+    finisher,
     keys_arg,
 )
 from windowstore.agg import Agg
@@ -63,6 +65,7 @@ class SlidingWindowProcessor(WindowProcessor):
     """
 
     _kind = "sliding-processor/1"
+    _window = ("window_start", "window_end")
 
     def __init__(
         self,
@@ -76,6 +79,7 @@ class SlidingWindowProcessor(WindowProcessor):
         on_invalid: OnInvalid = "drop",
         time_unit: TimeUnit | None = None,
     ) -> None:
+        aggs = check_aggs(aggs)
         self._inner = _core.Processor.sliding(
             key=keys_arg(key),
             time=time,
@@ -86,6 +90,7 @@ class SlidingWindowProcessor(WindowProcessor):
             aggs=aggs_arg(aggs),
             on_invalid=on_invalid,
         )
+        self._finish = finisher(aggs, self._window)
 
 
 @overload
@@ -145,6 +150,7 @@ def sliding_windows(
         >>> [(r["window_start"], r["window_end"], r["count"]) for r in w.to_pylist()]
         [(3000, 8000, 1), (4200, 9200, 2), (7400, 12400, 3), (8001, 13001, 2), (9201, 14201, 1)]
     """
+    aggs = check_aggs(aggs)
     windows, rejected = _core.sliding_windows(
         data,
         key=keys_arg(key),
@@ -154,4 +160,7 @@ def sliding_windows(
         aggs=aggs_arg(aggs),
         on_invalid=on_invalid,
     )
+    finish = finisher(aggs, SlidingWindowProcessor._window)
+    if finish is not None:
+        windows = finish(windows)
     return (windows, rejected) if return_rejected else windows

@@ -116,7 +116,7 @@ class BucketArgs:
                 "checkpoint location",
                 "checkpoint",
             )
-        return _PROCESSORS[self.kind].from_bytes(engine)
+        return _PROCESSORS[self.kind].from_bytes(engine, aggs=self.params.get("aggs", ()))
 
 
 def step(

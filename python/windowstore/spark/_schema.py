@@ -48,7 +48,8 @@ def used_columns(
 ) -> list[str]:
     """The input columns a window function reads, each once, in a stable order."""
     names: list[str] = []
-    for name in [*key, time, *extra, *(a.column for a in aggs if isinstance(a, Agg))]:
+    read = [c for a in aggs if isinstance(a, Agg) for c in a.input_columns]
+    for name in [*key, time, *extra, *read]:
         if name is not None and name not in names:
             names.append(name)
     return names

@@ -16,6 +16,7 @@ import pyarrow as pa
 from windowstore import _core
 from windowstore._durations import DurationLike
 from windowstore._processor import OnInvalid, TimeUnit
+from windowstore._udfs import Finisher
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidRecordError
 from windowstore.sliding import sliding_windows
@@ -52,6 +53,8 @@ class SessionArgs:
     max_gap: _Duration | None
     aggs: list[_Agg]
     on_invalid: str
+    #: Computes the user-defined aggregates of the merged sessions (None: none).
+    finish: Finisher | None = None
 
     def core(self, aggs: list[_Agg] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows``."""
@@ -135,6 +138,8 @@ def merge_partials(
     windows = _core.merge_session_partials(
         table, input=input_schema.empty_table(), key=args.key, aggs=args.aggs
     )
+    if args.finish is not None:
+        windows = args.finish(windows)
     yield from windows.to_batches()
 
 

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 
 from windowstore import _core
 from windowstore._durations import DurationLike, to_duration
-from windowstore._processor import OnInvalid, TimeUnit
+from windowstore._processor import OnInvalid, TimeUnit, aggs_arg, finisher
 from windowstore.agg import Agg
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
@@ -169,8 +169,9 @@ def session_windows(
         gap=None if gap is None else to_duration(gap, "gap"),
         gap_column=gap_column,
         max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
-        aggs=[a.to_core() for a in aggs],
+        aggs=aggs_arg(aggs),
         on_invalid=check_on_invalid(on_invalid),
+        finish=finisher(aggs, ("session_start", "session_end")),
     )
     _schema.check_time(df, time)
     columns = _schema.used_columns(names, time, [gap_column], aggs)
@@ -179,9 +180,10 @@ def session_windows(
     # the exact output schemas, before any job starts.
     empty = arrow.empty_table()
     partial_schema = _core.session_partials(empty, **args.core())[0].schema
-    windows_schema = _core.merge_session_partials(
+    windows_empty = _core.merge_session_partials(
         partial_schema.empty_table(), input=empty, key=names, aggs=args.aggs
-    ).schema
+    )
+    windows_schema = (windows_empty if args.finish is None else args.finish(windows_empty)).schema
 
     partials = project(df, columns).mapInArrow(
         partial(_udf.session_partials, args), _schema.spark_schema(partial_schema)

@@ -1,0 +1,151 @@
+"""User-defined aggregates (``agg.udf``): what the core computes for them, and how the output
+becomes the functions' values.
+
+The core cannot run Python per record, so a udf over columns ``c1..ck`` becomes k hidden
+``collect_all`` aggregates (every record's value, nulls included, in event-time order: the
+lists line up record by record). After the core has built a call's output, `Finisher` calls
+the function once per output row with the rows' lists as Arrow arrays and puts its values in
+place of the hidden columns. The streaming processors run the finisher inside the call's
+transaction (the core's ``then`` hook), so a function that raises leaves the processor as it
+was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from windowstore.agg import Agg, Udf
+from windowstore.exceptions import AggregateFunctionError, InvalidWindowSpec
+
+__all__ = ["HIDDEN", "Finisher", "core_aggs"]
+
+#: The prefix of the hidden columns that carry a udf's lists through the core.
+HIDDEN = "__windowstore_udf"
+
+_CoreAgg = tuple[str, str | None, str | None, int | None, str | None]
+
+
+def _hidden(index: int, column: int) -> str:
+    return f"{HIDDEN}{index}_{column}"
+
+
+def core_aggs(aggs: Sequence[Agg]) -> list[_CoreAgg]:
+    """The core's aggregates for ``aggs``: built-ins as they are, each udf as its hidden
+    ``collect_all`` columns (at the udf's place, so the output keeps the order of ``aggs``)."""
+    out: list[_CoreAgg] = []
+    for i, a in enumerate(aggs):
+        if isinstance(a, Udf):
+            for j, c in enumerate(a.columns):
+                out.append(("collect_all", c, _hidden(i, j), a.max_size, a.overflow))
+        else:
+            out.append(a.to_core())
+    return out
+
+
+@dataclass(frozen=True)
+class _Planned:
+    udf: Udf
+    hidden: tuple[str, ...]
+
+
+class Finisher:
+    """Turns a core output table into the user's: each udf's hidden lists into its values.
+
+    ``window`` names the output's start and end columns (the key columns come before them),
+    for error messages. Built from the aggregates the processor was made with (or restored
+    with).
+    """
+
+    def __init__(self, aggs: Sequence[Agg], window: tuple[str, str]) -> None:
+        self._planned = [
+            _Planned(a, tuple(_hidden(i, j) for j in range(len(a.columns))))
+            for i, a in enumerate(aggs)
+            if isinstance(a, Udf)
+        ]
+        self._window = window
+
+    @staticmethod
+    def needed(aggs: Sequence[Agg]) -> bool:
+        """Whether ``aggs`` has a udf (else the core's output is the user's)."""
+        return any(isinstance(a, Udf) for a in aggs)
+
+    def __call__(self, table: pa.Table) -> pa.Table:
+        hidden = [n for n in table.column_names if n.startswith(HIDDEN)]
+        expected = [n for p in self._planned for n in p.hidden]
+        if sorted(hidden) != sorted(expected):
+            raise InvalidWindowSpec(
+                "invalid aggs: the processor computes user-defined aggregates "
+                f"({len(hidden)} hidden columns) that the aggs given do not match "
+                f"({len(expected)}); restore it with the same aggs=[...] it was made with",
+                "aggs",
+            )
+        for p in self._planned:
+            values = self._values(table, p)
+            at = table.column_names.index(p.hidden[0])
+            for name in p.hidden:
+                table = table.drop_columns([name])
+            table = table.add_column(at, pa.field(p.udf.output_name, p.udf.returns), values)
+        return table
+
+    def _values(self, table: pa.Table, p: _Planned) -> pa.Array:
+        lists = [_list_array(table.column(n)) for n in p.hidden]
+        offsets = [a.offsets.to_pylist() for a in lists]
+        children = [a.values for a in lists]
+        out: list[Any] = []
+        for row in range(table.num_rows):
+            args = [
+                child.slice(off[row], off[row + 1] - off[row])
+                for child, off in zip(children, offsets, strict=True)
+            ]
+            try:
+                value = p.udf.fn(*args)
+                if isinstance(value, pa.Scalar):
+                    value = value.as_py()
+                out.append(value)
+            except Exception as e:
+                raise self._error(table, p, row, f"raised {type(e).__name__}: {e}") from e
+        try:
+            return pa.array(out, type=p.udf.returns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
+            raise self._error(
+                table, p, _first_bad(out, p.udf.returns), f"returned a value not of {p.udf.returns}"
+            ) from e
+
+    def _error(self, table: pa.Table, p: _Planned, row: int, what: str) -> AggregateFunctionError:
+        names = table.column_names
+        key = names[: names.index(self._window[0])] if self._window[0] in names else []
+        keys = {k: table.column(k)[row].as_py() for k in key}
+        start, end = (
+            table.column(c)[row].as_py() if c in table.column_names else None for c in self._window
+        )
+        return AggregateFunctionError(
+            f"aggregate {p.udf.output_name!r} {what} in the window [{start}, {end}] of key "
+            f"{keys}; the call changed nothing",
+            p.udf.output_name,
+            keys,
+            start,
+            end,
+        )
+
+
+def _list_array(column: pa.ChunkedArray) -> pa.ListArray:
+    """The column's chunks as one ListArray (an empty one for a table without rows)."""
+    if column.num_chunks == 1:
+        chunk: pa.ListArray = column.chunk(0)
+        return chunk
+    combined: pa.ListArray = column.combine_chunks()
+    return combined
+
+
+def _first_bad(values: list[Any], returns: pa.DataType) -> int:
+    """The first row whose value ``returns`` cannot hold."""
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], type=returns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return i
+    return 0
