@@ -18,14 +18,15 @@ import json
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from windowstore import _core
-from windowstore.exceptions import InternalError, SchemaError, SnapshotError
+from windowstore.agg import Agg
+from windowstore.exceptions import InternalError, InvalidWindowSpec, SchemaError, SnapshotError
 
 __all__ = [
     "MAGIC",
@@ -33,8 +34,10 @@ __all__ = [
     "ROWS",
     "SESSION_COLUMNS",
     "HeldRecords",
+    "Output",
     "as_table",
     "check_columns",
+    "check_output",
     "complete_records",
     "rows_agg",
     "session_ids",
@@ -49,12 +52,38 @@ SESSION_COLUMNS = ("session_start", "session_end", "session_id")
 #: The first bytes of a records-mode processor's state (the core's own start ``WSSNAP``).
 MAGIC = b"WSRECS\x00\x01"
 
+#: What session windows output: one row per session, or every input row tagged with its session.
+Output = Literal["windows", "records"]
+
 _CoreAgg = tuple[str, str | None, str | None, int | None, str | None]
 
 
 def rows_agg() -> _CoreAgg:
     """The hidden ``collect`` of the row numbers, in the form the core takes (unbounded)."""
     return ("collect", ROW, ROWS, None, "drop_oldest")
+
+
+def check_output(output: object, aggs: Sequence[Agg], emit: str = "final") -> bool:
+    """Whether ``output`` asks for records; refuses what records mode cannot do."""
+    if output not in ("windows", "records"):
+        raise InvalidWindowSpec(
+            f'invalid output: {output!r}; expected "windows" or "records"', "output"
+        )
+    if output == "windows":
+        return False
+    if emit != "final":
+        raise InvalidWindowSpec(
+            f'invalid output: "records" needs emit="final" (a session\'s rows come out once, '
+            f"when it closes), not emit={emit!r}",
+            "output",
+        )
+    if isinstance(aggs, Agg | str) or len(list(aggs)):
+        raise InvalidWindowSpec(
+            'invalid aggs: output="records" tags rows with their session and takes no '
+            "aggregations; group the tagged rows by session_id to aggregate them",
+            "aggs",
+        )
+    return True
 
 
 def as_table(data: Any) -> pa.Table:

@@ -20,37 +20,14 @@ from windowstore._processor import (
     keys_arg,
 )
 from windowstore.agg import Agg
-from windowstore.exceptions import InvalidWindowSpec, SnapshotError
+from windowstore.exceptions import SnapshotError
 
 __all__ = ["Output", "SessionWindowProcessor", "session_windows"]
 
 #: What session windows output: one row per session, or every input row tagged with its session.
-Output = Literal["windows", "records"]
+Output = _records.Output
 
 _S = TypeVar("_S", bound="SessionWindowProcessor")
-
-
-def _output_arg(output: object, aggs: Sequence[Agg], emit: str = "final") -> bool:
-    """Whether ``output`` asks for records; refuses what records mode cannot do."""
-    if output not in ("windows", "records"):
-        raise InvalidWindowSpec(
-            f'invalid output: {output!r}; expected "windows" or "records"', "output"
-        )
-    if output == "windows":
-        return False
-    if emit != "final":
-        raise InvalidWindowSpec(
-            f'invalid output: "records" needs emit="final" (a session\'s rows come out once, '
-            f"when it closes), not emit={emit!r}",
-            "output",
-        )
-    if isinstance(aggs, Agg | str) or len(list(aggs)):
-        raise InvalidWindowSpec(
-            'invalid aggs: output="records" tags rows with their session and takes no '
-            "aggregations; group the tagged rows by session_id to aggregate them",
-            "aggs",
-        )
-    return True
 
 
 def _gaps(
@@ -130,7 +107,7 @@ class SessionWindowProcessor(WindowProcessor):
         output: Output = "windows",
     ) -> None:
         g, column, m = _gaps(gap, gap_column, max_gap)
-        records = _output_arg(output, aggs, emit)
+        records = _records.check_output(output, aggs, emit)
         keys = keys_arg(key)
         self._inner = _core.Processor.sessions(
             key=keys_arg(key),
@@ -335,7 +312,7 @@ def session_windows(
         max_gap=m,
         on_invalid=on_invalid,
     )
-    if _output_arg(output, aggs):
+    if _records.check_output(output, aggs):
         out, rejected = _records.complete_records(data, kwargs)
     else:
         out, rejected, _clamped = _core.session_windows(data, **kwargs, aggs=aggs_arg(aggs))
