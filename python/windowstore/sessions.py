@@ -132,6 +132,13 @@ class SessionWindowProcessor(WindowProcessor):
     # calls are all or nothing, and the held rows change only after the core's call succeeded.
 
     def process(self, data: Any) -> pa.Table:
+        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
+        pyarrow, polars, duckdb), record by record; returns the windows it emits, or with
+        ``output="records"`` the rows of the sessions it closes.
+
+        The call is all or nothing: if it raises, the processor (windows, stream time,
+        counters, rejected rows, held rows) is exactly as it was before. Calls from several
+        threads serialize on the processor."""
         if self._records is None:
             return super().process(data)
         table = self._records.number(data)
@@ -139,16 +146,23 @@ class SessionWindowProcessor(WindowProcessor):
         return self._records.processed(table, windows, self._inner.rejected())
 
     def flush(self) -> pa.Table:
+        """Ends the input: in ``final`` mode, returns every window not emitted yet (with
+        ``output="records"``, the rows of every session still open)."""
         if self._records is None:
             return super().flush()
         return self._records.emitted(self._inner.flush())
 
     def advance(self, t: int) -> pa.Table:
+        """Advances stream time to ``t`` (ticks of the time column) without a record, as an
+        outside clock such as a watermark says; returns the windows that closes (``final``), or
+        with ``output="records"`` their rows."""
         if self._records is None:
             return super().advance(t)
         return self._records.emitted(self._inner.advance(ticks_arg(t, "t")))
 
     def rejected(self) -> pa.Table:
+        """Takes the rejected input rows so far (the input's columns), with a ``reason``
+        column."""
         if self._records is None:
             return super().rejected()
         return self._records.take_rejected()
@@ -163,11 +177,15 @@ class SessionWindowProcessor(WindowProcessor):
         return out
 
     def to_bytes(self) -> bytes:
+        """The whole state as bytes: what `snapshot()` writes, for a store of your own (with
+        ``output="records"``, the held rows too)."""
         if self._records is None:
             return super().to_bytes()
         return self._records.to_bytes(self._inner.to_bytes())
 
     def snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Writes the whole state (windows, stream time, counters; held rows with
+        ``output="records"``) atomically to ``path``."""
         if self._records is None:
             return super().snapshot(path)
         _write_atomically(Path(path), self.to_bytes())
@@ -175,6 +193,7 @@ class SessionWindowProcessor(WindowProcessor):
 
     @classmethod
     def from_bytes(cls: type[_S], data: bytes) -> _S:
+        """A processor restored from `to_bytes()`; refuses damaged bytes whole."""
         if bytes(data[: len(_records.MAGIC)]) != _records.MAGIC:
             return super().from_bytes(data)
         self = cls.__new__(cls)
@@ -183,6 +202,7 @@ class SessionWindowProcessor(WindowProcessor):
 
     @classmethod
     def restore(cls: type[_S], path: str | os.PathLike[str]) -> _S:
+        """A processor restored from `snapshot()`; refuses a damaged file whole."""
         try:
             with open(path, "rb") as f:
                 head = f.read(len(_records.MAGIC))
