@@ -326,6 +326,9 @@ class HeldRecords:
             return _tagged(rows, windows, parents, self.key), segments
         starts = np.array([s.seqs[0] for s in segments], dtype=np.int64)
         which = np.searchsorted(starts, seqs, side="right") - 1
+        missing = InternalError("records mode: a closed session holds a row that is not held")
+        if (which < 0).any():
+            raise missing
         pieces: list[pa.Table] = []
         order: list[np.ndarray] = []
         out = list(segments)
@@ -333,12 +336,8 @@ class HeldRecords:
             segment = segments[i]
             wanted = np.flatnonzero(which == i)
             pos = np.searchsorted(segment.seqs, seqs[wanted])
-            if (
-                i < 0
-                or (pos >= len(segment.seqs)).any()
-                or (segment.seqs[pos] != seqs[wanted]).any()
-            ):
-                raise InternalError("records mode: a closed session holds a row that is not held")
+            if (pos >= len(segment.seqs)).any() or (segment.seqs[pos] != seqs[wanted]).any():
+                raise missing
             pieces.append(segment.rows.take(pa.array(pos, pa.int64())))
             order.append(wanted)
             keep = np.ones(len(segment.seqs), dtype=bool)
