@@ -154,6 +154,8 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
          "'collect:s:3:boom': OVERFLOW 'boom'; expected one of"),
         ((*SESSIONS, "--gap", "1m", "--conf", "x"), "argument --conf", "not KEY=VALUE"),
         ((*SESSIONS, "--gap", "1m", "--partitions", "0"), "argument --partitions", "at least 1"),
+        ((*SESSIONS, "--gap", "1m", "--records", "--agg", "count"), "argument --records",
+         "no --agg"),
         ((*SESSIONS, "--gap", "1m", "--rejected", "r"), "argument --rejected",
          "--on-invalid drop"),
         (("sessions", "in.parquet", "-o", "taken", "--key", "u", "--time", "ts", "--gap", "1m"),

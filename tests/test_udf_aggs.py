@@ -284,7 +284,7 @@ def test_udf_arguments_are_checked() -> None:
     with pytest.raises(InvalidWindowSpec, match="at least one column"):
         agg.udf(len, returns=pa.int64())
     with pytest.raises(InvalidWindowSpec, match="returns"):
-        agg.udf(len, "x", returns="int64")  # type: ignore[arg-type]
+        agg.udf(len, "x", returns="int64")
 
 
 def test_count_distinct_of_an_unsupported_type_names_the_column() -> None:

@@ -146,6 +146,7 @@ _FLAGS = {
     "on_invalid": "--on-invalid",
     "partitions": "--partitions",
     "conf": "--conf",
+    "output": "--records",
 }
 
 #: Hints of the Python API's messages, in the command line's words.
@@ -325,7 +326,12 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     keys = [k.strip() for given in args.key for k in given.split(",") if k.strip()]
     if not keys:
         raise BadArgument("--key", "give at least one key column")
-    aggs = [_agg_argument(a) for a in args.agg] or [agg.count()]
+    records = args.command == "sessions" and args.records
+    if records and args.agg:
+        raise BadArgument(
+            "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
+        )
+    aggs = [] if records else [_agg_argument(a) for a in args.agg] or [agg.count()]
     if args.partitions is not None and args.partitions < 1:
         raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
     conf = _confs(args.conf)
@@ -366,6 +372,8 @@ def check_job(args: argparse.Namespace) -> WindowJob:
         "on_invalid": args.on_invalid,
         "time_unit": args.time_unit,
     }
+    if records:
+        common["output"] = "records"
     job = WindowJob(
         command=args.command,
         input=args.input,
@@ -501,6 +509,7 @@ def windows(args: argparse.Namespace) -> int:
                 return 2
             if job.time_format is not None:
                 rejected = rejected.drop(_PARSED_COLUMN)
+                result = result.drop(_PARSED_COLUMN) if "output" in job.common else result
             kind = "session" if job.command == "sessions" else "sliding"
             rows_out = Observation("windows")
             result = result.observe(rows_out, F.count(F.lit(1)).alias("rows"))
@@ -510,7 +519,8 @@ def windows(args: argparse.Namespace) -> int:
                 read = _observed(rows_in)
                 if read is not None:
                     say(f"read {_plural(read, 'row')}")
-                print(f"{_counted(_observed(rows_out), f'{kind} window')} written to "
+                noun = "tagged row" if "output" in job.common else f"{kind} window"
+                print(f"{_counted(_observed(rows_out), noun)} written to "
                       f"{job.output} ({job.out_fmt})")  # fmt: skip
                 if job.rejected is not None:
                     rows_rejected = Observation("rejected")
@@ -870,6 +880,8 @@ examples:
       --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop     # rejects: sessions.csv.rejected
   windowstore sessions events/ -o out/ --key device --time t --time-unit s \\
       --gap-column idle --max-gap 2h                              # a gap per record
+  windowstore sessions clicks.parquet -o tagged/ --key user_id --time ts --gap 30m \\
+      --records                                  # every row, tagged with its session
 """
 
 _SLIDING_EXAMPLES = """\
@@ -995,6 +1007,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="column of per-record gaps (dynamic gaps; needs --max-gap)",
         )
         p.add_argument("--max-gap", metavar="DURATION", help="cap on the dynamic gaps")
+        p.add_argument("--records", action="store_true",
+                       help="write every input row with session_start, session_end and "
+                       "session_id instead of one row per session (no --agg)")  # fmt: skip
 
     def length(p: argparse.ArgumentParser) -> None:
         p.add_argument("--time-difference", required=True, metavar="DURATION",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any, Literal, overload
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
 
 import pyarrow as pa
 
-from windowstore import _core
-from windowstore._durations import DurationLike, to_duration
+from windowstore import _core, _records
+from windowstore._durations import DurationLike, ticks_arg, to_duration
 from windowstore._processor import (
     Emit,
     OnInvalid,
@@ -20,8 +22,14 @@ from windowstore._processor import (
     keys_arg,
 )
 from windowstore.agg import Agg
+from windowstore.exceptions import SnapshotError
 
-__all__ = ["SessionWindowProcessor", "session_windows"]
+__all__ = ["Output", "SessionWindowProcessor", "session_windows"]
+
+#: What session windows output: one row per session, or every input row tagged with its session.
+Output = _records.Output
+
+_S = TypeVar("_S", bound="SessionWindowProcessor")
 
 
 def _gaps(
@@ -57,6 +65,15 @@ class SessionWindowProcessor(WindowProcessor):
         on_invalid: ``"drop"`` keeps unusable records (null key or time, invalid gap, overflow)
             on the rejected output; ``"error"`` raises before the batch changes anything.
         time_unit: The tick of an integer time column (default ``"ms"``).
+        output: ``"windows"`` (one row per session, with its aggregates) or ``"records"``:
+            every accepted input row, all its columns, plus its session's ``session_start``,
+            ``session_end`` and ``session_id`` (as
+            [`session_windows`][windowstore.session_windows] defines them), output when the
+            session closes. Records need ``emit="final"`` and no ``aggs``.
+            The processor holds the accepted rows of open sessions, as Arrow tables, until
+            their session closes (``held_rows`` and ``held_bytes`` in `metrics()`): about the
+            Arrow size of the rows of the open sessions; they are part of its state, in
+            `to_bytes()` and `snapshot()`. Rejected rows are not held: they go to `rejected()`.
 
     Examples:
         >>> import pyarrow as pa
@@ -66,7 +83,14 @@ class SessionWindowProcessor(WindowProcessor):
         [{'user': 'a', 'session_start': 0, 'session_end': 5, 'count': 2}]
         >>> p.flush().to_pylist()
         [{'user': 'a', 'session_start': 30, 'session_end': 30, 'count': 1}]
+        >>> r = SessionWindowProcessor(key="user", time="ts", gap=10, grace=0, output="records")
+        >>> r.process(pa.table({"user": ["a", "a", "a"], "ts": [0, 5, 30], "x": [1, 2, 3]})
+        ...          ).drop_columns("session_id").to_pylist()
+        [{'user': 'a', 'ts': 0, 'x': 1, 'session_start': 0, 'session_end': 5}, \
+{'user': 'a', 'ts': 5, 'x': 2, 'session_start': 0, 'session_end': 5}]
     """
+
+    _records: _records.HeldRecords | None = None
 
     def __init__(
         self,
@@ -82,9 +106,12 @@ class SessionWindowProcessor(WindowProcessor):
         aggs: Sequence[Agg] = (),
         on_invalid: OnInvalid = "drop",
         time_unit: TimeUnit | None = None,
+        output: Output = "windows",
     ) -> None:
         g, column, m = _gaps(gap, gap_column, max_gap)
         aggs = check_aggs(aggs)
+        records = _records.check_output(output, aggs, emit)
+        keys = keys_arg(key)
         self._inner = _core.Processor.sessions(
             key=keys_arg(key),
             time=time,
@@ -95,13 +122,127 @@ class SessionWindowProcessor(WindowProcessor):
             grace=to_duration(grace, "grace"),
             retention=None if retention is None else to_duration(retention, "retention"),
             emit=emit,
-            aggs=aggs_arg(aggs),
+            aggs=[_records.rows_agg()] if records else aggs_arg(aggs),
             on_invalid=on_invalid,
         )
         self._finish = finisher(aggs, self._window)
+        if records:
+            self._records = _records.HeldRecords(key=keys)
 
     _kind = "session-processor/2"
     _window = ("session_start", "session_end")
+
+    # Records mode: the core sees each call's rows with a hidden sequence number and collects
+    # those numbers per session; the held rows are taken back when a session closes. The core's
+    # calls are all or nothing, and the held rows change only after the core's call succeeded.
+
+    def process(self, data: Any) -> pa.Table:
+        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
+        pyarrow, polars, duckdb), record by record; returns the windows it emits, or with
+        ``output="records"`` the rows of the sessions it closes.
+
+        The call is all or nothing: if it raises, the processor (windows, stream time,
+        counters, rejected rows, held rows) is exactly as it was before. Calls from several
+        threads serialize on the processor."""
+        if self._records is None:
+            return super().process(data)
+        table = self._records.number(data)
+        windows = self._inner.process(table)
+        return self._records.processed(table, windows, self._inner.rejected())
+
+    def flush(self) -> pa.Table:
+        """Ends the input: in ``final`` mode, returns every window not emitted yet (with
+        ``output="records"``, the rows of every session still open)."""
+        if self._records is None:
+            return super().flush()
+        return self._records.emitted(self._inner.flush())
+
+    def advance(self, t: int) -> pa.Table:
+        """Advances stream time to ``t`` (ticks of the time column) without a record, as an
+        outside clock such as a watermark says; returns the windows that closes (``final``), or
+        with ``output="records"`` their rows."""
+        if self._records is None:
+            return super().advance(t)
+        return self._records.emitted(self._inner.advance(ticks_arg(t, "t")))
+
+    def rejected(self) -> pa.Table:
+        """Takes the rejected input rows so far (the input's columns), with a ``reason``
+        column."""
+        if self._records is None:
+            return super().rejected()
+        return self._records.take_rejected()
+
+    def metrics(self) -> dict[str, int | None]:
+        """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes;
+        with ``output="records"`` also ``held_rows`` and ``held_bytes``, the rows it holds."""
+        out = self._inner.metrics()
+        if self._records is not None:
+            out["held_rows"] = self._records.held_rows
+            out["held_bytes"] = self._records.held_bytes
+        return out
+
+    def to_bytes(self) -> bytes:
+        """The whole state as bytes: what `snapshot()` writes, for a store of your own (with
+        ``output="records"``, the held rows too)."""
+        if self._records is None:
+            return super().to_bytes()
+        return self._records.to_bytes(self._inner.to_bytes())
+
+    def snapshot(self, path: str | os.PathLike[str]) -> None:
+        """Writes the whole state (windows, stream time, counters; held rows with
+        ``output="records"``) atomically to ``path``."""
+        if self._records is None:
+            return super().snapshot(path)
+        _write_atomically(Path(path), self.to_bytes())
+        return None
+
+    @classmethod
+    def from_bytes(cls: type[_S], data: bytes, *, aggs: Sequence[Agg] = ()) -> _S:
+        """A processor restored from `to_bytes()`; refuses damaged bytes whole. A processor
+        with user-defined aggregates (``agg.udf``) needs the ``aggs`` it was made with."""
+        if bytes(data[: len(_records.MAGIC)]) != _records.MAGIC:
+            return super().from_bytes(data, aggs=aggs)
+        self = cls.__new__(cls)
+        self._inner, self._records = _records.HeldRecords.from_bytes(bytes(data), cls._kind)
+        return self
+
+    @classmethod
+    def restore(cls: type[_S], path: str | os.PathLike[str], *, aggs: Sequence[Agg] = ()) -> _S:
+        """A processor restored from `snapshot()`; refuses a damaged file whole. A processor
+        with user-defined aggregates (``agg.udf``) needs the ``aggs`` it was made with."""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(_records.MAGIC))
+                data = head + f.read() if head == _records.MAGIC else None
+        except OSError as e:
+            raise SnapshotError(f"cannot read snapshot {os.fspath(path)!r}: {e}", str(path)) from e
+        if data is None:
+            return super().restore(path, aggs=aggs)
+        self = cls.__new__(cls)
+        self._inner, self._records = _records.HeldRecords.from_bytes(
+            data, cls._kind, os.fspath(path)
+        )
+        return self
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` so that a crash leaves the old file or the new one whole:
+    a temporary file beside it, synced, renamed over it, and the directory synced."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise SnapshotError(f"cannot write snapshot {str(path)!r}: {e}", str(path)) from e
 
 
 @overload
@@ -117,6 +258,7 @@ def session_windows(
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[False] = ...,
+    output: Output = ...,
 ) -> pa.Table: ...
 
 
@@ -133,6 +275,7 @@ def session_windows(
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
     return_rejected: Literal[True],
+    output: Output = ...,
 ) -> tuple[pa.Table, pa.Table]: ...
 
 
@@ -148,6 +291,7 @@ def session_windows(
     on_invalid: OnInvalid = "error",
     time_unit: TimeUnit | None = None,
     return_rejected: bool = False,
+    output: Output = "windows",
 ) -> pa.Table | tuple[pa.Table, pa.Table]:
     """Session windows of bounded data in one pass (sort by key and time, no lateness).
 
@@ -156,6 +300,22 @@ def session_windows(
     overflow) raise ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left
     out, and ``return_rejected=True`` returns them too, with a ``reason`` column.
 
+    With ``output="records"`` (no ``aggs``) the result is not one row per session but every
+    input row that is not rejected, all its columns unchanged, plus ``session_start`` and
+    ``session_end`` of its session and ``session_id``: so any Polars, DuckDB or Spark
+    aggregation grouped by ``session_id`` (or by key and ``session_start``) applies to sessions.
+    Tagged rows plus rejected rows are exactly the input rows. The rows of a session are
+    contiguous and in event-time order (ties in input order); sessions come by key, then start.
+
+    ``session_id`` is the same for the same key and session in every engine (complete mode,
+    the processors, Spark batch and streaming) and every run: a signed 64-bit BLAKE2b hash
+    (8-byte digest, big-endian) of the key values in key order, then ``session_start``, each
+    written as a type letter and its value (integers in decimal as ``i<n>``, booleans ``b0`` or
+    ``b1``, strings ``s<UTF-8>``, binary ``y<bytes>``, dates ``d<days since 1970>``, timestamps
+    ``t<nanoseconds since 1970, UTC>`` whatever their unit) behind its length in 4 big-endian
+    bytes; dictionary keys count by their values. Different sessions can share an id only by a
+    hash collision (about one in 2**64 per pair).
+
     Examples:
         >>> import pyarrow as pa
         >>> from windowstore import agg, session_windows
@@ -163,21 +323,28 @@ def session_windows(
         >>> session_windows(t, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).to_pylist()
         [{'user': 'a', 'session_start': 0, 'session_end': 5, 'sum_x': 3}, \
 {'user': 'b', 'session_start': 1, 'session_end': 1, 'sum_x': 3}]
+        >>> tagged = session_windows(t, key="user", time="ts", gap=10, output="records")
+        >>> tagged.drop_columns("session_id").to_pylist()
+        [{'user': 'a', 'ts': 0, 'x': 1, 'session_start': 0, 'session_end': 5}, \
+{'user': 'a', 'ts': 5, 'x': 2, 'session_start': 0, 'session_end': 5}, \
+{'user': 'b', 'ts': 1, 'x': 3, 'session_start': 1, 'session_end': 1}]
     """
     g, column, m = _gaps(gap, gap_column, max_gap)
     aggs = check_aggs(aggs)
-    windows, rejected, _clamped = _core.session_windows(
-        data,
+    kwargs: dict[str, Any] = dict(
         key=keys_arg(key),
         time=time,
         time_unit=time_unit,
         gap=g,
         gap_column=column,
         max_gap=m,
-        aggs=aggs_arg(aggs),
         on_invalid=on_invalid,
     )
-    finish = finisher(aggs, SessionWindowProcessor._window)
-    if finish is not None:
-        windows = finish(windows)
-    return (windows, rejected) if return_rejected else windows
+    if _records.check_output(output, aggs):
+        out, rejected = _records.complete_records(data, kwargs)
+    else:
+        out, rejected, _clamped = _core.session_windows(data, **kwargs, aggs=aggs_arg(aggs))
+        finish = finisher(aggs, SessionWindowProcessor._window)
+        if finish is not None:
+            out = finish(out)
+    return (out, rejected) if return_rejected else out

@@ -55,6 +55,20 @@ def test_sessions_parquet_in_and_out(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.usefixtures("spark")
+def test_sessions_records_tag_every_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = clickstream(3_000, users=30, seed=2)
+    pq.write_table(table, tmp_path / "clicks.parquet")
+    out = tmp_path / "tagged"
+    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    assert main([*args, "--time", "ts", "--gap", "10m", "--records"]) == 0
+    want = windowstore.session_windows(table, key="user_id", time="ts", gap="10m",
+                                       output="records")  # fmt: skip
+    order = [("session_id", "ascending"), ("ts", "ascending"), ("amount", "ascending")]
+    assert read_dir(out).sort_by(order).to_pylist() == want.sort_by(order).to_pylist()
+    assert f"{table.num_rows:,} tagged rows written" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("spark")
 def test_without_agg_the_output_has_a_count(tmp_path: Path) -> None:
     table = clickstream(2_000, users=20, seed=3)
     pq.write_table(table, tmp_path / "clicks.parquet")

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 
 # The workers cannot import this test module: its functions travel by value, as functions
 # of a user's script (module __main__) do.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
 
 
 def spread(x: pa.Array) -> int | None:

@@ -103,6 +103,10 @@ class BucketArgs:
     #: Whether the API fires a timer at a watermark equal to it (transformWithState) or only
     #: above it (applyInPandasWithState).
     timer_inclusive: bool
+    #: Records output only: the input columns that hold Spark timestamps as epoch microseconds.
+    #: The engine gets them as Arrow timestamps (so a session id is the same as in every other
+    #: engine) and gives them back, with the session bounds, as microseconds.
+    timestamps: tuple[str, ...] = ()
 
     def new_processor(self) -> WindowProcessor:
         return _PROCESSORS[self.kind](**self.params)
@@ -117,6 +121,26 @@ class BucketArgs:
                 "checkpoint",
             )
         return _PROCESSORS[self.kind].from_bytes(engine, aggs=self.params.get("aggs", ()))
+
+    def to_engine(self, table: pa.Table) -> pa.Table:
+        """The engine's input: the ``timestamps`` columns as UTC timestamps."""
+        return _cast(table, self.timestamps, pa.timestamp("us", "UTC"))
+
+    def from_engine(self, table: pa.Table) -> pa.Table:
+        """The engine's output in the call's output types: timestamps as microseconds."""
+        if not self.timestamps:
+            return table
+        return _cast(table, (*self.timestamps, "session_start", "session_end"), pa.int64())
+
+
+def _cast(table: pa.Table, names: Iterable[str], to: pa.DataType) -> pa.Table:
+    """``table`` with its columns ``names`` (those it has) cast to ``to``."""
+    for name in names:
+        i = table.schema.get_field_index(name)
+        if i >= 0:
+            f = table.schema.field(i)
+            table = table.set_column(i, f.with_type(to), table.column(i).cast(to))
+    return table
 
 
 def step(
@@ -133,15 +157,15 @@ def step(
         out.append(p.advance((watermark_ms + args.delay_ms) * 1000))
     records = _records(args, frames)
     if records is not None:
-        records = records.sort_by([(args.time, "ascending")])
+        records = args.to_engine(records).sort_by([(args.time, "ascending")])
         try:
             out.append(p.process(records))
         except InvalidRecordError as e:
             raise invalid_row(e, records) from None
-    parts = [_window_rows(args, t) for t in out if t.num_rows]
+    parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:
-        parts.append(_rejected_row(args, rejected))
+        parts.append(_rejected_row(args, args.from_engine(rejected)))
     result = [pa.concat_tables(parts).to_pandas()] if parts else []
     return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close())
 

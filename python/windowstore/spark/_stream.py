@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, TimestampType
 
+from windowstore import _records
 from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
@@ -60,8 +61,10 @@ def stream_windows(
     return_rejected: bool,
     buckets: int | None,
     name: str,
+    records: bool = False,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
-    """The windows of streaming ``df`` (see :func:`windowstore.spark.session_windows`)."""
+    """The windows of streaming ``df`` (see :func:`windowstore.spark.session_windows`); with
+    ``records``, its rows tagged with their sessions."""
     if emit not in ("final", "updates"):
         raise InvalidWindowSpec(
             f'invalid emit: {emit!r}; a stream takes "final" (output mode append) or '
@@ -78,8 +81,10 @@ def stream_windows(
 
     for c in used:
         _schema.field(df, c)  # a SchemaError naming a missing column
-    if return_rejected:
-        # Rejected records come back whole, as in the batch adapter.
+    if records:
+        _records.check_columns(df.columns)
+    if return_rejected or records:
+        # Rejected records come back whole, as in the batch adapter; tagged records too.
         used = [*df.columns, *[c for c in used if c not in df.columns]]
     # Timestamps go to Python as epoch microseconds: pandas would shift them into the session
     # time zone, and integers are cheaper to hand over.
@@ -106,12 +111,20 @@ def stream_windows(
         "emit": emit,
         "aggs": tuple(aggs),
     }
+    # Tagged rows are held in the state and come out whole: their timestamps go back to Arrow
+    # timestamps in the engine, so that session ids are those of every other engine.
+    timestamps = tuple(sorted(micros)) if records else ()
+    if records:
+        engine_params["output"] = "records"
     # The engine checks every parameter and column on an empty table of the workers' schema.
-    probe = _bucket.BucketArgs(
-        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True
-    ).new_processor()
-    windows_schema = probe.process(input_schema.empty_table()).schema
-    rejected_schema = probe.rejected().schema
+    probe_args = _bucket.BucketArgs(
+        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps
+    )
+    probe = probe_args.new_processor()
+    windows_schema = probe_args.from_engine(
+        probe.process(probe_args.to_engine(input_schema.empty_table()))
+    ).schema
+    rejected_schema = probe_args.from_engine(probe.rejected()).schema
     output_schema = pa.schema(
         [
             *windows_schema,
@@ -139,6 +152,7 @@ def stream_windows(
             sort_keys=True,
         ),
         timer_inclusive=rocksdb,
+        timestamps=timestamps,
     )
     spark_output = _schema.spark_schema(output_schema)
     grouped = projected.groupBy(_bucket.BUCKET)
@@ -164,8 +178,9 @@ def stream_windows(
             for r in _bucket.REASONS
         ],
     )
+    times = set(_TIME_OUTPUTS) | (micros if records else set())
     windows = observed.filter(is_window).select(
-        *[_from_micros(f.name, f.name in _TIME_OUTPUTS, aggs, micros) for f in windows_schema]
+        *[_from_micros(f.name, f.name in times, aggs, micros) for f in windows_schema]
     )
     if not return_rejected:
         return windows

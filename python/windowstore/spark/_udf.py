@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from windowstore import _core
+from windowstore import _core, _records
 from windowstore._durations import DurationLike
 from windowstore._processor import OnInvalid, TimeUnit
 from windowstore._udfs import Finisher
@@ -30,6 +30,7 @@ __all__ = [
     "rejected_sessions",
     "rejected_sliding",
     "session_partials",
+    "session_records",
     "sliding",
 ]
 
@@ -68,6 +69,12 @@ class SessionArgs:
             "aggs": self.aggs if aggs is None else aggs,
             "on_invalid": self.on_invalid,
         }
+
+    def records_core(self) -> dict[str, Any]:
+        """Keyword arguments of the complete-data engine's records output (no ``aggs``)."""
+        kwargs = self.core()
+        del kwargs["aggs"]
+        return kwargs
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,21 @@ def merge_partials(
     if args.finish is not None:
         windows = args.finish(windows)
     yield from windows.to_batches()
+
+
+def session_records(
+    args: SessionArgs, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Every accepted row of the partition's keys (all rows of a key are here), tagged with its
+    session: the input's columns, ``session_start``, ``session_end`` and ``session_id``."""
+    table = whole(batches)
+    if table is None:
+        return
+    try:
+        tagged, _rejected = _records.complete_records(table, args.records_core())
+    except InvalidRecordError as e:
+        raise invalid_row(e, table) from None
+    yield from tagged.to_batches()
 
 
 def rejected_sessions(

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Literal, overload
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
-from windowstore import _core
+from windowstore import _core, _records
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit, aggs_arg, finisher
 from windowstore.agg import Agg
@@ -42,6 +44,7 @@ def session_windows(
     emit: Literal["final", "updates"] = ...,
     buckets: int | None = ...,
     name: str = ...,
+    output: _records.Output = ...,
 ) -> DataFrame: ...
 
 
@@ -63,6 +66,7 @@ def session_windows(
     emit: Literal["final", "updates"] = ...,
     buckets: int | None = ...,
     name: str = ...,
+    output: _records.Output = ...,
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -83,6 +87,7 @@ def session_windows(
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
     name: str = "windowstore",
+    output: _records.Output = "windows",
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Session windows of a batch DataFrame, computed by the Rust engine in Spark's workers.
 
@@ -117,12 +122,24 @@ def session_windows(
         buckets: Streams only: how many state rows the keys are hashed into (default:
             ``spark.sql.shuffle.partitions``). Keep it for the life of a checkpoint.
         name: Streams only: the name of the observed metrics in the query's progress
-            (``windows`` and ``rejected_<reason>`` per micro-batch).
+            (``windows`` and ``rejected_<reason>`` per micro-batch; with
+            ``output="records"``, ``windows`` counts tagged rows).
+        output: ``"windows"`` or ``"records"``: every input row that is not rejected, all its
+            columns, plus ``session_start``, ``session_end`` and ``session_id``, exactly as
+            [`windowstore.session_windows`][] defines them (the same ids), so that any Spark
+            aggregation grouped by ``session_id`` applies to sessions. Needs
+            ``emit="final"`` and no ``aggs``. A batch shuffles the whole rows by key and tags
+            each partition's keys in one Arrow call: a worker holds all rows of the keys of its
+            partition, as for sliding windows. A stream holds each accepted row in its bucket's
+            state until its session closes (the state then grows with the rows of the open
+            sessions) and outputs it once, when the watermark closes the session.
 
     Returns:
         The windows: the key columns, ``session_start`` and ``session_end`` (first and last
-        event time, both inclusive, of the time column's Spark type), then the aggregates. With
-        ``return_rejected=True``, ``(windows, rejected)``.
+        event time, both inclusive, of the time column's Spark type), then the aggregates; with
+        ``output="records"``, the input's columns then ``session_start``, ``session_end`` and
+        ``session_id`` (long). With ``return_rejected=True``, ``(windows, rejected)``: the
+        tagged rows and the rejected rows are together exactly the input rows.
 
     Raises:
         SchemaError: A column is missing or of an unusable type (names the column).
@@ -138,6 +155,7 @@ def session_windows(
     """
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
+    records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
     if df.isStreaming:
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
@@ -160,6 +178,7 @@ def session_windows(
             return_rejected=return_rejected,
             buckets=buckets,
             name=name,
+            records=records,
         )
     check_batch_options(emit, grace)
     args = _udf.SessionArgs(
@@ -174,6 +193,9 @@ def session_windows(
         finish=finisher(aggs, ("session_start", "session_end")),
     )
     _schema.check_time(df, time)
+    if records:
+        tagged = _records_of(df, args, partitions)
+        return (tagged, _rejected(df, args)) if return_rejected else tagged
     columns = _schema.used_columns(names, time, [gap_column], aggs)
     arrow = _schema.arrow_schema(df, columns)
     # The engines check everything on an empty table of the executors' schema: same rules, and
@@ -194,6 +216,20 @@ def session_windows(
     if not return_rejected:
         return windows
     return windows, _rejected(df, args)
+
+
+def _records_of(df: DataFrame, args: _udf.SessionArgs, partitions: int | None) -> DataFrame:
+    """Every row of ``df`` tagged with its session: the rows shuffled by key, each partition
+    tagged in one call of the complete-data engine (all rows of a key are in one partition)."""
+    _records.check_columns(df.columns)
+    arrow = _schema.arrow_schema(df, df.columns)
+    # The engine checks everything on an empty table; its output gives the tags' Spark types.
+    probe, _ = _records.complete_records(arrow.empty_table(), args.records_core())
+    tags = _schema.spark_schema(
+        pa.schema([probe.schema.field(c) for c in _records.SESSION_COLUMNS])
+    )
+    schema = StructType([*df.schema.fields, *tags.fields])
+    return by_key(df, args.key, partitions).mapInArrow(partial(_udf.session_records, args), schema)
 
 
 def _rejected(df: DataFrame, args: _udf.SessionArgs) -> DataFrame:
