@@ -1,0 +1,129 @@
+//! The streaming processors themselves, without Python: a clickstream of `N` records over
+//! `N / 100` keys, in time order (one record every 100 ms, each of a key drawn at random, so a
+//! key's records are about 10 s apart: a session of gap 30 s holds about 20 records, a sliding
+//! window of `D` = 30 s about 3), cut into batches of 65,536 rows, through the session
+//! processor and the sliding processor, both `emit="final"` with `count` and `sum`.
+//!
+//! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
+//! or `=sliding` runs one processor (for profiling). The figure is records per second through a
+//! fresh processor, so the cost of a growing store is in it.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use windowstore_core::agg::AggSpec;
+use windowstore_core::emit::EmitMode;
+use windowstore_core::input::InputSpec;
+use windowstore_core::processor::Processor;
+use windowstore_core::reject::OnInvalid;
+use windowstore_core::session::{GapSpec, SessionSpec};
+use windowstore_core::sliding::SlidingSpec;
+use windowstore_core::time::Duration;
+
+const BATCH_ROWS: usize = 1 << 16;
+
+fn records() -> usize {
+    std::env::var("WINDOWSTORE_BENCH_RECORDS")
+        .map(|s| s.parse().expect("WINDOWSTORE_BENCH_RECORDS: an integer"))
+        .unwrap_or(1_000_000)
+}
+
+fn runs(name: &str) -> bool {
+    std::env::var("WINDOWSTORE_BENCH_ONLY").map_or(true, |only| only == name)
+}
+
+/// `n` records in time order, record `i` at `100 * i` ms, of a key drawn by a xorshift
+/// generator with a fixed seed.
+fn batches(n: usize) -> Vec<RecordBatch> {
+    let keys = (n / 100).max(1) as u64;
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next_key = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % keys
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, false),
+        Field::new("ts", DataType::Int64, false),
+        Field::new("x", DataType::Int64, false),
+    ]));
+    (0..n)
+        .step_by(BATCH_ROWS)
+        .map(|from| {
+            let to = (from + BATCH_ROWS).min(n);
+            let k: StringArray = (from..to)
+                .map(|_| Some(format!("user{}", next_key())))
+                .collect();
+            let ts = Int64Array::from_iter_values((from..to).map(|i| (i as i64) * 100));
+            let x = Int64Array::from_iter_values((from..to).map(|i| (i % 97) as i64));
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(k), Arc::new(ts), Arc::new(x)])
+                .expect("batch")
+        })
+        .collect()
+}
+
+fn input() -> InputSpec {
+    InputSpec {
+        key: vec!["k".into()],
+        time: "ts".into(),
+        time_unit: None,
+        gap: None,
+    }
+}
+
+fn aggs() -> Vec<AggSpec> {
+    vec![AggSpec::count(), AggSpec::sum("x")]
+}
+
+fn bench(c: &mut Criterion) {
+    let n = records();
+    let data = batches(n);
+    let mut group = c.benchmark_group("processor");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(n as u64));
+    if runs("sessions") {
+        group.bench_function("sessions_final_in_order", |b| {
+            b.iter(|| {
+                let spec = SessionSpec {
+                    gap: GapSpec::Fixed(Duration::Ticks(30_000)),
+                    grace: Duration::Ticks(5_000),
+                    retention: None,
+                    emit: EmitMode::Final,
+                    on_invalid: OnInvalid::Drop,
+                };
+                let mut p = Processor::new(spec, input(), aggs()).expect("processor");
+                let mut rows = 0;
+                for batch in &data {
+                    rows += p.process(batch).expect("process").num_rows();
+                }
+                black_box(rows)
+            });
+        });
+    }
+    if runs("sliding") {
+        group.bench_function("sliding_final_in_order", |b| {
+            b.iter(|| {
+                let spec = SlidingSpec {
+                    time_difference: Duration::Ticks(30_000),
+                    grace: Duration::Ticks(5_000),
+                    emit: EmitMode::Final,
+                    on_invalid: OnInvalid::Drop,
+                };
+                let mut p = Processor::new(spec, input(), aggs()).expect("processor");
+                let mut rows = 0;
+                for batch in &data {
+                    rows += p.process(batch).expect("process").num_rows();
+                }
+                black_box(rows)
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
