@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pytest
@@ -46,7 +46,7 @@ def ten_elements(p: SessionWindowProcessor) -> None:
     ("overflow", "kept"), [("drop_oldest", [6, 7, 8, 9, 10]), ("drop_newest", [1, 2, 3, 4, 5])]
 )
 def test_a_bounded_buffer_keeps_what_its_overflow_strategy_says(
-    overflow: str, kept: list[int]
+    overflow: Literal["drop_oldest", "drop_newest"], kept: list[int]
 ) -> None:
     p = processing(aggs=[agg.collect("x", max_size=5, overflow=overflow), agg.count()])
     ten_elements(p)
