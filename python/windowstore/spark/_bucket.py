@@ -19,6 +19,11 @@ Per call (:func:`step`):
 4. the processor goes back into the state, rejected records are handed over with their counts,
    and in ``final`` mode one timer is set at the watermark that closes the next window.
 
+With ``clock="processing"`` step 2 is left out and the records are stamped with the
+micro-batch's processing time; with ``idle_timeout`` the processor also advances stream time on
+the processing time once idle. Both run on processing-time timers (step 4: when the next session
+closes, or the next micro-batch while the bucket holds open windows).
+
 Both of Spark's APIs drive this: ``transformWithStateInPandas`` (needs the RocksDB state store
 provider) and ``applyInPandasWithState`` (any provider).
 """
