@@ -128,7 +128,7 @@ def test_wall_clock_options_are_checked_when_the_query_is_defined(
     stream = read_stream(spark, tmp_path / "in", "k string, ts timestamp, x long")
     batch = spark.createDataFrame([("a", 1)], "k string, t long")
     cases: list[tuple[DataFrame, dict[str, Any], str, str]] = [
-        (stream, {"clock": "processing", "time": "ts"}, "time", "reads no time column"),
+        (stream, {"clock": "processing", "time": "ts"}, "time", "no time column"),
         (stream, {"clock": "processing", "grace": "1s"}, "grace", "never late"),
         (stream, {"clock": "wall", "time": "ts", "grace": "1s"}, "clock", '"processing"'),
         (stream, {"time": "ts", "grace": "1s", "idle_timeout": "-1s"}, "idle_timeout", "> 0"),

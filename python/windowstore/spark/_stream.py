@@ -85,6 +85,12 @@ def stream_windows(
         )
     processing = clock == "processing"
     if processing:
+        if time is not None:
+            raise InvalidWindowSpec(
+                f"invalid time: {time!r}; processing-time sessions read no time column (a "
+                "record's time is its micro-batch's processing time): leave time out",
+                "time",
+            )
         if grace is not None:
             raise InvalidWindowSpec(
                 "invalid grace: processing-time records are never late (each arrives at its "
