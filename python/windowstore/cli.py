@@ -147,6 +147,8 @@ _FLAGS = {
     "partitions": "--partitions",
     "conf": "--conf",
     "output": "--records",
+    "clock": "--clock",
+    "idle_timeout": "--idle-timeout",
 }
 
 #: Hints of the Python API's messages, in the command line's words.
@@ -315,6 +317,24 @@ def _agg_argument(text: str) -> agg.Agg:
         raise BadArgument("--agg", detail) from e
 
 
+def _check_clock(args: argparse.Namespace) -> None:
+    """The command reads bounded input in one batch job: there is no wall clock to read."""
+    if args.clock != "event":
+        raise BadArgument(
+            "--clock",
+            f"{args.clock!r} needs a stream: the records of a file have no arrival time. For "
+            'processing-time sessions use SessionWindowProcessor(clock="processing") or '
+            'windowstore.spark.session_windows(clock="processing") on a streaming DataFrame',
+        )
+    if args.idle_timeout is not None:
+        raise BadArgument(
+            "--idle-timeout",
+            "a bounded input is never idle: every session of it is written when the job "
+            "ends. idle_timeout= is for streams (SessionWindowProcessor, or "
+            "windowstore.spark.session_windows on a streaming DataFrame)",
+        )
+
+
 def check_job(args: argparse.Namespace) -> WindowJob:
     """Checks a ``sessions`` / ``sliding`` command's arguments and, for a local input, its
     schema (Parquet footer or CSV header) with the engines' own rules; all of this without
@@ -327,6 +347,8 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if not keys:
         raise BadArgument("--key", "give at least one key column")
     records = args.command == "sessions" and args.records
+    if args.command == "sessions":
+        _check_clock(args)
     if records and args.agg:
         raise BadArgument(
             "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
@@ -1010,6 +1032,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--records", action="store_true",
                        help="write every input row with session_start, session_end and "
                        "session_id instead of one row per session (no --agg)")  # fmt: skip
+        p.add_argument("--clock", choices=("event", "processing"), default="event",
+                       help="what gives a record its time: its --time column (event, the "
+                       "only clock of a bounded input; processing time is for streams, in "
+                       "the Python API)")  # fmt: skip
+        p.add_argument("--idle-timeout", metavar="DURATION",
+                       help="streams only (the Python API): refused here, since a bounded "
+                       "input is never idle and every window of it is written")  # fmt: skip
 
     def length(p: argparse.ArgumentParser) -> None:
         p.add_argument("--time-difference", required=True, metavar="DURATION",

@@ -19,6 +19,11 @@ Per call (:func:`step`):
 4. the processor goes back into the state, rejected records are handed over with their counts,
    and in ``final`` mode one timer is set at the watermark that closes the next window.
 
+With ``clock="processing"`` step 2 is left out and the records are stamped with the
+micro-batch's processing time; with ``idle_timeout`` the processor also advances stream time on
+the processing time once idle. Both run on processing-time timers (step 4: when the next session
+closes, or the next micro-batch while the bucket holds open windows).
+
 Both of Spark's APIs drive this: ``transformWithStateInPandas`` (needs the RocksDB state store
 provider) and ``applyInPandasWithState`` (any provider).
 """
@@ -89,8 +94,8 @@ class BucketArgs:
     kind: str
     #: Keyword arguments of the processor class (time in microseconds: ``time_unit="us"``).
     params: dict[str, Any]
-    #: The time column (epoch microseconds in the engine's input).
-    time: str
+    #: The time column (epoch microseconds in the engine's input); none in processing time.
+    time: str | None
     #: The engine's input, as the driver checked it (pandas loses integer types to NaN).
     input_schema: pa.Schema
     #: The output of one call: the engine's windows, then REJECTED and the counts.
@@ -107,6 +112,9 @@ class BucketArgs:
     #: The engine gets them as Arrow timestamps (so a session id is the same as in every other
     #: engine) and gives them back, with the session bounds, as microseconds.
     timestamps: tuple[str, ...] = ()
+    #: What reads the wall clock (Spark's processing time): ``"processing"`` (sessions whose
+    #: records' time is their arrival), ``"idle"`` (event time with ``idle_timeout``) or None.
+    wall: str | None = None
 
     def new_processor(self) -> WindowProcessor:
         return _PROCESSORS[self.kind](**self.params)
@@ -128,6 +136,10 @@ class BucketArgs:
 
     def from_engine(self, table: pa.Table) -> pa.Table:
         """The engine's output in the call's output types: timestamps as microseconds."""
+        if self.wall == "processing":
+            # Arrival times come as millisecond timestamps.
+            bounds = ("session_start", "session_end")
+            table = _cast(_cast(table, bounds, pa.timestamp("us", "UTC")), bounds, pa.int64())
         if not self.timestamps:
             return table
         return _cast(table, (*self.timestamps, "session_start", "session_end"), pa.int64())
@@ -148,26 +160,48 @@ def step(
     saved: tuple[str, bytes] | None,  # a state row (Spark's Row is a tuple)
     watermark_ms: int,
     frames: Iterable[pd.DataFrame],
+    now_ms: int | None = None,
 ) -> tuple[list[pd.DataFrame], tuple[str, bytes], int | None]:
     """One call for one bucket: returns the output frames, the new state row and the timer
-    (a watermark in ms) at which the next window closes, if any."""
+    (a watermark in ms, or a processing time in ms if ``args.wall``) of its next call, if
+    any. ``now_ms``: the micro-batch's processing time (read only if ``args.wall``)."""
     p = args.new_processor() if saved is None else args.restore(*saved)
+    # The wall clock's reading, for the processors that read it.
+    wall: dict[str, Any] = {}
+    if args.wall is not None:
+        wall["now"] = now_ms
+        if isinstance(p, SessionWindowProcessor):
+            p._resume_idle(_run_id())
     out: list[pa.Table] = []
-    if watermark_ms > 0:  # Spark's watermark is 0 until the first micro-batch ends
-        out.append(p.advance((watermark_ms + args.delay_ms) * 1000))
+    if watermark_ms > 0 and args.wall != "processing":
+        # Spark's watermark is 0 until the first micro-batch ends.
+        out.append(p.advance((watermark_ms + args.delay_ms) * 1000, **wall))
     records = _records(args, frames)
     if records is not None:
-        records = args.to_engine(records).sort_by([(args.time, "ascending")])
+        records = args.to_engine(records)
+        if args.time is not None:
+            records = records.sort_by([(args.time, "ascending")])
         try:
-            out.append(p.process(records))
+            out.append(p.process(records, **wall))
         except InvalidRecordError as e:
             raise invalid_row(e, records) from None
+    elif isinstance(p, SessionWindowProcessor) and args.wall is not None:
+        out.append(p.poll(now=now_ms))
     parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:
         parts.append(_rejected_row(args, args.from_engine(rejected)))
     result = [pa.concat_tables(parts).to_pandas()] if parts else []
-    return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close())
+    return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close(), now_ms)
+
+
+def _run_id() -> str | None:
+    """The run of the streaming query (Spark sets it as the job group of every micro-batch):
+    a restart is a new run."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return None if context is None else context.getLocalProperty("spark.jobGroup.id")
 
 
 def _records(args: BucketArgs, frames: Iterable[pd.DataFrame]) -> pa.Table | None:
@@ -179,10 +213,16 @@ def _records(args: BucketArgs, frames: Iterable[pd.DataFrame]) -> pa.Table | Non
     return pa.Table.from_pandas(frame, schema=args.input_schema, preserve_index=False)
 
 
-def _timer(args: BucketArgs, close: int | None) -> int | None:
-    """The watermark (ms) at which stream time reaches ``close`` (us), for the API's rule."""
+def _timer(args: BucketArgs, close: int | None, now_ms: int | None) -> int | None:
+    """The watermark (ms) at which stream time reaches ``close`` (us), for the API's rule; or
+    the processing time (ms) of the bucket's next call: when a processing-time session closes
+    (``close`` is then epoch ms), or, with an idle timeout, the next micro-batch."""
     if close is None:
         return None
+    if args.wall == "processing":
+        return close
+    if args.wall == "idle":
+        return (now_ms or 0) + 1
     at = -(-close // 1000) - args.delay_ms  # the first watermark that closes the window
     return max(at if args.timer_inclusive else at - 1, 1)
 
@@ -235,19 +275,25 @@ class WindowsProcessor(StatefulProcessor):
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
-        yield from self._call(rows, timerValues.getCurrentWatermarkInMs(), None)
+        yield from self._call(rows, timerValues, None)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
         fired = expiredTimerInfo.getExpiryTimeInMs()
-        yield from self._call((), timerValues.getCurrentWatermarkInMs(), fired)
+        yield from self._call((), timerValues, fired)
 
     def _call(
-        self, rows: Iterable[pd.DataFrame], watermark_ms: int, fired: int | None
+        self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
     ) -> Iterator[pd.DataFrame]:
         saved = self.state.get() if self.state.exists() else None
-        frames, row, timer = step(self.args, saved, watermark_ms, rows)
+        frames, row, timer = step(
+            self.args,
+            saved,
+            timerValues.getCurrentWatermarkInMs(),
+            rows,
+            timerValues.getCurrentProcessingTimeInMs(),
+        )
         self.state.update(row)
         # Spark deletes the timer that fired itself, after this call.
         for t in self.handle.listTimers():
@@ -267,14 +313,19 @@ def apply_in_pandas_with_state(
     """``applyInPandasWithState``: a bucket's state in the group state, one event-time
     timeout."""
     saved = state.get if state.exists else None
-    watermark_ms = state.getCurrentWatermarkMs()
+    watermark_ms = state.getCurrentWatermarkMs() if args.wall != "processing" else 0
+    now_ms = state.getCurrentProcessingTimeMs()
     out, row, timer = step(
         args,
         saved,
         watermark_ms,
         () if state.hasTimedOut else frames,
+        now_ms,
     )
     state.update(row)
     if timer is not None:
-        state.setTimeoutTimestamp(max(timer, watermark_ms))
+        if args.wall is None:
+            state.setTimeoutTimestamp(max(timer, watermark_ms))
+        else:
+            state.setTimeoutDuration(max(timer - now_ms, 1))
     yield from out

@@ -44,7 +44,7 @@ def keys(key: str | Sequence[str]) -> list[str]:
 
 
 def used_columns(
-    key: list[str], time: str, extra: Iterable[str | None], aggs: Sequence[Agg]
+    key: list[str], time: str | None, extra: Iterable[str | None], aggs: Sequence[Agg]
 ) -> list[str]:
     """The input columns a window function reads, each once, in a stable order."""
     names: list[str] = []

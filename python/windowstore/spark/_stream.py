@@ -52,7 +52,7 @@ def stream_windows(
     *,
     kind: str,
     key: list[str],
-    time: str,
+    time: str | None,
     params: dict[str, Any],
     used: list[str],
     aggs: Sequence[Agg],
@@ -62,9 +62,17 @@ def stream_windows(
     buckets: int | None,
     name: str,
     records: bool = False,
+    clock: str = "event",
+    idle_timeout: DurationLike | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """The windows of streaming ``df`` (see :func:`windowstore.spark.session_windows`); with
-    ``records``, its rows tagged with their sessions."""
+    ``records``, its rows tagged with their sessions.
+
+    With ``clock="processing"`` (sessions) there is no time column and no watermark: the
+    workers stamp records with the micro-batch's processing time, and processing-time timers
+    close sessions. With ``idle_timeout`` the watermark stays, but the operator runs with
+    processing-time timers too (Spark has one time mode per operator), called in every
+    micro-batch while it holds open windows, so that it sees the processing time pass."""
     if emit not in ("final", "updates"):
         raise InvalidWindowSpec(
             f'invalid emit: {emit!r}; a stream takes "final" (output mode append) or '
@@ -75,8 +83,30 @@ def stream_windows(
         raise InvalidWindowSpec(
             f"invalid name: a non-empty string is required, not {name!r}", "name"
         )
-    _check_stream_time(df, time)
-    df, delay_ms = _event_time(df, time, grace)
+    processing = clock == "processing"
+    if processing:
+        if time is not None:
+            raise InvalidWindowSpec(
+                f"invalid time: {time!r}; processing-time sessions read no time column (a "
+                "record's time is its micro-batch's processing time): leave time out",
+                "time",
+            )
+        if grace is not None:
+            raise InvalidWindowSpec(
+                "invalid grace: processing-time records are never late (each arrives at its "
+                "micro-batch's processing time), so there is no grace; leave it out",
+                "grace",
+            )
+        delay_ms = 0
+    else:
+        if time is None:
+            raise InvalidWindowSpec(
+                'invalid time: an event-time stream needs its time column (time="ts"); '
+                'clock="processing" uses arrival times instead',
+                "time",
+            )
+        _check_stream_time(df, time)
+        df, delay_ms = _event_time(df, time, grace)
     n = _buckets(df, buckets)
 
     for c in used:
@@ -96,7 +126,7 @@ def stream_windows(
             # The time column keeps its watermark mark: applyInPandasWithState checks that its
             # input has one.
             F.unix_micros(column(c)).alias(c, metadata={_WATERMARK: delay_ms})
-            if c == time
+            if c == time and time is not None
             else (F.unix_micros(column(c)).alias(c) if c in micros else column(c))
             for c in used
         ],
@@ -105,20 +135,26 @@ def stream_windows(
     engine_params = {
         **params,
         "key": key,
-        "time": time,
-        "time_unit": "us",
-        "grace": delay_ms * 1000,
         "emit": emit,
         "aggs": tuple(aggs),
     }
+    if processing:
+        engine_params["clock"] = "processing"
+    else:
+        engine_params.update(time=time, time_unit="us", grace=delay_ms * 1000)
+        if clock != "event":
+            engine_params["clock"] = clock  # the engine refuses it, naming clock
+    if idle_timeout is not None:
+        engine_params["idle_timeout"] = idle_timeout
     # Tagged rows are held in the state and come out whole: their timestamps go back to Arrow
     # timestamps in the engine, so that session ids are those of every other engine.
     timestamps = tuple(sorted(micros)) if records else ()
     if records:
         engine_params["output"] = "records"
     # The engine checks every parameter and column on an empty table of the workers' schema.
+    wall = "processing" if processing else ("idle" if idle_timeout is not None else None)
     probe_args = _bucket.BucketArgs(
-        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps
+        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
     )
     probe = probe_args.new_processor()
     windows_schema = probe_args.from_engine(
@@ -153,13 +189,17 @@ def stream_windows(
         ),
         timer_inclusive=rocksdb,
         timestamps=timestamps,
+        wall=wall,
     )
     spark_output = _schema.spark_schema(output_schema)
     grouped = projected.groupBy(_bucket.BUCKET)
     mode = "Append" if emit == "final" else "Update"
     if rocksdb:
         out = grouped.transformWithStateInPandas(
-            _bucket.WindowsProcessor(args), spark_output, mode, "EventTime"
+            _bucket.WindowsProcessor(args),
+            spark_output,
+            mode,
+            "EventTime" if wall is None else "ProcessingTime",
         )
     else:
         out = grouped.applyInPandasWithState(
@@ -167,7 +207,9 @@ def stream_windows(
             spark_output,
             _bucket.STATE_SCHEMA,
             mode.lower(),
-            GroupStateTimeout.EventTimeTimeout,
+            GroupStateTimeout.EventTimeTimeout
+            if wall is None
+            else GroupStateTimeout.ProcessingTimeTimeout,
         )
     is_window = F.col(_bucket.REJECTED).isNull()
     observed = out.observe(

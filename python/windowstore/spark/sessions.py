@@ -11,9 +11,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from windowstore import _core, _records
+from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit, aggs_arg, finisher
 from windowstore.agg import Agg
+from windowstore.exceptions import InvalidWindowSpec
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
     by_key,
@@ -31,7 +33,7 @@ def session_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = ...,
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
@@ -45,6 +47,8 @@ def session_windows(
     buckets: int | None = ...,
     name: str = ...,
     output: _records.Output = ...,
+    clock: Clock = ...,
+    idle_timeout: DurationLike | None = ...,
 ) -> DataFrame: ...
 
 
@@ -53,7 +57,7 @@ def session_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = ...,
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
@@ -67,6 +71,8 @@ def session_windows(
     buckets: int | None = ...,
     name: str = ...,
     output: _records.Output = ...,
+    clock: Clock = ...,
+    idle_timeout: DurationLike | None = ...,
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -74,7 +80,7 @@ def session_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = None,
     gap: DurationLike | None = None,
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
@@ -88,6 +94,8 @@ def session_windows(
     buckets: int | None = None,
     name: str = "windowstore",
     output: _records.Output = "windows",
+    clock: Clock = "event",
+    idle_timeout: DurationLike | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Session windows of a batch DataFrame, computed by the Rust engine in Spark's workers.
 
@@ -101,7 +109,8 @@ def session_windows(
         df: The input. Only the key, time, gap and aggregated columns are read.
         key: Key column name(s).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
-            ``time_unit``, default milliseconds).
+            ``time_unit``, default milliseconds); a stream needs a ``timestamp``. None with
+            ``clock="processing"``.
         gap: A fixed gap: ``"30m"``, ``timedelta`` or integer ticks of the time column
             (microseconds for timestamps).
         gap_column: A column of per-record gaps (integer ticks or day-time intervals), with
@@ -133,6 +142,25 @@ def session_windows(
             partition, as for sliding windows. A stream holds each accepted row in its bucket's
             state until its session closes (the state then grows with the rows of the open
             sessions) and outputs it once, when the watermark closes the session.
+        clock: Streams only. ``"event"`` (default) or ``"processing"``: a record's time is its
+            arrival, the processing time of the micro-batch that reads it (Spark's batch
+            timestamp, to the millisecond; ``time`` and ``grace`` are left out, no watermark is
+            needed), and a key's session closes in the first micro-batch whose processing time
+            is more than ``gap`` after its last record, also while the source is idle: the
+            operator runs with processing-time timers (``TimeMode.ProcessingTime``, or
+            ``GroupStateTimeout.ProcessingTimeTimeout``), for which Spark runs micro-batches
+            without data. ``session_start`` and ``session_end`` are arrival timestamps. Use a
+            trigger interval (``trigger(processingTime="1 second")``): the query runs a
+            micro-batch at every trigger.
+        idle_timeout: Streams only, event time: once the query's stream time (the watermark
+            plus its delay) has not grown for this much processing time, stream time runs with
+            the processing time from there (``T + (now - w)``, ``w`` the processing time of the
+            first micro-batch that saw stream time ``T``), so that windows an idle source
+            leaves open close and, with ``emit="final"``, come out; a record arriving later is
+            judged late or not by the advanced stream time (counted, and returned with
+            ``return_rejected=True``). Each bucket holding open windows is then called in every
+            micro-batch (a processing-time timer): use a trigger interval. The idle clock is in
+            the state; a restarted query starts the idle period again.
 
     Returns:
         The windows: the key columns, ``session_start`` and ``session_end`` (first and last
@@ -156,6 +184,8 @@ def session_windows(
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
+    if not df.isStreaming:
+        _check_batch_clock(clock, idle_timeout)
     if df.isStreaming:
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
@@ -179,7 +209,11 @@ def session_windows(
             buckets=buckets,
             name=name,
             records=records,
+            clock=clock,
+            idle_timeout=idle_timeout,
         )
+    if time is None:
+        raise InvalidWindowSpec("invalid time: the time column is required", "time")
     check_batch_options(emit, grace)
     args = _udf.SessionArgs(
         key=names,
@@ -216,6 +250,22 @@ def session_windows(
     if not return_rejected:
         return windows
     return windows, _rejected(df, args)
+
+
+def _check_batch_clock(clock: str, idle_timeout: DurationLike | None) -> None:
+    """A batch DataFrame has no wall clock: its records have no arrival, and it is never idle."""
+    if clock != "event":
+        raise InvalidWindowSpec(
+            f"invalid clock: {clock!r} needs a streaming DataFrame (a batch DataFrame's records "
+            'have no arrival time); batch windows are event-time windows (clock="event")',
+            "clock",
+        )
+    if idle_timeout is not None:
+        raise InvalidWindowSpec(
+            "invalid idle_timeout: needs a streaming DataFrame; a batch DataFrame is complete "
+            "data, whose windows all come out",
+            "idle_timeout",
+        )
 
 
 def _records_of(df: DataFrame, args: _udf.SessionArgs, partitions: int | None) -> DataFrame:

@@ -1,0 +1,142 @@
+"""Structured Streaming on the real clock, with both state store providers: processing-time
+sessions that close through Spark's micro-batches without data while the source is idle, and an
+event-time stream whose windows an idle source leaves open closed by ``idle_timeout``. The
+waits are generous (the machine is shared); nothing asserts how long anything took."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from windowstore import InvalidWindowSpec, agg
+from windowstore.spark import session_windows
+
+from .streams import PROVIDER, ROCKSDB, read_stream, write_files
+
+pytestmark = pytest.mark.spark
+
+PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
+BASE_MS = 1_700_000_000_000
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    name: str = request.param
+    chosen = PROVIDERS[name]
+    if chosen is None:
+        spark.conf.unset(PROVIDER)
+    else:
+        spark.conf.set(PROVIDER, chosen)
+    yield name
+    spark.conf.unset(PROVIDER)
+
+
+def frame(rows: list[tuple[str, int, int]]) -> pd.DataFrame:
+    out = pd.DataFrame(rows, columns=["k", "ts", "x"])
+    out["ts"] = pd.to_datetime(out["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
+    return out
+
+
+def wait_for(what: str, done: Callable[[], bool], seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.5)
+
+
+def start(df: DataFrame, name: str, checkpoint: Path) -> Any:
+    return (
+        df.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+
+
+def test_processing_time_sessions_close_while_the_source_is_idle(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    write_files([frame([("a", 0, 1), ("b", 0, 2), ("a", 0, 3)])], source)
+    windows = session_windows(
+        read_stream(spark, source, "k string, ts timestamp, x long"),
+        key="k", gap="2s", clock="processing", aggs=[agg.count(), agg.sum("x")],
+    )  # fmt: skip
+    name = f"ptime_{provider}"
+    query = start(windows, name, tmp_path / "checkpoint")
+    try:
+        # No file arrives after the first: only micro-batches without data can close them.
+        wait_for("the first sessions", lambda: spark.table(name).count() == 2)
+        write_files([frame([("a", 0, 10)])], source, first=1)
+        wait_for("the second session of a", lambda: spark.table(name).count() == 3)
+    finally:
+        query.stop()
+    rows = spark.sql(
+        f"select k, count, sum_x, session_start, session_end from {name} order by session_start, k"
+    ).collect()
+    assert [(r.k, r["count"], r.sum_x) for r in rows] == [("a", 2, 4), ("b", 1, 2), ("a", 1, 10)]
+    first, _, second = rows
+    # Arrival times: the first file's records share a micro-batch, the next file came later
+    # (more than the gap later: its session is another one), and both are near the clock.
+    assert first.session_start == first.session_end == rows[1].session_start
+    assert (second.session_start - first.session_end).total_seconds() > 2
+    assert abs(time.time() - second.session_end.timestamp()) < 3600
+    assert windows.schema["session_start"].dataType.simpleString() == "timestamp"
+
+
+def test_an_idle_event_time_stream_closes_its_windows(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    write_files([frame([("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)])], source)
+    windows = session_windows(
+        read_stream(spark, source, "k string, ts timestamp, x long"),
+        key="k", time="ts", gap="2s", grace="1s", idle_timeout="2s",
+        aggs=[agg.count()], name="idle",
+    )  # fmt: skip
+    name = f"idle_{provider}"
+    query = start(windows, name, tmp_path / "checkpoint")
+    try:
+        # Without idle_timeout nothing would close: no record ever passes b's session.
+        wait_for("the idle windows", lambda: spark.table(name).count() == 2)
+        # b again at 5000: not behind Spark's watermark (5000 - 1 s), but behind the advanced
+        # stream time (5000 + more than 2 s of idle): late, counted. c is far ahead: accepted.
+        write_files([frame([("b", BASE_MS + 5_000, 3), ("c", BASE_MS + 600_000, 4)])], source, 1)
+        wait_for("c's window", lambda: spark.table(name).count() == 3)
+    finally:
+        query.stop()
+    got = spark.sql(f"select k, count, unix_millis(session_start) s from {name}").collect()
+    assert sorted((r.k, r["count"], r.s - BASE_MS) for r in got) == [
+        ("a", 1, 0), ("b", 1, 5_000), ("c", 1, 600_000)
+    ]  # fmt: skip
+    metrics = [p["observedMetrics"]["idle"] for p in query.recentProgress if p["observedMetrics"]]
+    assert sum(m["rejected_late"] for m in metrics) == 1
+
+
+def test_wall_clock_options_are_checked_when_the_query_is_defined(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    write_files([frame([("a", 0, 1)])], tmp_path / "in")
+    stream = read_stream(spark, tmp_path / "in", "k string, ts timestamp, x long")
+    batch = spark.createDataFrame([("a", 1)], "k string, t long")
+    cases: list[tuple[DataFrame, dict[str, Any], str, str]] = [
+        (stream, {"clock": "processing", "time": "ts"}, "time", "no time column"),
+        (stream, {"clock": "processing", "grace": "1s"}, "grace", "never late"),
+        (stream, {"clock": "wall", "time": "ts", "grace": "1s"}, "clock", '"processing"'),
+        (stream, {"time": "ts", "grace": "1s", "idle_timeout": "-1s"}, "idle_timeout", "> 0"),
+        (stream, {"grace": "1s"}, "time", "needs its time column"),
+        (batch, {"clock": "processing"}, "clock", "streaming DataFrame"),
+        (batch, {"time": "t", "idle_timeout": "5s"}, "idle_timeout", "streaming DataFrame"),
+    ]
+    for df, kwargs, parameter, message in cases:
+        with pytest.raises(InvalidWindowSpec, match=message) as e:
+            session_windows(df, key="k", gap="2s", **kwargs)
+        assert e.value.parameter == parameter, kwargs
