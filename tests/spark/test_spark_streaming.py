@@ -261,6 +261,28 @@ def test_late_and_invalid_records_are_counted_and_returned(
     assert sum(r[1] for r in rows) + len(got) == 6 - 1
 
 
+def test_a_timestamp_key_comes_back_as_a_timestamp(spark: SparkSession, tmp_path: Path) -> None:
+    windows = session_windows(
+        small_stream(spark, tmp_path / "in"), key=["k", "seen"], time="ts", gap="30s",
+        grace="10s", aggs=[agg.count(), agg.collect_all("seen")], on_invalid="drop",
+    )  # fmt: skip
+    query = (
+        windows.writeStream.format("memory").queryName("ws_ts_key")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .outputMode("append").trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    table = spark.table("ws_ts_key")
+    types = dict(table.dtypes)
+    assert types["seen"] == "timestamp"
+    assert types["collect_all_seen"] == "array<timestamp>"
+    rows = table.select("k", "seen", "session_start", "collect_all_seen").collect()
+    assert rows
+    for r in rows:
+        assert r["seen"] - r["session_start"] == pd.Timedelta(hours=1)
+        assert r["collect_all_seen"] == [r["seen"]]
+
+
 def test_an_invalid_record_fails_the_query_by_default(spark: SparkSession, tmp_path: Path) -> None:
     windows = session_windows(
         small_stream(spark, tmp_path / "in"), key="k", time="ts", gap="30s", grace="10s"

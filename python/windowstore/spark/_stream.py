@@ -220,7 +220,8 @@ def stream_windows(
             for r in _bucket.REASONS
         ],
     )
-    times = set(_TIME_OUTPUTS) | (micros if records else set())
+    # Timestamp keys (and in records mode every timestamp column) come back as timestamps.
+    times = set(_TIME_OUTPUTS) | (micros if records else micros & set(key))
     windows = observed.filter(is_window).select(
         *[_from_micros(f.name, f.name in times, aggs, micros) for f in windows_schema]
     )
@@ -244,7 +245,7 @@ def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], micros: set[str]
     if agg is not None and agg.column in micros:
         if agg.func in ("min", "max", "first", "last"):
             is_time = True
-        elif agg.func == "collect":
+        elif agg.func in ("collect", "collect_all"):
             return F.transform(column(name), F.timestamp_micros).alias(name)
     return F.timestamp_micros(column(name)).alias(name) if is_time else column(name)
 
