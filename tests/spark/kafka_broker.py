@@ -156,6 +156,8 @@ class KafkaBroker:
         self.classpath = os.pathsep.join(str(p) for p in resolve("broker"))
         self.port = free_port()
         self.controller_port = free_port()
+        while self.controller_port == self.port:
+            self.controller_port = free_port()
         #: The value of ``bootstrap.servers`` (Spark: ``kafka.bootstrap.servers``).
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log = workdir / "broker.log"
