@@ -22,15 +22,20 @@ from .kafka_broker import KafkaBroker, java_missing, spark_jars
 from .kafka_job import MAX_OFFSETS, sessions
 from .streams import SENTINEL, committed, events, kill_after_commits
 
-pytestmark = pytest.mark.spark
+JAVA_MISSING = java_missing()
+# Checked when the tests are collected: without java, Spark could not start either.
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(JAVA_MISSING is not None, reason=JAVA_MISSING or ""),
+]
 
 JOB = Path(__file__).with_name("kafka_job.py")
 TOPIC = "clicks"
 PARTITIONS = 2
 BY = ["user_id", "session_start"]
-#: 480 events on 8 users (``k0`` ... ``k7``): streams.events' 6 groups of ``MAX_OFFSETS``, each
-#: group shuffled, so each micro-batch reads one group and events are out of order within the
-#: grace across micro-batches.
+#: 480 events on 8 users (``k0`` ... ``k7``), out of order by up to the grace: streams.events'
+#: 6 groups of ``MAX_OFFSETS`` (each shuffled), so each micro-batch reads exactly one group, as
+#: the file-source tests read one file.
 EVENTS = pd.concat(events(seed=11, files=6, per_file=MAX_OFFSETS), ignore_index=True)
 EVENTS = EVENTS[EVENTS["k"] != SENTINEL].reset_index(drop=True)
 
@@ -38,15 +43,12 @@ EVENTS = EVENTS[EVENTS["k"] != SENTINEL].reset_index(drop=True)
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """A Kafka broker for this module's tests, stopped after them."""
-    reason = java_missing()
-    if reason is not None:
-        pytest.skip(reason)
     with KafkaBroker(tmp_path_factory.mktemp("kafka")) as running:
         yield running
 
 
 def records(folder: Path) -> Path:
-    """The topic's records as JSON lines for ``kafka_job.py produce``: the events in order,
+    """The topic's records as JSON lines for ``kafka_job.py --produce``: the events in order,
     spread round-robin over the partitions, then on every partition a sentinel whose time, ten
     days later, closes every session.
 
