@@ -1,9 +1,16 @@
 """Streaming session windows: windowstore.spark beside Spark's native streaming session_window.
 
-The stream: --batches Parquet files of --events events each (--keys keys drawn uniformly), read
-one file per micro-batch (maxFilesPerTrigger=1), then one file with a far-future record that
-closes every session. Event time advances 60 s per file; each event is up to 30 s earlier than
-its file's clock (out of order within the 30 s grace/watermark delay).
+The stream: --batches micro-batches of --events events each (--keys keys drawn uniformly), then
+a far-future record that closes every session. Event time advances 60 s per micro-batch; each
+event is up to 30 s earlier than its micro-batch's clock (out of order within the 30 s
+grace/watermark delay). With --source files (the default) each micro-batch is a Parquet file,
+read one file per micro-batch (maxFilesPerTrigger=1). With --source kafka the events are first
+produced to a topic of --topic-partitions partitions on a single-node Kafka broker that the
+benchmark starts on 127.0.0.1 (tests/spark/kafka_broker.py: Kafka's own jars and Spark's Kafka
+connector, resolved from Maven Central once and cached), as JSON values spread evenly over the
+partitions, then read by Spark's Kafka source --events records per micro-batch
+(maxOffsetsPerTrigger), the far-future record once on every partition; both contenders read the
+same topic and parse the same JSON.
 
 Contenders, both in final/append mode with a 30 s watermark delay, gap 1 minute, count, sum, min
 and max of x, into Spark's `noop` sink, taking turns --repeat times:
@@ -18,7 +25,7 @@ both are printed: the same sessions should come out.
 
 Run: python benches/bench_spark_streaming.py [--events 200000] [--keys 100000] [--batches 12]
      [--repeat 3] [--provider default|rocksdb] [--partitions 8] [--arrow-batch 10000]
-     [--floor]
+     [--floor] [--source files|kafka] [--topic-partitions 2]
 
 --floor adds a third contender: windowstore's plan (watermark, buckets, applyInPandasWithState)
 with a Python function that only counts its rows: what Spark's Python stateful operator costs
@@ -28,12 +35,14 @@ without the engine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,30 +59,91 @@ from windowstore.spark import session_windows
 
 BASE_MS = 1_700_000_000_000
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+ROOT = Path(__file__).resolve().parents[1]
+TOPIC = "events"
 
 
-def write_stream(folder: Path, batches: int, events: int, keys: int, seed: int = 1) -> None:
-    """The stream's files, dated in order (Spark's file source goes by modification time)."""
+def stream_batches(batches: int, events: int, keys: int, seed: int = 1) -> Iterator[pa.Table]:
+    """The stream's micro-batches (``k``, ``ts``, ``x``), then the sentinel: one record far in
+    the future that closes every session of both contenders."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
     for i in range(batches + 1):
         if i < batches:
             clock = BASE_MS + (i + 1) * 60_000
             t = clock - rng.integers(0, 60_000, events) // 2 - rng.integers(0, 30_000, events)
             k = rng.integers(0, keys, events)
             x = rng.integers(0, 1000, events)
-        else:  # the sentinel: closes every session of both contenders
+        else:  # the sentinel
             t, k, x = np.array([BASE_MS + 10 * 86_400_000]), np.array([-1]), np.array([0])
-        table = pa.table(
+        yield pa.table(
             {
                 "k": pa.array(k, pa.int64()),
                 "ts": pa.array(t, pa.int64()).cast(pa.timestamp("ms", "UTC")),
                 "x": pa.array(x, pa.int64()),
             }
         )
+
+
+def write_stream(folder: Path, batches: int, events: int, keys: int) -> None:
+    """The stream's files, dated in order (Spark's file source goes by modification time)."""
+    folder.mkdir(parents=True)
+    for i, table in enumerate(stream_batches(batches, events, keys)):
         path = folder / f"part-{i:03d}.parquet"
         pq.write_table(table, path)
         os.utime(path, (86_400 + i, 86_400 + i))
+
+
+def read_files(spark: SparkSession, folder: Path) -> DataFrame:
+    return (
+        spark.readStream.schema("k long, ts timestamp, x long")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(folder))
+    )
+
+
+def produce(
+    spark: SparkSession, bootstrap: str, batches: int, events: int, keys: int, partitions: int
+) -> None:
+    """Writes the stream to the topic, one Spark job per micro-batch (so every partition holds
+    the micro-batches in order), each micro-batch's events spread evenly over the partitions
+    and the sentinel on every partition. Spark's Kafka source takes each partition's share of a
+    micro-batch in proportion to what it has left, so ``events`` records a micro-batch read back
+    exactly the micro-batches written."""
+    for table in stream_batches(batches, events, keys):
+        if table.num_rows == 1:  # the sentinel
+            table = pa.concat_tables([table] * partitions)
+        part = pa.array(np.arange(table.num_rows) % partitions, pa.int32())
+        df = spark.createDataFrame(table.append_column("partition", part).to_pandas())
+        value = F.to_json(F.struct("k", F.unix_millis("ts").alias("ts"), "x"))
+        (
+            df.select(value.alias("value"), "partition")
+            .write.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", TOPIC)
+            .save()
+        )
+
+
+def read_kafka(spark: SparkSession, bootstrap: str, events: int) -> DataFrame:
+    raw = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", events)
+        .load()
+    )
+    parsed = raw.select(
+        F.from_json(F.col("value").cast("string"), "k long, ts long, x long").alias("e")
+    )
+    return parsed.select("e.k", F.timestamp_millis("e.ts").alias("ts"), "e.x")
+
+
+def kafka_module() -> Any:
+    """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the connector's jars. This
+    benchmark runs as a script, so ``tests/`` goes on the path as pytest puts it there."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    return importlib.import_module("spark.kafka_broker")
 
 
 def native(df: DataFrame) -> DataFrame:
@@ -111,17 +181,16 @@ def floor(df: DataFrame, buckets: int = 8) -> DataFrame:
 
 
 def run(
-    spark: SparkSession, source: Path, work: Path, build: Callable[[DataFrame], DataFrame]
+    read: Callable[[], DataFrame],
+    work: Path,
+    build: Callable[[DataFrame], DataFrame],
+    sentinels: int,
 ) -> dict[str, float]:
-    """One query over the whole stream; its latency and throughput figures."""
+    """One query over the whole stream; its latency and throughput figures. The micro-batches
+    with data are those with more rows than the sentinels'."""
     shutil.rmtree(work, ignore_errors=True)
-    stream = (
-        spark.readStream.schema("k long, ts timestamp, x long")
-        .option("maxFilesPerTrigger", 1)
-        .parquet(str(source))
-    )
     query = (
-        build(stream)
+        build(read())
         .writeStream.format("noop")
         .option("checkpointLocation", str(work))
         .outputMode("append")
@@ -130,7 +199,7 @@ def run(
     )
     query.awaitTermination()
     progress: list[dict[str, Any]] = query.recentProgress
-    with_data = [p for p in progress if p["numInputRows"] > 1][1:]
+    with_data = [p for p in progress if p["numInputRows"] > sentinels][1:]
     latency = [p["durationMs"]["triggerExecution"] / 1000 for p in with_data]
     return {
         "batches": len(progress),
@@ -159,7 +228,19 @@ def main() -> None:
         default=10_000,
         help="spark.sql.execution.arrow.maxRecordsPerBatch",
     )
+    parser.add_argument("--source", choices=["files", "kafka"], default="files")
+    parser.add_argument(
+        "--topic-partitions", type=int, default=2, help="partitions of the Kafka topic"
+    )
     a = parser.parse_args()
+    kafka = None
+    if a.source == "kafka":
+        if a.events % a.topic_partitions:
+            parser.error("--events must be a multiple of --topic-partitions")
+        kafka = kafka_module()
+        reason = kafka.java_missing()
+        if reason is not None:
+            parser.error(f"--source kafka: {reason}")
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = (
@@ -174,14 +255,34 @@ def main() -> None:
     )
     if a.provider == "rocksdb":
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    if kafka is not None:
+        builder = builder.config("spark.jars", kafka.spark_jars())
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
 
     root = Path(tempfile.mkdtemp(prefix="ws-bench-stream-"))
-    try:
-        write_stream(root / "in", a.batches, a.events, a.keys)
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, root, ignore_errors=True)
+        stack.callback(spark.stop)
+        if kafka is not None:
+            broker = stack.enter_context(kafka.KafkaBroker(root / "kafka"))
+            broker.create_topic(TOPIC, partitions=a.topic_partitions)
+            produce(spark, broker.bootstrap, a.batches, a.events, a.keys, a.topic_partitions)
+            sentinels = a.topic_partitions
+            source = f"Kafka topic of {a.topic_partitions} partitions"
+
+            def read() -> DataFrame:
+                return read_kafka(spark, broker.bootstrap, a.events)
+        else:
+            write_stream(root / "in", a.batches, a.events, a.keys)
+            sentinels = 1
+            source = "Parquet files"
+
+            def read() -> DataFrame:
+                return read_files(spark, root / "in")
+
         print(
-            f"{a.batches} micro-batches x {a.events:,} events, {a.keys:,} keys, "
+            f"{a.batches} micro-batches x {a.events:,} events from {source}, {a.keys:,} keys, "
             f"state store: {a.provider}, {a.partitions} shuffle partitions, Arrow batches of "
             f"{a.arrow_batch:,} rows"
         )
@@ -194,7 +295,7 @@ def main() -> None:
         results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in contenders}
         for i in range(a.repeat):
             for name, build in contenders:
-                r = run(spark, root / "in", root / f"ck-{name}", build)
+                r = run(read, root / f"ck-{name}", build, sentinels)
                 results[name].append(r)
                 print(
                     f"  run {i + 1} {name:12s} {r['events_per_s']:>10,.0f} events/s, "
@@ -212,9 +313,6 @@ def main() -> None:
             )
         ratio = med["windowstore"]["events_per_s"] / med["native"]["events_per_s"]
         print(f"throughput ratio windowstore / native: {ratio:.2f}")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-        spark.stop()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything windowstore needs on a fresh machine, idempotently:
-# Rust components, Java/Maven (for the Kafka Streams oracle), a .venv with the pinned tools of
+# Rust components, Java/Maven (for the Kafka Streams oracle and the Kafka broker of the Spark
+# tests, whose jars Maven resolves on first use), a .venv with the pinned tools of
 # requirements-dev.txt, and the windowstore wheel built once from this checkout (release
 # profile, into target/dist) and installed into .venv.
 # Source it (". scripts/setup.sh") or run it; scripts/demo.sh and scripts/check.sh call it.
@@ -22,7 +23,7 @@ if command -v rustup >/dev/null; then
   done
 fi
 if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
-  echo "installing Java 17 and Maven (for the Kafka Streams conformance oracle)" >&2
+  echo "installing Java 17 and Maven (for the Kafka Streams oracle and the Kafka broker)" >&2
   if command -v apt-get >/dev/null; then
     apt-get update -qq >&2 && apt-get install -y -qq openjdk-17-jdk-headless maven >&2
   else

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +115,37 @@ def start_to_parquet(
         .trigger(**trigger)
         .start()
     )
+
+
+def committed(checkpoint: Path) -> int:
+    """How many micro-batches the query of ``checkpoint`` has committed."""
+    commits = checkpoint / "commits"
+    if not commits.exists():
+        return 0
+    return sum(1 for p in commits.iterdir() if p.name.isdigit())
+
+
+def kill_after_commits(
+    command: list[str], checkpoint: Path, commits: int, log: Path, timeout: float = 300
+) -> int:
+    """Runs the driver ``command`` (output to ``log``) in a process group of its own until its
+    query (``checkpoint``) has committed ``commits`` micro-batches, then kills the group with
+    SIGKILL: the driver, its JVM and its Python workers, without a chance to clean up. Returns
+    how many micro-batches were committed by then."""
+    with log.open("wb") as out:
+        driver = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + timeout
+        while committed(checkpoint) < commits:
+            assert driver.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"the driver committed no {commits} micro-batches"
+            time.sleep(0.2)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait()
+    return committed(checkpoint)
 
 
 def main(kind: str, source: str, sink: str, checkpoint: str, provider: str) -> None:

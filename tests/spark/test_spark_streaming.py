@@ -6,11 +6,7 @@ replay; late and invalid records; errors raised when the query is defined."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +29,9 @@ from .streams import (
     SCHEMA,
     SENTINEL,
     Kind,
+    committed,
     events,
+    kill_after_commits,
     read_stream,
     start_to_parquet,
     write_files,
@@ -131,35 +129,13 @@ def test_restart_after_the_driver_is_killed(
     source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
     write_files(FRAMES, source)
     job = Path(__file__).with_name("streams.py")
-    log = (tmp_path / "job.log").open("wb")
-    driver = subprocess.Popen(
-        [sys.executable, str(job), k.name, str(source), str(sink), str(checkpoint),
-         PROVIDERS[provider] or "default"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    commits = checkpoint / "commits"
-    try:
-        deadline = time.monotonic() + 300
-        while _count(commits) < 4:
-            assert driver.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the driver committed no 4 micro-batches"
-            time.sleep(0.2)
-    finally:
-        # The driver, its JVM and its Python workers, without a chance to clean up.
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait()
-        log.close()
-    done = _count(commits)
+    command = [sys.executable, str(job), k.name, str(source), str(sink), str(checkpoint),
+               PROVIDERS[provider] or "default"]  # fmt: skip
+    done = kill_after_commits(command, checkpoint, 4, tmp_path / "job.log")
     assert done < len(FRAMES), "the driver finished before it was killed"
     start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
-    assert _count(commits) > done
+    assert committed(checkpoint) > done
     assert_same_windows(sink_rows(spark, sink), want, k.by)
-
-
-def _count(folder: Path) -> int:
-    if not folder.exists():
-        return 0
-    return sum(1 for p in folder.iterdir() if p.name.isdigit())
 
 
 @pytest.mark.parametrize("kind", ["fixed_gap", "sliding"])
