@@ -6,7 +6,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -42,3 +42,19 @@ def peak_extra_bytes(fn: Callable[[], Any]) -> int:
     sampler.join()
     del result
     return max(peak[0], rss_bytes()) - base
+
+
+def alternating_medians(
+    contenders: Sequence[Callable[[], Any]], repeat: int
+) -> tuple[list[float], list[list[float]]]:
+    """Runs the contenders in turn (A, B, A, B, ...), ``repeat`` rounds, so that load from
+    elsewhere on a shared machine hits all of them alike; each one's median seconds, and all
+    its run times. Results are dropped as soon as they are timed (check them beforehand)."""
+    times: list[list[float]] = [[] for _ in contenders]
+    for _ in range(repeat):
+        for i, fn in enumerate(contenders):
+            start = time.perf_counter()
+            result = fn()
+            times[i].append(time.perf_counter() - start)
+            del result
+    return [statistics.median(t) for t in times], times
