@@ -17,7 +17,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::InputSpec;
-use windowstore_core::processor::Processor;
+use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::reject::OnInvalid;
 use windowstore_core::session::{GapSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;
@@ -79,6 +79,14 @@ fn aggs() -> Vec<AggSpec> {
     vec![AggSpec::count(), AggSpec::sum("x")]
 }
 
+/// Every batch through a fresh processor of window kind `spec`; the rows it emits.
+fn run<K: WindowKind>(spec: K, data: &[RecordBatch]) -> usize {
+    let mut p = Processor::new(spec, input(), aggs()).expect("processor");
+    data.iter()
+        .map(|batch| p.process(batch).expect("process").num_rows())
+        .sum()
+}
+
 fn bench(c: &mut Criterion) {
     let n = records();
     let data = batches(n);
@@ -86,40 +94,26 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(n as u64));
     if runs("sessions") {
+        let spec = SessionSpec {
+            gap: GapSpec::Fixed(Duration::Ticks(30_000)),
+            grace: Duration::Ticks(5_000),
+            retention: None,
+            emit: EmitMode::Final,
+            on_invalid: OnInvalid::Drop,
+        };
         group.bench_function("sessions_final_in_order", |b| {
-            b.iter(|| {
-                let spec = SessionSpec {
-                    gap: GapSpec::Fixed(Duration::Ticks(30_000)),
-                    grace: Duration::Ticks(5_000),
-                    retention: None,
-                    emit: EmitMode::Final,
-                    on_invalid: OnInvalid::Drop,
-                };
-                let mut p = Processor::new(spec, input(), aggs()).expect("processor");
-                let mut rows = 0;
-                for batch in &data {
-                    rows += p.process(batch).expect("process").num_rows();
-                }
-                black_box(rows)
-            });
+            b.iter(|| black_box(run(spec.clone(), &data)));
         });
     }
     if runs("sliding") {
+        let spec = SlidingSpec {
+            time_difference: Duration::Ticks(30_000),
+            grace: Duration::Ticks(5_000),
+            emit: EmitMode::Final,
+            on_invalid: OnInvalid::Drop,
+        };
         group.bench_function("sliding_final_in_order", |b| {
-            b.iter(|| {
-                let spec = SlidingSpec {
-                    time_difference: Duration::Ticks(30_000),
-                    grace: Duration::Ticks(5_000),
-                    emit: EmitMode::Final,
-                    on_invalid: OnInvalid::Drop,
-                };
-                let mut p = Processor::new(spec, input(), aggs()).expect("processor");
-                let mut rows = 0;
-                for batch in &data {
-                    rows += p.process(batch).expect("process").num_rows();
-                }
-                black_box(rows)
-            });
+            b.iter(|| black_box(run(spec.clone(), &data)));
         });
     }
     group.finish();
