@@ -10,6 +10,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from .streams import PROVIDER, PROVIDERS
+
 # The workers must run this interpreter (the one windowstore is installed in).
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -30,6 +32,19 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    """Runs the test with the state store provider of the parameter (its name)."""
+    name: str = request.param
+    chosen = PROVIDERS[name]
+    if chosen is None:
+        spark.conf.unset(PROVIDER)
+    else:
+        spark.conf.set(PROVIDER, chosen)
+    yield name
+    spark.conf.unset(PROVIDER)
 
 
 def to_spark(spark: SparkSession, table: pa.Table, partitions: int = 3) -> DataFrame:

@@ -33,6 +33,8 @@ GRACE = "20s"
 AGGS = [agg.count(), agg.sum("x"), agg.min("x"), agg.max("x"), agg.mean("x")]
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+#: The state store providers the streaming tests run with (None: Spark's default).
+PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ brute-force model and the complete-data engine; rows with struct, list and map c
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from windowstore import InvalidWindowSpec, SchemaError, agg
 from windowstore.spark import session_windows
 
 from .conftest import to_spark
-from .streams import BASE_S, GRACE, PROVIDER, ROCKSDB, SENTINEL, events, read_stream, write_files
+from .streams import BASE_S, GRACE, SENTINEL, events, read_stream, write_files
 
 pytestmark = pytest.mark.spark
 
@@ -162,17 +161,6 @@ def stream_frames(seed: int) -> list[pd.DataFrame]:
             )
         )
     return out
-
-
-@pytest.fixture(params=["default", "rocksdb"])
-def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
-    """Runs the test with the state store provider of the parameter."""
-    if request.param == "rocksdb":
-        spark.conf.set(PROVIDER, ROCKSDB)
-    else:
-        spark.conf.unset(PROVIDER)
-    yield request.param
-    spark.conf.unset(PROVIDER)
 
 
 def start(spark: SparkSession, source: Path, sink: Path, checkpoint: Path) -> Any:

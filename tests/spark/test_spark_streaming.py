@@ -24,8 +24,7 @@ from .compare import assert_same_windows
 from .streams import (
     GRACE,
     KINDS,
-    PROVIDER,
-    ROCKSDB,
+    PROVIDERS,
     SCHEMA,
     SENTINEL,
     Kind,
@@ -40,20 +39,6 @@ from .streams import (
 pytestmark = pytest.mark.spark
 
 FRAMES = events(seed=7)
-PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
-
-
-@pytest.fixture(params=sorted(PROVIDERS))
-def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
-    """Runs the test with the state store provider of the parameter."""
-    name: str = request.param
-    chosen = PROVIDERS[name]
-    if chosen is None:
-        spark.conf.unset(PROVIDER)
-    else:
-        spark.conf.set(PROVIDER, chosen)
-    yield name
-    spark.conf.unset(PROVIDER)
 
 
 def batch_result(spark: SparkSession, kind: Kind) -> pa.Table:

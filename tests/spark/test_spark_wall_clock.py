@@ -6,7 +6,7 @@ waits are generous (the machine is shared); nothing asserts how long anything to
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +17,11 @@ from pyspark.sql import DataFrame, SparkSession
 from windowstore import InvalidWindowSpec, agg
 from windowstore.spark import session_windows
 
-from .streams import PROVIDER, ROCKSDB, read_stream, write_files
+from .streams import read_stream, write_files
 
 pytestmark = pytest.mark.spark
 
-PROVIDERS = {"default": None, "rocksdb": ROCKSDB}
 BASE_MS = 1_700_000_000_000
-
-
-@pytest.fixture(params=sorted(PROVIDERS))
-def provider(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
-    name: str = request.param
-    chosen = PROVIDERS[name]
-    if chosen is None:
-        spark.conf.unset(PROVIDER)
-    else:
-        spark.conf.set(PROVIDER, chosen)
-    yield name
-    spark.conf.unset(PROVIDER)
 
 
 def frame(rows: list[tuple[str, int, int]]) -> pd.DataFrame:
