@@ -7,8 +7,7 @@ use windowstore_core::store::session_store::PutOutcome;
 use windowstore_core::store::snapshot;
 use windowstore_core::SessionStore;
 
-mod common;
-use common::{rows, Row};
+use crate::common::{rows, Row};
 
 #[derive(Debug, Clone)]
 enum Op {

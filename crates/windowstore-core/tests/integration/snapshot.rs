@@ -7,7 +7,7 @@ use std::fs;
 use windowstore_core::store::snapshot::{self, HEADER_LEN};
 use windowstore_core::{Error, SessionStore};
 
-mod common;
+use crate::common;
 
 fn sample() -> SessionStore {
     let mut s = SessionStore::new(100, Some(10)).unwrap();
