@@ -236,10 +236,7 @@ fn parts_of(recs: &[(Rec, usize)]) -> (Vec<Rec>, Vec<Vec<Rec>>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1000),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(1000))]
 
     #[test]
     fn fixed_gaps_any_split_equals_complete_mode(recs in recs_strategy(false), gap in 1i64..40) {

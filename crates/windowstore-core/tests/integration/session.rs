@@ -489,10 +489,7 @@ fn recs_strategy(max_key: i64, dynamic: bool) -> impl Strategy<Value = Vec<Rec>>
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1000),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(1000))]
 
     /// Complete mode equals the definition; the processor fed in time order equals complete
     /// mode; with unbounded grace any arrival order does too; changelogs replay to it.

@@ -363,10 +363,7 @@ fn recs_strategy(max_key: i64, max_time: i64) -> impl Strategy<Value = Vec<Rec>>
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1000),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(1000))]
 
     /// Complete mode equals the brute-force definition (duplicates and D = 0 included); each
     /// distinct record set appears once and no window is empty; the processor fed in time order

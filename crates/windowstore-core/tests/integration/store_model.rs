@@ -210,10 +210,7 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(10_000),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(10_000))]
 
     #[test]
     fn store_matches_model(

@@ -151,10 +151,7 @@ fn a_failed_first_call_leaves_the_processor_unbound() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(200))]
 
     /// Any call that fails, at any point of any stream, leaves the bytes as they were; the
     /// stream then goes on as if the call had never been made.
@@ -368,10 +365,7 @@ fn edited_snapshots_are_refused_on_restore() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(300),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(crate::common::cases(300))]
 
     /// Random edits of a snapshot's windows (key bytes, bounds, value bytes), re-checksummed:
     /// a restore either refuses them or gives a processor that works; never a panic.

@@ -19,3 +19,16 @@ pub fn rows(sessions: &[KeyedSession<'_>]) -> Vec<Row> {
         })
         .collect()
 }
+
+/// The proptest configuration of a property: `PROPTEST_CASES` cases if set (the check runs
+/// 10,000), else `default`.
+pub fn cases(default: u32) -> proptest::prelude::ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default);
+    proptest::prelude::ProptestConfig {
+        cases,
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}
