@@ -3,6 +3,7 @@
 //! which the next window closes (the timer it registers).
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::common::input;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -12,7 +13,6 @@ use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
@@ -61,15 +61,6 @@ fn batch(recs: &[(i64, i64)]) -> RecordBatch {
         Arc::new(recs.iter().map(|r| Some(f(r))).collect::<Int64Array>())
     };
     RecordBatch::try_new(schema, vec![col(|r| r.0), col(|r| r.1)]).unwrap()
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn sessions(gap: i64, grace: i64, emit: EmitMode) -> SessionProcessor {

@@ -2,6 +2,7 @@
 //! however the records are split into parts.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::common::input;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -10,7 +11,6 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
-use windowstore_core::input::InputSpec;
 use windowstore_core::session::partial::{merge_session_partials, session_partials};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{session_windows, GapSpec};
@@ -44,15 +44,6 @@ fn batch(recs: &[Rec]) -> RecordBatch {
         ],
     )
     .unwrap()
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn aggs() -> Vec<AggSpec> {

@@ -2,6 +2,7 @@
 //! complete-data definition.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::common::input;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{session_windows, GapSpec, SessionProcessor, SessionSpec};
@@ -46,15 +46,6 @@ fn batch(recs: &[Rec]) -> RecordBatch {
         ],
     )
     .unwrap()
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn aggs() -> Vec<AggSpec> {

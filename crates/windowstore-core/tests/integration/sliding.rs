@@ -2,6 +2,7 @@
 //! brute-force model that rescans the raw records of every candidate window.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::common::input;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::sliding::{sliding_windows, SlidingProcessor, SlidingSpec};
 use windowstore_core::time::Duration;
@@ -37,15 +37,6 @@ fn batch(recs: &[Rec]) -> RecordBatch {
         Arc::new(recs.iter().map(|r| Some(f(r))).collect::<Int64Array>())
     };
     RecordBatch::try_new(schema(), vec![col(&|r| r.0), col(&|r| r.1), col(&|r| r.2)]).unwrap()
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn aggs() -> Vec<AggSpec> {

@@ -4,6 +4,7 @@
 //! windows had closed.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::common::input;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -13,7 +14,6 @@ use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
@@ -32,15 +32,6 @@ fn batch(recs: &[(Option<&str>, i64, i64)]) -> RecordBatch {
     let t: ArrayRef = Arc::new(recs.iter().map(|r| Some(r.1)).collect::<Int64Array>());
     let v: ArrayRef = Arc::new(recs.iter().map(|r| Some(r.2)).collect::<Int64Array>());
     RecordBatch::try_new(schema, vec![k, t, v]).unwrap()
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn sessions(emit: EmitMode, on_invalid: OnInvalid, aggs: Vec<AggSpec>) -> SessionProcessor {

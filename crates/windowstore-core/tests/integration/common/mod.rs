@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+use windowstore_core::input::InputSpec;
 use windowstore_core::KeyedSession;
 
 /// A session copied out of the store: key, start, end, value.
@@ -30,5 +31,15 @@ pub fn cases(default: u32) -> proptest::prelude::ProptestConfig {
     proptest::prelude::ProptestConfig {
         cases,
         ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
+/// The input of most tests: key column `k`, integer time column `t` in milliseconds.
+pub fn input() -> InputSpec {
+    InputSpec {
+        key: vec!["k".into()],
+        time: "t".into(),
+        time_unit: None,
+        gap: None,
     }
 }
