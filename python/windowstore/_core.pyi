@@ -129,6 +129,7 @@ class Processor:
         emit: str,
         aggs: list[_Agg],
         on_invalid: str,
+        max_duration: _Duration | None = None,
     ) -> Processor: ...
     @staticmethod
     def sliding(
@@ -172,6 +173,7 @@ def session_windows(
     max_gap: _Duration | None,
     aggs: list[_Agg],
     on_invalid: str,
+    max_duration: _Duration | None = None,
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
 

@@ -15,7 +15,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::emit::EmitMode;
 use windowstore_core::processor::{restore_any, AnyProcessor, Processor};
 use windowstore_core::reject::{OnInvalid, Reason};
-use windowstore_core::session::SessionSpec;
+use windowstore_core::session::{CappedSessionSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;
 
 use crate::convert::{batches, duration, table, PyAgg, PyDuration};
@@ -63,7 +63,7 @@ impl PyProcessor {
 impl PyProcessor {
     /// A session window processor.
     #[staticmethod]
-    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid))]
+    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None))]
     #[allow(clippy::too_many_arguments)]
     fn sessions(
         key: Vec<String>,
@@ -77,6 +77,7 @@ impl PyProcessor {
         emit: String,
         aggs: Vec<PyAgg>,
         on_invalid: String,
+        max_duration: Option<PyDuration>,
     ) -> PyResult<Self> {
         guard(|| {
             let spec = SessionSpec {
@@ -87,8 +88,17 @@ impl PyProcessor {
                 on_invalid: OnInvalid::parse(&on_invalid).py()?,
             };
             let input = input_spec(key, time, time_unit)?;
-            let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
-            Ok(Self::new(Box::new(p)))
+            let aggs = crate::convert::aggs(aggs)?;
+            Ok(Self::new(match max_duration {
+                None => Box::new(Processor::new(spec, input, aggs).py()?),
+                Some(d) => {
+                    let spec = CappedSessionSpec {
+                        session: spec,
+                        max_duration: duration(d, "max_duration")?,
+                    };
+                    Box::new(Processor::new(spec, input, aggs).py()?)
+                }
+            }))
         })
     }
 

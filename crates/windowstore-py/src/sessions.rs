@@ -57,7 +57,7 @@ pub(crate) fn input_spec(
 
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]
-#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid))]
+#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn session_windows<'py>(
     py: Python<'py>,
@@ -70,20 +70,25 @@ pub fn session_windows<'py>(
     max_gap: Option<PyDuration>,
     aggs: Vec<PyAgg>,
     on_invalid: String,
+    max_duration: Option<PyDuration>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
+        let max_duration = max_duration
+            .map(|d| duration(d, "max_duration"))
+            .transpose()?;
         let input = input_spec(key, time, time_unit)?;
         let aggs = crate::convert::aggs(aggs)?;
         let on_invalid = OnInvalid::parse(&on_invalid).py()?;
         let (schema, input_batches) = batches(data)?;
         let result = py
             .detach(|| {
-                windowstore_core::session::session_windows(
+                windowstore_core::session::capped_session_windows(
                     schema,
                     &input_batches,
                     input,
                     gap,
+                    max_duration,
                     aggs,
                     on_invalid,
                 )

@@ -9,7 +9,7 @@ use arrow_schema::SchemaRef;
 
 use super::{Processor, Then, WindowKind};
 use crate::reject::Reason;
-use crate::session::SessionSpec;
+use crate::session::{CappedSessionSpec, SessionSpec};
 use crate::sliding::SlidingSpec;
 use crate::store::snapshot;
 use crate::{Error, Result, StoreMetrics};
@@ -109,6 +109,8 @@ pub fn restore_any(
         |tag: &str, prefix: &str| meta.get(&format!("{prefix}kind")).is_some_and(|v| v == tag);
     let kind = if tagged(SessionSpec::KIND, SessionSpec::PREFIX) {
         SessionSpec::KIND
+    } else if tagged(CappedSessionSpec::KIND, CappedSessionSpec::PREFIX) {
+        CappedSessionSpec::KIND
     } else if tagged(SlidingSpec::KIND, SlidingSpec::PREFIX) {
         SlidingSpec::KIND
     } else {
@@ -122,6 +124,10 @@ pub fn restore_any(
     }
     Ok(if kind == SessionSpec::KIND {
         Box::new(Processor::<SessionSpec>::from_parts(name, store, &meta)?)
+    } else if kind == CappedSessionSpec::KIND {
+        Box::new(Processor::<CappedSessionSpec>::from_parts(
+            name, store, &meta,
+        )?)
     } else {
         Box::new(Processor::<SlidingSpec>::from_parts(name, store, &meta)?)
     })

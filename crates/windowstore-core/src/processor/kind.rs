@@ -107,6 +107,26 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         prefix: i64,
     ) -> std::result::Result<(), String>;
 
+    /// Checks a restored store entry `[start, stored_end]` with `value` the way the kind will
+    /// read it, and adds the aggregate states it holds to `states` (the processor checks that
+    /// they are readable); says what is wrong. By default the value is the closing bound's
+    /// 8-byte prefix (see [`Self::check_stored`]) followed by one aggregate state.
+    fn stored_states<'v>(
+        ticks: &Self::Ticks,
+        start: i64,
+        stored_end: i64,
+        value: &'v [u8],
+        states: &mut Vec<&'v [u8]>,
+    ) -> std::result::Result<(), String> {
+        if value.len() < 8 {
+            return Err("no bound".into());
+        }
+        let (prefix, agg_state) = crate::state::split(value);
+        Self::check_stored(ticks, start, stored_end, prefix)?;
+        states.push(agg_state);
+        Ok(())
+    }
+
     /// A held window as a final output row.
     fn final_row(window: &KeyedSession<'_>) -> Change;
 

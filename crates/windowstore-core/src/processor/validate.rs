@@ -8,7 +8,6 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::{Processor, WindowKind};
-use crate::state;
 
 /// Windows checked per round (aggregate states are finished in batches of this size).
 const ROUND: usize = 4096;
@@ -24,13 +23,8 @@ impl<K: WindowKind> Processor<K> {
             let mut states = Vec::with_capacity(round.len());
             for w in round {
                 let s = &w.session;
-                if s.value.len() < 8 {
-                    return Err(format!("entry [{}, {}] has no bound", s.start, s.end));
-                }
-                let (prefix, agg_state) = state::split(s.value);
-                K::check_stored(&bound.ticks, s.start, s.end, prefix)
+                K::stored_states(&bound.ticks, s.start, s.end, s.value, &mut states)
                     .map_err(|why| format!("entry [{}, {}]: {why}", s.start, s.end))?;
-                states.push(agg_state);
             }
             bound
                 .aggs

@@ -3,8 +3,9 @@
 //! Records are grouped by key (a dense id per key in order of first appearance, then a stable
 //! counting sort, so time-ordered input needs no further sorting; only key groups that are out of
 //! time order get sorted by time and row), then one pass cuts each group into sessions wherever
-//! a record starts after the running reach `max(t + g)`. Aggregates are computed column by
-//! column over the resulting runs. The sessions equal what the streaming processor gives for
+//! a record starts after the running reach `max(t + g)`, or, with a `max_duration`, more than
+//! `max_duration` after the start of its session. Aggregates are computed column by column over
+//! the resulting runs. The sessions equal what the streaming processor gives for
 //! the same records in time order.
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
@@ -18,6 +19,7 @@ use crate::input::order::group_by_key_then_time;
 use crate::input::{BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::reject::Rejections;
+use crate::time::Duration;
 use crate::{Error, Result};
 
 /// Sessions of bounded input, and the rows that could not be used.
@@ -29,6 +31,9 @@ pub struct CompleteSessions {
     pub rejected: RecordBatch,
     /// Dynamic gaps clamped to `max_gap`.
     pub gap_clamped: u64,
+    /// Sessions that `max_duration` ended (the next record of the key would have joined them by
+    /// the gap rule).
+    pub max_duration_cuts: u64,
 }
 
 /// Session windows of `batches` (all of `schema`) in one pass after a sort by key and time.
@@ -37,6 +42,22 @@ pub fn session_windows(
     batches: &[RecordBatch],
     input: InputSpec,
     gap: GapSpec,
+    aggs: Vec<AggSpec>,
+    on_invalid: OnInvalid,
+) -> Result<CompleteSessions> {
+    capped_session_windows(schema, batches, input, gap, None, aggs, on_invalid)
+}
+
+/// [`session_windows`] where no session spans more than `max_duration` from its first to its
+/// last record (docs/semantics.md section 2, maximum duration): per key in time order, a record
+/// joins the current session if the gap rule joins it and `t - start <= max_duration`, and
+/// starts a new session otherwise. `None` is no cap.
+pub fn capped_session_windows(
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    input: InputSpec,
+    gap: GapSpec,
+    max_duration: Option<Duration>,
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<CompleteSessions> {
@@ -50,8 +71,9 @@ pub fn session_windows(
         offsets,
         mut rejections,
         gap_clamped,
+        max_duration_cuts,
         ..
-    } = cut(schema, batches, input, gap, aggs, on_invalid)?;
+    } = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
     let layout = Layout {
         start: "session_start",
         end: "session_end",
@@ -102,6 +124,7 @@ pub fn session_windows(
         windows,
         rejected: rejections.drain(&schema)?,
         gap_clamped,
+        max_duration_cuts,
     })
 }
 
@@ -128,15 +151,19 @@ pub(crate) struct Cut {
     pub rejections: Rejections,
     /// Dynamic gaps clamped to `max_gap`.
     pub gap_clamped: u64,
+    /// Sessions ended by `max_duration`.
+    pub max_duration_cuts: u64,
 }
 
 /// Checks the rows of `batches`, groups the valid ones by key and time and cuts each key's
-/// rows into sessions wherever a record starts after the running reach `max(t + g)`.
+/// rows into sessions wherever a record starts after the running reach `max(t + g)` or more
+/// than `max_duration` after its session's start.
 pub(crate) fn cut(
     schema: SchemaRef,
     batches: &[RecordBatch],
     input: InputSpec,
     gap: GapSpec,
+    max_duration: Option<Duration>,
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<Cut> {
@@ -165,6 +192,10 @@ pub(crate) fn cut(
         };
         return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
     }
+    let max_duration = match max_duration {
+        Some(d) => capped_ticks(d, unit)?,
+        None => i64::MAX,
+    };
     let aggregator = Aggregator::try_new(aggs, &schema)?;
     let batches: Vec<RecordBatch> = batches
         .iter()
@@ -229,20 +260,27 @@ pub(crate) fn cut(
 
     let (order, runs) = group_by_key_then_time(&keys, &valid, &times.ticks);
     let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap_of[row]);
-    // Cut each key group into sessions: a record after the running reach starts a new one.
+    // Cut each key group into sessions: a record after the running reach, or too long after
+    // its session's start, starts a new one.
     let t = &times.ticks;
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
     offsets.push(0usize);
     let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
+    let mut max_duration_cuts = 0u64;
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
-        let mut reach = i64::MIN;
+        let (mut reach, mut start) = (i64::MIN, i64::MIN);
         for (i, &row) in order.iter().enumerate().take(hi).skip(lo) {
             let row = row as usize;
-            if i > lo && t[row] > reach {
-                offsets.push(i);
-                reaches.push(reach);
+            let joins = t[row] <= reach;
+            if i == lo || !(joins && t[row] <= start.saturating_add(max_duration)) {
+                if i > lo {
+                    max_duration_cuts += u64::from(joins);
+                    offsets.push(i);
+                    reaches.push(reach);
+                }
                 reach = i64::MIN;
+                start = t[row];
             }
             reach = reach.max(t[row] + gap_of(row));
         }
@@ -263,5 +301,17 @@ pub(crate) fn cut(
         reach: reaches,
         rejections,
         gap_clamped,
+        max_duration_cuts,
     })
+}
+
+/// `max_duration` in ticks of `unit`; it must be > 0.
+pub(crate) fn capped_ticks(max_duration: Duration, unit: arrow_schema::TimeUnit) -> Result<i64> {
+    if max_duration.is_negative() || max_duration.is_zero() {
+        return Err(Error::invalid(
+            "max_duration",
+            format!("must be > 0, got {max_duration:?}"),
+        ));
+    }
+    max_duration.to_ticks(unit, "max_duration")
 }

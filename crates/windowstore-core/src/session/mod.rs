@@ -2,15 +2,18 @@
 //!
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sessions as a window kind of the streaming processor, record by record;
+//! - [`capped`]: sessions with a maximum duration, record by record, re-cutting open sessions;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.
 
+pub mod capped;
 pub mod complete;
 pub mod kind;
 pub mod partial;
 mod record;
 pub mod spec;
 
-pub use complete::session_windows;
+pub use capped::{CappedCounters, CappedSessionSpec};
+pub use complete::{capped_session_windows, session_windows};
 pub use kind::{SessionCounters, SessionProcessor};
 pub use spec::{GapSpec, SessionSpec};

@@ -67,7 +67,8 @@ pub fn session_partials(
         reach,
         mut rejections,
         gap_clamped,
-    } = cut(schema, batches, input, gap, aggs, on_invalid)?;
+        ..
+    } = cut(schema, batches, input, gap, None, aggs, on_invalid)?;
     let windows = offsets.len() - 1;
     let (states, ends) = match aggregator.run_states(&batch, &ticks, &order, &offsets) {
         Ok(states) => states,

@@ -13,17 +13,18 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
+use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{session_windows, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::time::Duration;
 
 /// A record: key, time, value, gap (for the gap column; None = null).
-type Rec = (i64, i64, i64, Option<i64>);
+pub(crate) type Rec = (i64, i64, i64, Option<i64>);
 /// A window as compared here: key, start, end, count, sum, values in (time, arrival) order.
-type Win = (i64, i64, i64, i64, i64, Vec<i64>);
+pub(crate) type Win = (i64, i64, i64, i64, i64, Vec<i64>);
 
-fn schema() -> SchemaRef {
+pub(crate) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("k", DataType::Int64, true),
         Field::new("t", DataType::Int64, true),
@@ -32,7 +33,7 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-fn batch(recs: &[Rec]) -> RecordBatch {
+pub(crate) fn batch(recs: &[Rec]) -> RecordBatch {
     let col = |f: &dyn Fn(&Rec) -> Option<i64>| -> ArrayRef {
         Arc::new(recs.iter().map(f).collect::<Int64Array>())
     };
@@ -48,7 +49,7 @@ fn batch(recs: &[Rec]) -> RecordBatch {
     .unwrap()
 }
 
-fn aggs() -> Vec<AggSpec> {
+pub(crate) fn aggs() -> Vec<AggSpec> {
     vec![
         AggSpec::count(),
         AggSpec::sum("v"),
@@ -56,11 +57,11 @@ fn aggs() -> Vec<AggSpec> {
     ]
 }
 
-fn fixed(gap: i64) -> GapSpec {
+pub(crate) fn fixed(gap: i64) -> GapSpec {
     GapSpec::Fixed(Duration::Ticks(gap))
 }
 
-fn column(max_gap: i64) -> GapSpec {
+pub(crate) fn column(max_gap: i64) -> GapSpec {
     GapSpec::Column {
         column: "g".into(),
         max_gap: Duration::Ticks(max_gap),
@@ -83,7 +84,7 @@ fn processor(gap: GapSpec, grace: i64, emit: EmitMode) -> SessionProcessor {
 }
 
 /// Output rows as windows (plus whether each is a delete, for changelogs).
-fn rows(b: &RecordBatch) -> Vec<(Win, bool)> {
+pub(crate) fn rows(b: &RecordBatch) -> Vec<(Win, bool)> {
     let i64s = |name: &str| {
         b.column_by_name(name)
             .unwrap()
@@ -122,13 +123,17 @@ fn rows(b: &RecordBatch) -> Vec<(Win, bool)> {
         .collect()
 }
 
-fn sorted(mut w: Vec<Win>) -> Vec<Win> {
+pub(crate) fn sorted(mut w: Vec<Win>) -> Vec<Win> {
     w.sort();
     w
 }
 
 /// Runs records through a processor one batch per `chunk` records; returns every output row.
-fn run(p: &mut SessionProcessor, recs: &[Rec], chunk: usize) -> Vec<(Win, bool)> {
+pub(crate) fn run<K: WindowKind>(
+    p: &mut Processor<K>,
+    recs: &[Rec],
+    chunk: usize,
+) -> Vec<(Win, bool)> {
     let mut out = rows(&p.process(&batch(&[])).unwrap());
     for c in recs.chunks(chunk.max(1)) {
         out.extend(rows(&p.process(&batch(c)).unwrap()));
@@ -137,7 +142,7 @@ fn run(p: &mut SessionProcessor, recs: &[Rec], chunk: usize) -> Vec<(Win, bool)>
     out
 }
 
-fn finals(p: &mut SessionProcessor, recs: &[Rec], chunk: usize) -> Vec<Win> {
+pub(crate) fn finals<K: WindowKind>(p: &mut Processor<K>, recs: &[Rec], chunk: usize) -> Vec<Win> {
     sorted(run(p, recs, chunk).into_iter().map(|(w, _)| w).collect())
 }
 
@@ -194,7 +199,7 @@ fn model(recs: &[Rec], gap: Option<i64>, max_gap: i64) -> Vec<Win> {
 }
 
 /// Applies a changelog: the windows present at the end.
-fn replay(log: &[(Win, bool)]) -> Vec<Win> {
+pub(crate) fn replay(log: &[(Win, bool)]) -> Vec<Win> {
     let mut current: BTreeMap<(i64, i64, i64), Win> = BTreeMap::new();
     for (w, delete) in log {
         let id = (w.0, w.1, w.2);

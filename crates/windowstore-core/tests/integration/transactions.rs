@@ -14,8 +14,9 @@ use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
+use windowstore_core::processor::{restore_any, AnyProcessor, Processor};
 use windowstore_core::reject::{OnInvalid, Reason};
-use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
+use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
 use windowstore_core::store::snapshot;
 use windowstore_core::time::Duration;
@@ -53,6 +54,20 @@ fn sliding(d: i64, grace: i64, emit: EmitMode, aggs: Vec<AggSpec>) -> SlidingPro
         on_invalid: OnInvalid::Drop,
     };
     SlidingProcessor::new(spec, input(), aggs).unwrap()
+}
+
+fn capped(emit: EmitMode, aggs: Vec<AggSpec>) -> Processor<CappedSessionSpec> {
+    let spec = CappedSessionSpec {
+        session: SessionSpec {
+            gap: GapSpec::Fixed(Duration::Ticks(10)),
+            grace: Duration::Ticks(5),
+            retention: None,
+            emit,
+            on_invalid: OnInvalid::Drop,
+        },
+        max_duration: Duration::Ticks(6),
+    };
+    Processor::new(spec, input(), aggs).unwrap()
 }
 
 fn collect_fail(max: usize) -> AggSpec {
@@ -355,28 +370,51 @@ fn edited_snapshots_are_refused_on_restore() {
         .copy_from_slice(&1_000i64.to_le_bytes()))));
 }
 
+#[test]
+fn edited_capped_snapshots_are_refused_on_restore() {
+    let mut p = capped(EmitMode::Final, vec![AggSpec::count(), AggSpec::sum("v")]);
+    p.process(&batch(&[
+        (Some("a"), 0, 1),
+        (Some("a"), 4, 1),
+        (Some("a"), 9, 1),
+    ]))
+    .unwrap();
+    let good = p.to_bytes().unwrap();
+    let restore = |b: &[u8]| Processor::<CappedSessionSpec>::from_bytes(b);
+    assert!(restore(&good).is_ok());
+    let refused = |b: &[u8]| matches!(restore(b), Err(Error::Snapshot { .. }));
+    // A record cut in half, a cut flag that is neither 0 nor 1, a first record that is not at
+    // the session's start, and a session longer than max_duration (6).
+    assert!(refused(&edited(&good, |_, _, _, v| v.truncate(v.len() - 3))));
+    assert!(refused(&edited(&good, |_, _, _, v| v[8] = 2)));
+    assert!(refused(&edited(&good, |_, s, _, _| *s -= 1)));
+    assert!(refused(&edited(&good, |_, _, _, v| v[..8]
+        .copy_from_slice(&20i64.to_le_bytes()))));
+}
+
 proptest! {
     #![proptest_config(crate::common::cases(300))]
 
-    /// Random edits of a snapshot's windows (key bytes, bounds, value bytes), re-checksummed:
-    /// a restore either refuses them or gives a processor that works; never a panic.
+    /// Random edits of a snapshot's windows (key bytes, bounds, value bytes), re-checksummed,
+    /// for each processor kind: a restore either refuses them or gives a processor that works;
+    /// never a panic.
     #[test]
     fn restoring_edited_snapshots_never_panics(
         flips in prop::collection::vec((0usize..64, any::<u8>()), 1..4),
         target in 0u8..3,
         shift in -20i64..20,
-        sliding_kind in any::<bool>(),
+        kind in 0u8..3,
     ) {
         let recs = [(Some("a"), 0, 1), (Some("b"), 3, 2), (Some("b"), 7, 3), (Some("c"), 30, 4)];
-        let good = if sliding_kind {
-            let mut p = sliding(10, 5, EmitMode::Updates, vec![AggSpec::count(), AggSpec::max("v")]);
-            p.process(&batch(&recs)).unwrap();
-            p.to_bytes().unwrap()
-        } else {
-            let mut p = sessions(EmitMode::Updates, OnInvalid::Drop, vec![AggSpec::count(), AggSpec::max("v")]);
-            p.process(&batch(&recs)).unwrap();
-            p.to_bytes().unwrap()
+        let aggs = vec![AggSpec::count(), AggSpec::max("v")];
+        let mut p: Box<dyn AnyProcessor> = match kind {
+            0 => Box::new(sliding(10, 5, EmitMode::Updates, aggs)),
+            1 => Box::new(sessions(EmitMode::Updates, OnInvalid::Drop, aggs)),
+            _ => Box::new(capped(EmitMode::Updates, aggs)),
         };
+        let first = batch(&recs);
+        p.process_table(first.schema(), &[first], &mut |_| Ok(())).unwrap();
+        let good = p.to_bytes().unwrap();
         let bytes = edited(&good, |k, s, e, v| {
             let buf = match target { 0 => k, 1 => v, _ => { *s += shift; *e += shift; return; } };
             for &(at, x) in &flips {
@@ -387,14 +425,9 @@ proptest! {
             }
         });
         let more = batch(&[(Some("a"), 5, 1), (Some("b"), 8, 1), (Some("d"), 40, 1)]);
-        if sliding_kind {
-            if let Ok(mut q) = SlidingProcessor::from_bytes(&bytes) {
-                let _ = q.process(&more);
-                let _ = q.flush();
-            }
-        } else if let Ok(mut q) = SessionProcessor::from_bytes(&bytes) {
-            let _ = q.process(&more);
-            let _ = q.flush();
+        if let Ok(mut q) = restore_any(&bytes, None, None) {
+            let _ = q.process_table(more.schema(), &[more], &mut |_| Ok(()));
+            let _ = q.flush(&mut |_| Ok(()));
         }
     }
 }
