@@ -139,6 +139,7 @@ _FLAGS = {
     "gap": "--gap",
     "gap_column": "--gap-column",
     "max_gap": "--max-gap",
+    "max_duration": "--max-duration",
     "time_difference": "--time-difference",
     "aggs": "--agg",
     "max_size": "--agg collect:COL:MAX_SIZE",
@@ -372,6 +373,7 @@ def check_job(args: argparse.Namespace) -> WindowJob:
             "gap": _duration(args.gap, "gap"),
             "gap_column": args.gap_column,
             "max_gap": _duration(args.max_gap, "max_gap"),
+            "max_duration": _duration(args.max_duration, "max_duration"),
         }
     else:
         windows = {"time_difference": _duration(args.time_difference, "time_difference")}
@@ -904,6 +906,8 @@ examples:
       --gap-column idle --max-gap 2h                              # a gap per record
   windowstore sessions clicks.parquet -o tagged/ --key user_id --time ts --gap 30m \\
       --records                                  # every row, tagged with its session
+  windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
+      --max-duration 4h                          # no session longer than 4 hours
 """
 
 _SLIDING_EXAMPLES = """\
@@ -1029,6 +1033,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="column of per-record gaps (dynamic gaps; needs --max-gap)",
         )
         p.add_argument("--max-gap", metavar="DURATION", help="cap on the dynamic gaps")
+        p.add_argument("--max-duration", metavar="DURATION",
+                       help="longest span of a session from its first to its last event: a "
+                       "record later than that after its session's start starts a new "
+                       "session")  # fmt: skip
         p.add_argument("--records", action="store_true",
                        help="write every input row with session_start, session_end and "
                        "session_id instead of one row per session (no --agg)")  # fmt: skip

@@ -43,6 +43,10 @@ def _gaps(
     )
 
 
+def _max_duration(max_duration: DurationLike | None) -> tuple[str, int] | None:
+    return None if max_duration is None else to_duration(max_duration, "max_duration")
+
+
 class SessionWindowProcessor(WindowProcessor):
     """Session windows over a stream of Arrow batches, record by record (Kafka's semantics).
 
@@ -58,6 +62,16 @@ class SessionWindowProcessor(WindowProcessor):
         gap: A fixed inactivity gap (``"30m"``, ``timedelta``, or int ticks).
         gap_column: A column of per-record gaps (integer ticks or durations), with ``max_gap``.
         max_gap: The cap on dynamic gaps; larger ones are clamped and counted.
+        max_duration: The longest a session may span from its first to its last record: per
+            key in event-time order, a record joins its session by the gap rule only if it is
+            at most ``max_duration`` after the session's start, and starts a new session
+            otherwise (``max_duration_cuts`` in `metrics()` counts the sessions it ended). The
+            result equals [`session_windows`][windowstore.session_windows] with the same
+            ``max_duration`` whatever the arrival order within the grace: a record before a
+            session's start can move every later cut, so the processor keeps the records of
+            open sessions (time, gap and their aggregate inputs: about 30 bytes plus the
+            aggregated values per record) to cut them again. Beyond the grace, a record that
+            would change a closed session is late.
         grace: How long after a session's reach late records are still accepted. Required with
             ``clock="event"``; none (or zero) with ``clock="processing"``.
         retention: How long closed sessions are kept to recognise late records (default and
@@ -155,6 +169,7 @@ class SessionWindowProcessor(WindowProcessor):
         output: Output = "windows",
         clock: Clock = "event",
         idle_timeout: DurationLike | None = None,
+        max_duration: DurationLike | None = None,
     ) -> None:
         if clock == "processing":
             _check_processing(time, time_unit, gap_column, grace, idle_timeout)
@@ -194,6 +209,7 @@ class SessionWindowProcessor(WindowProcessor):
             emit=emit,
             aggs=[_records.rows_agg()] if records else aggs_arg(aggs),
             on_invalid=on_invalid,
+            max_duration=_max_duration(max_duration),
         )
         self._finish = finisher(aggs, self._window)
         if records:
@@ -545,6 +561,7 @@ def session_windows(
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
+    max_duration: DurationLike | None = ...,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
@@ -562,6 +579,7 @@ def session_windows(
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
+    max_duration: DurationLike | None = ...,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
@@ -578,6 +596,7 @@ def session_windows(
     gap: DurationLike | None = None,
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
+    max_duration: DurationLike | None = None,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
     time_unit: TimeUnit | None = None,
@@ -590,6 +609,10 @@ def session_windows(
     gives for the same records in time order. Unusable records (null key or time, invalid gap,
     overflow) raise ``InvalidRecordError`` by default; with ``on_invalid="drop"`` they are left
     out, and ``return_rejected=True`` returns them too, with a ``reason`` column.
+
+    ``max_duration`` caps a session's span: per key in event-time order, a record joins its
+    session by the gap rule only if it is at most ``max_duration`` after the session's start,
+    and starts a new session otherwise.
 
     With ``output="records"`` (no ``aggs``) the result is not one row per session but every
     input row that is not rejected, all its columns unchanged, plus ``session_start`` and
@@ -630,6 +653,7 @@ def session_windows(
         gap_column=column,
         max_gap=m,
         on_invalid=on_invalid,
+        max_duration=_max_duration(max_duration),
     )
     if _records.check_output(output, aggs):
         out, rejected = _records.complete_records(data, kwargs)

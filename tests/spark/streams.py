@@ -56,6 +56,7 @@ class Kind:
 KINDS = {
     "fixed_gap": Kind("fixed_gap", {"gap": "30s"}),
     "dynamic_gap": Kind("dynamic_gap", {"gap_column": "g", "max_gap": "60s"}),
+    "max_duration": Kind("max_duration", {"gap": "30s", "max_duration": "45s"}),
     "sliding": Kind("sliding", {"time_difference": "20s"}),
 }
 

@@ -69,6 +69,21 @@ def test_sessions_records_tag_every_row(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.usefixtures("spark")
+def test_sessions_max_duration_caps_every_session(tmp_path: Path) -> None:
+    table = clickstream(3_000, users=30, seed=3)
+    pq.write_table(table, tmp_path / "clicks.parquet")
+    out = tmp_path / "capped"
+    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    assert main([*args, "--time", "ts", "--gap", "30m", "--max-duration", "2m"]) == 0
+    want = windowstore.session_windows(table, key="user_id", time="ts", gap="30m",
+                                       max_duration="2m", aggs=[agg.count()])  # fmt: skip
+    uncapped = windowstore.session_windows(table, key="user_id", time="ts", gap="30m")
+    assert want.num_rows > uncapped.num_rows
+    assert_same_windows(read_dir(out), want, ["user_id", "session_start"])
+    assert main([*args, "--time", "ts", "--gap", "30m", "--max-duration", "0", "--overwrite"]) == 2
+
+
+@pytest.mark.usefixtures("spark")
 def test_without_agg_the_output_has_a_count(tmp_path: Path) -> None:
     table = clickstream(2_000, users=20, seed=3)
     pq.write_table(table, tmp_path / "clicks.parquet")

@@ -56,10 +56,14 @@ class SessionArgs:
     on_invalid: str
     #: Computes the user-defined aggregates of the merged sessions (None: none).
     finish: Finisher | None = None
+    #: The cap on a session's span (None: none); not mergeable, so no partial sessions.
+    max_duration: _Duration | None = None
 
     def core(self, aggs: list[_Agg] | None = None) -> dict[str, Any]:
-        """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows``."""
-        return {
+        """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows`` (with
+        ``max_duration``, of the latter only)."""
+        capped = {} if self.max_duration is None else {"max_duration": self.max_duration}
+        return capped | {
             "key": self.key,
             "time": self.time,
             "time_unit": self.time_unit,
@@ -163,6 +167,21 @@ def session_records(
     except InvalidRecordError as e:
         raise invalid_row(e, table) from None
     yield from tagged.to_batches()
+
+
+def capped_sessions(
+    args: SessionArgs, batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The sessions of the partition's keys (all rows of a key are here) with a maximum
+    duration, finished."""
+    table = whole(batches)
+    if table is None:
+        return
+    try:
+        windows, _rejected, _clamped = _core.session_windows(table, **args.core())
+    except InvalidRecordError as e:
+        raise invalid_row(e, table) from None
+    yield from (windows if args.finish is None else args.finish(windows)).to_batches()
 
 
 def rejected_sessions(

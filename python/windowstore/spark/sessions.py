@@ -37,6 +37,7 @@ def session_windows(
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
+    max_duration: DurationLike | None = ...,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
@@ -61,6 +62,7 @@ def session_windows(
     gap: DurationLike | None = ...,
     gap_column: str | None = ...,
     max_gap: DurationLike | None = ...,
+    max_duration: DurationLike | None = ...,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
     time_unit: TimeUnit | None = ...,
@@ -84,6 +86,7 @@ def session_windows(
     gap: DurationLike | None = None,
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
+    max_duration: DurationLike | None = None,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
     time_unit: TimeUnit | None = None,
@@ -116,6 +119,12 @@ def session_windows(
         gap_column: A column of per-record gaps (integer ticks or day-time intervals), with
             ``max_gap``.
         max_gap: The cap on dynamic gaps.
+        max_duration: The longest a session may span from its first to its last record (see
+            [`windowstore.session_windows`][]). A cut depends on every earlier record of the
+            key, so a batch shuffles the rows (not partial sessions) by key and cuts each
+            partition's keys in one Arrow call: a worker holds all rows of the keys of its
+            partition, as with ``output="records"``. A stream keeps the records of open
+            sessions in its state (about 30 bytes plus the aggregated values per record).
         aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
@@ -199,6 +208,7 @@ def session_windows(
                 "gap": gap,
                 "gap_column": gap_column,
                 "max_gap": max_gap,
+                "max_duration": max_duration,
                 "on_invalid": check_on_invalid(on_invalid),
             },
             used=_schema.used_columns(names, time, [gap_column], aggs),
@@ -222,6 +232,7 @@ def session_windows(
         gap=None if gap is None else to_duration(gap, "gap"),
         gap_column=gap_column,
         max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
+        max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
         aggs=aggs_arg(aggs),
         on_invalid=check_on_invalid(on_invalid),
         finish=finisher(aggs, ("session_start", "session_end")),
@@ -235,6 +246,9 @@ def session_windows(
     # The engines check everything on an empty table of the executors' schema: same rules, and
     # the exact output schemas, before any job starts.
     empty = arrow.empty_table()
+    if args.max_duration is not None:
+        windows = _capped_of(df, args, columns, empty, partitions)
+        return (windows, _rejected(df, args)) if return_rejected else windows
     partial_schema = _core.session_partials(empty, **args.core())[0].schema
     windows_empty = _core.merge_session_partials(
         partial_schema.empty_table(), input=empty, key=names, aggs=args.aggs
@@ -280,6 +294,23 @@ def _records_of(df: DataFrame, args: _udf.SessionArgs, partitions: int | None) -
     )
     schema = StructType([*df.schema.fields, *tags.fields])
     return by_key(df, args.key, partitions).mapInArrow(partial(_udf.session_records, args), schema)
+
+
+def _capped_of(
+    df: DataFrame,
+    args: _udf.SessionArgs,
+    columns: list[str],
+    empty: pa.Table,
+    partitions: int | None,
+) -> DataFrame:
+    """Sessions with a maximum duration: the rows shuffled by key, each partition's keys cut in
+    one call of the complete-data engine. A cap is not mergeable from partial sessions (where
+    it cuts depends on every earlier record of the key), so the rows travel whole."""
+    windows_empty, _, _ = _core.session_windows(empty, **args.core())
+    schema = (windows_empty if args.finish is None else args.finish(windows_empty)).schema
+    return by_key(project(df, columns), args.key, partitions).mapInArrow(
+        partial(_udf.capped_sessions, args), _schema.spark_schema(schema)
+    )
 
 
 def _rejected(df: DataFrame, args: _udf.SessionArgs) -> DataFrame:

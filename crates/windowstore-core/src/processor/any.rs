@@ -97,7 +97,8 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
 }
 
 /// The processor in snapshot `bytes` (of a file at `path`, or `None` for bytes from memory),
-/// whatever its kind; `expect` (a kind tag) refuses any other kind.
+/// whatever its kind; `expect` (a kind tag) refuses any other kind (sessions with and
+/// without `max_duration` count as one).
 pub fn restore_any(
     bytes: &[u8],
     path: Option<&Path>,
@@ -116,7 +117,13 @@ pub fn restore_any(
     } else {
         return Err(Error::snapshot(name, "not a processor snapshot"));
     };
-    if let Some(expected) = expect.filter(|&e| e != kind) {
+    // Sessions with and without a cap are one kind to the caller (one Python class).
+    let family = |tag: &str| match tag {
+        t if t == SessionSpec::KIND || t == CappedSessionSpec::KIND => SessionSpec::WHAT,
+        t if t == SlidingSpec::KIND => SlidingSpec::WHAT,
+        _ => "",
+    };
+    if let Some(expected) = expect.filter(|&e| family(e) != family(kind)) {
         return Err(Error::snapshot(
             name,
             format!("a {kind} snapshot, not a {expected} one"),
