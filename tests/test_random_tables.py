@@ -271,9 +271,12 @@ def common_args(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def gap_args(draw: st.DrawFn) -> dict[str, Any]:
+    gaps = {"gap": draw(durations)}
     if draw(st.booleans()):
-        return {"gap": draw(durations)}
-    return {"gap_column": "g", "max_gap": draw(durations)}
+        gaps = {"gap_column": "g", "max_gap": draw(durations)}
+    if draw(st.integers(0, 2)) == 0:
+        gaps["max_duration"] = draw(durations)
+    return gaps
 
 
 # --- the property -----------------------------------------------------------------------------
