@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from windowstore import _processor
 from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
@@ -49,14 +50,12 @@ def positive_int(value: object, parameter: str) -> int:
 
 
 def check_aggs(aggs: Sequence[Agg]) -> list[Agg]:
-    """The aggregations as a list, refusing anything that is not a ``windowstore.agg``."""
-    out = list(aggs)
-    for a in out:
-        if not isinstance(a, Agg):
-            raise InvalidWindowSpec(
-                f"invalid aggs: expected windowstore.agg aggregations, got {a!r}", "aggs"
-            )
-    return out
+    """The local API's check (`windowstore._processor.check_aggs`), failing as every Spark
+    parameter check does: an `InvalidWindowSpec` naming ``aggs``."""
+    try:
+        return _processor.check_aggs(aggs)
+    except TypeError as e:
+        raise InvalidWindowSpec(f"invalid aggs: {e}", "aggs") from None
 
 
 def check_on_invalid(on_invalid: str) -> str:

@@ -1,6 +1,6 @@
 //! [`Aggregator`]: specs bound to a schema, with the record/merge/finish path and the fast path.
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{FieldRef, Schema};
 use hashbrown::HashSet;
 
@@ -204,10 +204,30 @@ impl Aggregator {
         hi: &[u32],
     ) -> Result<Vec<ArrayRef>> {
         self.check_runs(batch, order, &[])?;
-        let ranges = check_ranges(order, lo, hi)?;
+        // Every pass over the windows reads its column at `order[lo..hi]` twice or more (as
+        // values enter and leave): gather each column read into `order`'s order once (one
+        // random read per value), so that the passes read memory in sequence.
+        let identity: Vec<u32> = (0..order.len() as u32).collect();
+        let ranges = check_ranges(&identity, lo, hi)?;
+        let indices = UInt32Array::from(order.to_vec());
+        let mut gathered: Vec<Option<ArrayRef>> = vec![None; batch.num_columns()];
         self.slots
             .iter()
-            .map(|slot| range_slot(slot, batch.columns().get(slot.index), ranges))
+            .map(|slot| {
+                let column = match (slot.op, batch.columns().get(slot.index)) {
+                    (Op::Count, _) | (_, None) => None,
+                    (_, Some(c)) => Some(match &gathered[slot.index] {
+                        Some(g) => g.clone(),
+                        None => {
+                            let g = arrow_select::take::take(c.as_ref(), &indices, None)
+                                .map_err(Error::arrow("gathering aggregate values"))?;
+                            gathered[slot.index] = Some(g.clone());
+                            g
+                        }
+                    }),
+                };
+                range_slot(slot, column.as_ref(), ranges)
+            })
             .collect()
     }
 

@@ -151,8 +151,9 @@ pub fn sliding_windows(
     rejections.finish_batch(&batch)?;
 
     let (order, groups) = group_by_key_then_time(&keys, &valid, &times.ticks);
-    let t = &times.ticks;
-    let at = |p: usize| t[order[p] as usize];
+    // The times in key-time order: the window passes read them in sequence.
+    let sorted: Vec<i64> = order.iter().map(|&r| times.ticks[r as usize]).collect();
+    let at = |p: usize| sorted[p];
     let mut windows = Windows::default();
     let mut group_of = Vec::new();
     for g in groups.windows(2) {
