@@ -5,6 +5,7 @@
 
 mod common;
 mod external_clock;
+mod growth;
 mod input_boundary;
 mod partial;
 mod session;
