@@ -68,11 +68,11 @@ def main() -> None:
         row = []
         for b in args.batch:
             secs, got = median_seconds(
-                lambda b=b: streaming(t, b, args.emit, args.delay), args.repeat
+                lambda b=b, t=t: streaming(t, b, args.emit, args.delay), args.repeat
             )
             assert got == expected, "streaming result differs"
             row.append(secs)
-        secs, got = median_seconds(lambda: complete(t), args.repeat)
+        secs, got = median_seconds(lambda t=t: complete(t), args.repeat)
         assert got == expected
         row.append(secs)
         print(f"{n:>8} " + " ".join(f"{s:>12.3f}" for s in row), flush=True)
