@@ -106,6 +106,16 @@ impl Changelog {
         self.changes.push(Some(change));
     }
 
+    /// Whether a delete of window `[start, end]` of `key` pushed now would be kept (in `updates`
+    /// mode, the delete of a window created within the batch is elided), so that a caller can
+    /// spare copying the state of one that is not.
+    pub fn keeps_delete(&self, key: &[u8], start: i64, end: i64) -> bool {
+        if self.mode != EmitMode::Updates {
+            return true;
+        }
+        !matches!(self.last.get(&(key.to_vec(), start, end)), Some(&(_, true)))
+    }
+
     /// The batch's changes, in order (coalesced in `updates` mode); empties the log.
     pub fn take(&mut self) -> Vec<Change> {
         self.last.clear();

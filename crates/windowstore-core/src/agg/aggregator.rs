@@ -118,6 +118,24 @@ impl Aggregator {
         Ok(())
     }
 
+    /// Pushes to `edits` the in-place splices that turn `state` (found at offset `base` of a
+    /// stored value) into `merge(record, state)`, where `record` is one record's state
+    /// ([`Aggregator::encode_row`]) placed at `place`: a `collect` list gains one element
+    /// without a copy of the list (see `agg::append` for the costs). `scratch` is a buffer
+    /// reused between calls.
+    ///
+    /// Errors: as [`Aggregator::merge`].
+    pub fn append_edits(
+        &self,
+        (state, record): (&[u8], &[u8]),
+        place: super::append::Place,
+        base: usize,
+        edits: &mut crate::store::edits::Edits,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        super::append::append_edits(&self.slots, (state, record), place, base, edits, scratch)
+    }
+
     /// One output array per spec (in spec order), one row per state.
     ///
     /// Errors: an integer `sum` that does not fit Int64 ([`Error::Schema`] naming the column);

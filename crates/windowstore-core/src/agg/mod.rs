@@ -23,6 +23,7 @@
 //! arrays), `runs` and `ranges` (the fast paths), [`aggregator`], [`overflow`].
 
 pub mod aggregator;
+pub mod append;
 pub(crate) mod build;
 pub(crate) mod codec;
 pub(crate) mod distinct;

@@ -16,17 +16,27 @@
 //!    or if it touches a closed session still in the store;
 //! 4. otherwise the candidates are removed and the merged session is put, with Kafka's
 //!    forwarding rule in `changes` mode (no delete when the merged window is `[t, t]`).
+//!
+//! Step 4 has a short way when the record meets one session: it edits the stored session in
+//! place (`SessionStore::amend` with `Aggregator::append_edits`) instead of merging states,
+//! putting the merged one and removing the old one. The store, its counters and the output are
+//! the same either way; the short way costs what the record changes, not the size of the
+//! session's state, when the record comes at or near the session's end (a `collect` list of
+//! `n` records grew in `O(n^2)` before).
 
 use arrow_schema::TimeUnit;
 
 use super::record::record_gap;
 use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
+use crate::agg::append::Place;
+use crate::agg::fill_overflow;
 use crate::emit::{Change, EmitMode};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::Reason;
 use crate::state;
+use crate::store::edits::Edits;
 use crate::store::session_store::PutOutcome;
 use crate::{KeyedSession, Result};
 
@@ -49,7 +59,8 @@ impl KindCounters for SessionCounters {
     }
 }
 
-/// A candidate session for a record: its window, reach, and where its state lies in scratch.
+/// A candidate session for a record: its window, reach, and where its state lies in scratch
+/// (once copied there: the short way never copies it).
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
     start: i64,
@@ -66,6 +77,7 @@ pub struct Scratch {
     acc: Vec<u8>,
     merged: Vec<u8>,
     value: Vec<u8>,
+    edits: Edits,
 }
 
 impl WindowKind for SessionSpec {
@@ -155,17 +167,15 @@ impl WindowKind for SessionSpec {
         sc.candidates.clear();
         sc.states.clear();
         for s in step.store.find_sessions(key, t, reach_rec) {
-            let (end, agg_state) = state::split(s.value);
+            let end = state::split(s.value).0;
             if end < visible {
                 continue;
             }
-            let at = sc.states.len();
-            sc.states.extend_from_slice(agg_state);
             sc.candidates.push(Candidate {
                 start: s.start,
                 end,
                 reach: s.end,
-                state: (at, sc.states.len()),
+                state: (0, 0),
             });
         }
         let (mut m_start, mut m_end, mut m_reach) = (t, t, reach_rec);
@@ -179,9 +189,28 @@ impl WindowKind for SessionSpec {
         if touches_closed || m_reach < step.close {
             return Ok(false);
         }
-
         sc.acc.clear();
         step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+        if let [c] = sc.candidates[..] {
+            let place = Place {
+                key: (t, r.seq),
+                at_end: t >= c.end,
+            };
+            if let Some(accepted) = extend(step, sc, key, c, place, m_reach)? {
+                return Ok(accepted);
+            }
+        }
+
+        // The candidates' states, copied before the store changes.
+        for c in &mut sc.candidates {
+            let value = step
+                .store
+                .fetch_session(key, c.start, c.reach)
+                .unwrap_or_default();
+            let at = sc.states.len();
+            sc.states.extend_from_slice(state::split(value).1);
+            c.state = (at, sc.states.len());
+        }
         for c in &sc.candidates {
             sc.merged.clear();
             let state = &sc.states[c.state.0..c.state.1];
@@ -280,6 +309,75 @@ impl WindowKind for SessionSpec {
             on_invalid,
         })
     }
+}
+
+/// The short way of step 4 for a record at `place` (its state in `sc.acc`) that meets the one
+/// candidate `c`, the merged session reaching `m_reach`: the stored session is edited in place.
+/// Returns `None`, having changed nothing, when the store cannot (the long way then does the
+/// same). The changelog modes get the rows the long way forwards (whose states are copies).
+fn extend(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut Scratch,
+    key: &[u8],
+    c: Candidate,
+    place: Place,
+    m_reach: i64,
+) -> Result<Option<bool>> {
+    let t = place.key.0;
+    let (m_start, m_end) = (c.start.min(t), c.end.max(t));
+    let Some(old) = step.store.fetch_session(key, c.start, c.reach) else {
+        return Ok(None);
+    };
+    sc.edits.clear();
+    if m_end != c.end {
+        sc.edits.push(0, 8, &m_end.to_le_bytes());
+    }
+    step.aggs
+        .append_edits(
+            (&old[8.min(old.len())..], &sc.acc),
+            place,
+            8,
+            &mut sc.edits,
+            &mut sc.merged,
+        )
+        .map_err(|e| fill_overflow(e, step.keys.render(key), m_start, m_end))?;
+    // The long way forwards a delete of the old window unless the merged one is the record's
+    // own `[t, t]` (then c is `[t, t]` too); in `updates` mode one the call created is elided
+    // anyway, so its state is not copied.
+    let overwrite = (m_start, m_end) == (t, t);
+    let keep_delete = step.mode != EmitMode::Final
+        && !overwrite
+        && step.changelog.keeps_delete(key, c.start, c.end);
+    let delete = keep_delete.then(|| state::split(old).1.to_vec());
+    if step.mode == EmitMode::Final && step.store.put_would_drop_segments(m_reach) {
+        step.emit_closed();
+    }
+    let to = (m_start, m_reach);
+    match step.store.amend(key, (c.start, c.reach), to, &sc.edits)? {
+        None => return Ok(None),
+        Some(PutOutcome::Expired) => return Ok(Some(false)),
+        Some(_) => {}
+    }
+    step.latest_end = Some(step.latest_end.map_or(m_end, |e| e.max(m_end)));
+    if step.mode == EmitMode::Final {
+        return Ok(Some(true));
+    }
+    if !overwrite {
+        // A delete the changelog elides needs no state.
+        let state = delete.unwrap_or_default();
+        step.changelog
+            .push(change(key, c.start, c.end, state, true), false);
+    }
+    let value = step
+        .store
+        .fetch_session(key, to.0, to.1)
+        .unwrap_or_default();
+    let created = (c.start, c.end) != (m_start, m_end) || !overwrite;
+    step.changelog.push(
+        change(key, m_start, m_end, state::split(value).1.to_vec(), false),
+        created,
+    );
+    Ok(Some(true))
 }
 
 fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {

@@ -8,8 +8,14 @@
 //! inverses newest first and restores store time and the counters, which leaves the store's
 //! contents, and so its snapshot bytes, exactly as they were when the journal was opened.
 //!
-//! Keys and old values are copied into one byte arena, so an entry costs no allocation.
+//! A session edited in place ([`super::SessionStore::amend`]: a record appended to a session)
+//! records only the inverse of the edit: the old bytes of the ranges it spliced and the window
+//! it had, so its cost does not grow with the session's value.
+//!
+//! Keys, old values and inverse splices are copied into one byte arena, so an entry costs no
+//! allocation.
 
+use super::edits::Edits;
 use super::metrics::Counters;
 
 /// What undoing one change does.
@@ -19,6 +25,12 @@ pub(crate) enum Undo {
     Remove,
     /// The session held the old value (it was replaced, removed or expired): put it back.
     Put,
+    /// The session was edited in place and moved from window `(start, end)` to `to`: apply the
+    /// inverse splices (encoded in the value range, see [`Journal::amended`]) and move it back.
+    Amend {
+        /// The window it was moved to.
+        to: (i64, i64),
+    },
 }
 
 /// One change's inverse: the session and where its key and old value lie in the arena.
@@ -39,6 +51,8 @@ pub(crate) struct Journal {
     pub counters: Counters,
     entries: Vec<Entry>,
     arena: Vec<u8>,
+    /// Scratch for the inverse of an amend.
+    inverse: Edits,
 }
 
 impl Journal {
@@ -50,6 +64,12 @@ impl Journal {
         self.counters = counters;
         self.entries.clear();
         self.arena.clear();
+    }
+
+    /// The bytes the journal has recorded in the open transaction (keys, old values, inverse
+    /// splices): what undo costs, for tests of growth.
+    pub fn recorded_bytes(&self) -> usize {
+        self.arena.len()
     }
 
     /// The bytes the journal's buffers hold on to.
@@ -68,6 +88,37 @@ impl Journal {
     #[inline]
     pub fn held(&mut self, key: &[u8], start: i64, end: i64, old: &[u8]) {
         self.push(Undo::Put, key, start, end, old);
+    }
+
+    /// Records that session `from` of `key` was moved to `to` with `edits` applied, given its
+    /// value `old` before the edit: only the spliced ranges of `old` are kept.
+    pub fn amended(
+        &mut self,
+        key: &[u8],
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+        old: &[u8],
+    ) {
+        let k = self.arena.len();
+        self.arena.extend_from_slice(key);
+        let v = self.arena.len();
+        self.inverse.clear();
+        edits.inverse_of(old, &mut self.inverse);
+        for (at, len, bytes) in self.inverse.iter() {
+            // Values are below 4 GiB (the segment's limit), so their offsets fit u32.
+            for word in [at, len, bytes.len()] {
+                self.arena.extend_from_slice(&(word as u32).to_le_bytes());
+            }
+            self.arena.extend_from_slice(bytes);
+        }
+        self.entries.push(Entry {
+            undo: Undo::Amend { to },
+            start: from.0,
+            end: from.1,
+            key: (k, v),
+            value: (v, self.arena.len()),
+        });
     }
 
     fn push(&mut self, undo: Undo, key: &[u8], start: i64, end: i64, value: &[u8]) {
@@ -93,5 +144,21 @@ impl Journal {
                 &self.arena[e.value.0..e.value.1],
             )
         })
+    }
+}
+
+/// The inverse splices that [`Journal::amended`] encoded, into `out`.
+pub(crate) fn decode_inverse(mut bytes: &[u8], out: &mut Edits) {
+    out.clear();
+    let word = |b: &mut &[u8]| {
+        let (w, rest) = b.split_at(4);
+        *b = rest;
+        u32::from_le_bytes(w.try_into().expect("4 bytes")) as usize
+    };
+    while !bytes.is_empty() {
+        let (at, len, n) = (word(&mut bytes), word(&mut bytes), word(&mut bytes));
+        let (old, rest) = bytes.split_at(n);
+        out.push(at, len, old);
+        bytes = rest;
     }
 }

@@ -23,6 +23,13 @@ pub struct StoreMetrics {
     pub expired_puts: u64,
     /// Sessions dropped by segment expiry.
     pub expired_sessions: u64,
+    /// Value bytes written by puts and in-place edits (bytes moved included) since the store
+    /// was made or restored. Not in [`Self::pairs`] nor snapshots: a deterministic measure of
+    /// work for tests of growth.
+    pub bytes_written: u64,
+    /// Bytes the undo journal recorded since the store was made or restored (as
+    /// `bytes_written`).
+    pub bytes_journaled: u64,
 }
 
 /// The counters a store keeps itself; sizes are computed on demand.

@@ -3,6 +3,7 @@
 //! - [`key_schema`]: what identifies a session (key bytes, end, start) and how a lookup's
 //!   bounds map onto segments;
 //! - [`keys`]: the key table that stores each distinct key's bytes once;
+//! - [`edits`]: in-place splices of a stored value, and their inverse for the journal;
 //! - [`segment`]: one time bucket of sessions, by key;
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
@@ -11,6 +12,7 @@
 //!   files atomically.
 
 pub mod atomic_file;
+pub mod edits;
 mod journal;
 pub mod key_schema;
 pub mod keys;

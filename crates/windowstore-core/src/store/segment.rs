@@ -4,15 +4,27 @@
 //! probe. Values live in one byte arena per segment, addressed by `(offset, len)`: no allocation
 //! per session, and a same-size overwrite (the common case for fixed-width aggregates) happens
 //! in place. Removed bytes become garbage that is compacted away once it outweighs the live bytes.
+//!
+//! A large value (at least [`BIG_VALUE_BYTES`]) lives in a buffer of its own instead: it can be
+//! edited in place with a length change ([`Segment::amend`], amortized by the buffer's spare
+//! capacity, as a `collect` list grows by one element per record) and moves to another segment
+//! without a copy ([`Segment::detach`] / [`Segment::attach`]).
 
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
+use super::edits::Edits;
 use super::keys::KeyId;
 use crate::{Error, Result};
 
 /// Garbage below this many bytes is never worth a compaction.
 const MIN_COMPACTION_BYTES: usize = 4096;
+
+/// Values of at least this many bytes are put in a buffer of their own rather than the arena.
+pub const BIG_VALUE_BYTES: usize = 256;
+
+/// The `len` of an entry whose value is a buffer of its own (`offset` indexes `bigs`).
+const BIG: u32 = u32::MAX;
 
 /// A stored session: its window and where its value lies in the segment's arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +47,9 @@ pub struct Segment {
     arena: Vec<u8>,
     garbage: usize,
     sessions: usize,
+    /// The buffers of large values; a free one is empty and listed in `free_bigs`.
+    bigs: Vec<Vec<u8>>,
+    free_bigs: Vec<u32>,
 }
 
 impl Segment {
@@ -53,21 +68,27 @@ impl Segment {
         value: &[u8],
         seen: impl FnOnce(Option<&[u8]>),
     ) -> Result<bool> {
-        let len = u32::try_from(value.len())
-            .map_err(|_| Error::Capacity("a session value larger than 4 GiB".into()))?;
+        if u32::try_from(value.len()).is_err() {
+            return Err(Error::Capacity("a session value larger than 4 GiB".into()));
+        }
         let list = self.by_key.entry(key).or_default();
         match list.binary_search_by(|e| (e.end, e.start).cmp(&(end, start))) {
             Ok(i) => {
                 let old = list[i];
-                let at = old.offset as usize;
-                seen(Some(&self.arena[at..at + old.len as usize]));
-                if old.len == len {
+                seen(Some(self.value(&old)));
+                if old.len == BIG {
+                    let buf = &mut self.bigs[old.offset as usize];
+                    buf.clear();
+                    buf.extend_from_slice(value);
+                    return Ok(false);
+                }
+                if old.len as usize == value.len() {
                     let at = old.offset as usize;
                     self.arena[at..at + value.len()].copy_from_slice(value);
                     return Ok(false);
                 }
                 self.garbage += old.len as usize;
-                let offset = self.append(value)?;
+                let (offset, len) = self.store(value)?;
                 let list = self.by_key.get_mut(&key).expect("list exists");
                 list[i].offset = offset;
                 list[i].len = len;
@@ -86,13 +107,103 @@ impl Segment {
                     },
                 );
                 self.sessions += 1;
-                let offset = self.append(value)?;
+                let (offset, len) = self.store(value)?;
                 let list = self.by_key.get_mut(&key).expect("list exists");
                 list[i].offset = offset;
                 list[i].len = len;
                 Ok(true)
             }
         }
+    }
+
+    /// Edits the value of session `from` (`(start, end)`) of `key` in place and moves it to
+    /// window `to` of the same segment, first showing `seen` the value it held; returns the
+    /// bytes written (see [`Edits::apply`]), `None` if the session is not there. `edits` must fit the value ([`Edits::check`]); no session may be
+    /// stored under `to` unless `to == from`.
+    pub fn amend(
+        &mut self,
+        key: KeyId,
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+        seen: impl FnOnce(&[u8]),
+    ) -> Result<Option<usize>> {
+        let Some(list) = self.by_key.get(&key) else {
+            return Ok(None);
+        };
+        let Ok(i) = list.binary_search_by(|e| (e.end, e.start).cmp(&(from.1, from.0))) else {
+            return Ok(None);
+        };
+        let old = list[i];
+        seen(self.value(&old));
+        let written;
+        let (offset, len) = if old.len == BIG {
+            written = edits.apply(&mut self.bigs[old.offset as usize]);
+            (old.offset, BIG)
+        } else if edits.keeps_len() {
+            let at = old.offset as usize;
+            written = edits.apply_same_len(&mut self.arena[at..at + old.len as usize]);
+            (old.offset, old.len)
+        } else {
+            let mut value = self.value(&old).to_vec();
+            written = value.len() + edits.apply(&mut value);
+            self.garbage += old.len as usize;
+            self.store_owned(value)?
+        };
+        let list = self.by_key.get_mut(&key).expect("list exists");
+        list[i].offset = offset;
+        list[i].len = len;
+        if to != from {
+            let mut e = list.remove(i);
+            (e.start, e.end) = to;
+            let at = list.partition_point(|x| (x.end, x.start) < (to.1, to.0));
+            list.insert(at, e);
+        }
+        // After the entry has its new place: compaction moves what the entries address.
+        self.compact_if_worth_it();
+        Ok(Some(written))
+    }
+
+    /// Removes session `[start, end]` of `key` and returns its value (a large value's own
+    /// buffer, without a copy), to be [`Self::attach`]ed to another segment.
+    pub fn detach(&mut self, key: KeyId, start: i64, end: i64) -> Option<Vec<u8>> {
+        let list = self.by_key.get_mut(&key)?;
+        let i = list
+            .binary_search_by(|e| (e.end, e.start).cmp(&(end, start)))
+            .ok()?;
+        let old = list.remove(i);
+        if list.is_empty() {
+            self.by_key.remove(&key);
+        }
+        self.sessions -= 1;
+        let value = if old.len == BIG {
+            self.free_bigs.push(old.offset);
+            std::mem::take(&mut self.bigs[old.offset as usize])
+        } else {
+            self.garbage += old.len as usize;
+            self.value(&old).to_vec()
+        };
+        self.compact_if_worth_it();
+        Some(value)
+    }
+
+    /// Stores `value` for the new session `[start, end]` of `key` (none may be stored there),
+    /// keeping a large value's buffer.
+    pub fn attach(&mut self, key: KeyId, start: i64, end: i64, value: Vec<u8>) -> Result<()> {
+        let (offset, len) = self.store_owned(value)?;
+        let list = self.by_key.entry(key).or_default();
+        let at = list.partition_point(|x| (x.end, x.start) < (end, start));
+        list.insert(
+            at,
+            Entry {
+                end,
+                start,
+                offset,
+                len,
+            },
+        );
+        self.sessions += 1;
+        Ok(())
     }
 
     /// Removes session `[start, end]` of `key`; returns whether it was there.
@@ -116,13 +227,17 @@ impl Segment {
             return false;
         };
         let old = list.remove(i);
-        let at = old.offset as usize;
-        seen(&self.arena[at..at + old.len as usize]);
         if list.is_empty() {
             self.by_key.remove(&key);
         }
+        seen(self.value(&old));
         self.sessions -= 1;
-        self.garbage += old.len as usize;
+        if old.len == BIG {
+            self.free_bigs.push(old.offset);
+            self.bigs[old.offset as usize] = Vec::new();
+        } else {
+            self.garbage += old.len as usize;
+        }
         self.compact_if_worth_it();
         true
     }
@@ -136,6 +251,9 @@ impl Segment {
     /// The value bytes of an entry of this segment.
     #[inline]
     pub fn value(&self, entry: &Entry) -> &[u8] {
+        if entry.len == BIG {
+            return &self.bigs[entry.offset as usize];
+        }
         let at = entry.offset as usize;
         &self.arena[at..at + entry.len as usize]
     }
@@ -176,6 +294,11 @@ impl Segment {
 
     /// Live value bytes (garbage excluded).
     pub fn value_bytes(&self) -> usize {
+        self.arena.len() - self.garbage + self.bigs.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// Live value bytes in the arena.
+    fn arena_bytes(&self) -> usize {
         self.arena.len() - self.garbage
     }
 
@@ -190,6 +313,41 @@ impl Segment {
         self.by_key.capacity() * (std::mem::size_of::<(KeyId, Sessions)>() + 1)
             + spilled
             + self.arena.capacity()
+            + self.bigs.capacity() * std::mem::size_of::<Vec<u8>>()
+            + self.bigs.iter().map(Vec::capacity).sum::<usize>()
+            + self.free_bigs.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Stores a value: in a buffer of its own if large, else at the end of the arena; returns
+    /// the entry's `(offset, len)`.
+    fn store(&mut self, value: &[u8]) -> Result<(u32, u32)> {
+        if value.len() >= BIG_VALUE_BYTES {
+            return self.store_owned(value.to_vec());
+        }
+        Ok((self.append(value)?, value.len() as u32))
+    }
+
+    /// [`Self::store`] of a value already in a buffer (kept if the value is large).
+    fn store_owned(&mut self, value: Vec<u8>) -> Result<(u32, u32)> {
+        if value.len() < BIG_VALUE_BYTES {
+            return Ok((self.append(&value)?, value.len() as u32));
+        }
+        if u32::try_from(value.len()).is_err() {
+            return Err(Error::Capacity("a session value larger than 4 GiB".into()));
+        }
+        let slot = match self.free_bigs.pop() {
+            Some(slot) => {
+                self.bigs[slot as usize] = value;
+                slot
+            }
+            None => {
+                let slot = u32::try_from(self.bigs.len())
+                    .map_err(|_| Error::Capacity("too many large values in a segment".into()))?;
+                self.bigs.push(value);
+                slot
+            }
+        };
+        Ok((slot, BIG))
     }
 
     fn append(&mut self, value: &[u8]) -> Result<u32> {
@@ -211,16 +369,16 @@ impl Segment {
     /// Compacts once garbage outweighs the live bytes: each byte is then moved at most once per
     /// byte freed, so the cost stays proportional to the writes.
     fn compact_if_worth_it(&mut self) {
-        if self.garbage >= MIN_COMPACTION_BYTES && self.garbage > self.value_bytes() {
+        if self.garbage >= MIN_COMPACTION_BYTES && self.garbage > self.arena_bytes() {
             self.compact();
         }
     }
 
     /// Rewrites the arena with live values only.
     fn compact(&mut self) {
-        let mut arena = Vec::with_capacity(self.value_bytes());
+        let mut arena = Vec::with_capacity(self.arena_bytes());
         for list in self.by_key.values_mut() {
-            for e in list.iter_mut() {
+            for e in list.iter_mut().filter(|e| e.len != BIG) {
                 let at = e.offset as usize;
                 let bytes = &self.arena[at..at + e.len as usize];
                 // The live bytes fit in u32: they were addressed by u32 offsets before.

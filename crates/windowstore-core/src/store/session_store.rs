@@ -4,7 +4,8 @@
 //! `end < store_time - retention + 1` is expired: every read skips it, a put of it is refused and
 //! counted, and its segment is dropped as soon as the whole segment is expired.
 
-use super::journal::{Journal, Undo};
+use super::edits::Edits;
+use super::journal::{decode_inverse, Journal, Undo};
 use super::key_schema::{KeyedSession, Session, SessionBounds};
 use super::keys::{KeyId, KeyTable};
 use super::metrics::{Counters, StoreMetrics};
@@ -36,6 +37,10 @@ pub struct SessionStore {
     counters: Counters,
     /// The undo log of the open transaction, if any.
     journal: Option<Box<Journal>>,
+    /// Value bytes written by puts and in-place edits, and bytes journaled for undo, since the
+    /// store was made (not snapshotted): the cost of the writes, for tests of growth.
+    bytes_written: u64,
+    bytes_journaled: u64,
     /// The last transaction's journal, emptied, so that the next one reuses its buffers (a
     /// call's journal holds megabytes; allocating them afresh faulted in new pages each call).
     spare: Option<Box<Journal>>,
@@ -67,6 +72,8 @@ impl SessionStore {
             counters: Counters::default(),
             journal: None,
             spare: None,
+            bytes_written: 0,
+            bytes_journaled: 0,
         })
     }
 
@@ -85,6 +92,9 @@ impl SessionStore {
     }
 
     fn keep_spare(&mut self, journal: Option<Box<Journal>>) {
+        if let Some(j) = &journal {
+            self.bytes_journaled += j.recorded_bytes() as u64;
+        }
         self.spare = journal.filter(|j| j.retained_bytes() <= MAX_SPARE_JOURNAL_BYTES);
     }
 
@@ -103,6 +113,21 @@ impl SessionStore {
                 }
                 Undo::Put => {
                     self.insert(key, entry.start, entry.end, old, None)?;
+                }
+                Undo::Amend { to } => {
+                    let mut inverse = Edits::default();
+                    decode_inverse(old, &mut inverse);
+                    let id = self.keys.get(key).ok_or_else(|| {
+                        Error::Internal("rollback: an amended session's key is gone".into())
+                    })?;
+                    if self
+                        .move_edited(id, to, (entry.start, entry.end), &inverse, None)?
+                        .is_none()
+                    {
+                        return Err(Error::Internal(
+                            "rollback: an amended session is gone".into(),
+                        ));
+                    }
                 }
             }
         }
@@ -159,6 +184,7 @@ impl SessionStore {
         let mut journal = self.journal.take();
         let inserted = self.insert(key, start, end, value, journal.as_deref_mut());
         self.journal = journal;
+        self.bytes_written += value.len() as u64;
         let inserted = inserted?;
         self.counters.puts += 1;
         if inserted {
@@ -167,6 +193,110 @@ impl SessionStore {
         } else {
             Ok(PutOutcome::Updated)
         }
+    }
+
+    /// Edits the value of the live session `from` (`(start, end)`) of `key` in place with
+    /// `edits` and moves it to window `to`: what `put(key, to, edited value)` followed by
+    /// `remove(key, from)` (if `to != from`) does, counters included, at the cost of the bytes
+    /// the edits change rather than of the whole value (a large value is never copied, see
+    /// `store::segment`). The journal records only the edit's inverse.
+    ///
+    /// Returns `None`, having changed nothing, if `from` is not stored and live, another session
+    /// is stored under `to`, or `edits` do not fit the value; the caller then takes the long way.
+    pub fn amend(
+        &mut self,
+        key: &[u8],
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+    ) -> Result<Option<PutOutcome>> {
+        if to.0 > to.1 {
+            return Err(Error::invalid(
+                "start",
+                format!("session start {} is after its end {}", to.0, to.1),
+            ));
+        }
+        let Some(id) = self.keys.get(key) else {
+            return Ok(None);
+        };
+        if from.1 < self.min_live_end() {
+            return Ok(None);
+        }
+        let Some(value) = value_in(&self.segments, id, from.0, from.1) else {
+            return Ok(None);
+        };
+        if edits.check(value.len()).is_err()
+            || (to != from && value_in(&self.segments, id, to.0, to.1).is_some())
+        {
+            return Ok(None);
+        }
+        self.observe(to.1);
+        if to.1 < self.min_live_end() {
+            self.counters.expired_puts += 1;
+            return Ok(Some(PutOutcome::Expired));
+        }
+        let mut journal = self.journal.take();
+        let moved = self.move_edited(
+            id,
+            from,
+            to,
+            edits,
+            journal.as_deref_mut().map(|j| (j, key)),
+        );
+        self.journal = journal;
+        let Some(written) = moved? else {
+            // Expiry took `from` (its end is live, so this cannot happen): the long way.
+            return Ok(None);
+        };
+        self.bytes_written += written as u64;
+        self.keys.note_end(id, to.1);
+        self.counters.puts += 1;
+        if to == from {
+            return Ok(Some(PutOutcome::Updated));
+        }
+        self.counters.removes += 1;
+        Ok(Some(PutOutcome::Inserted))
+    }
+
+    /// Applies `edits` to session `from` of key `id` and moves it to window `to` (within its
+    /// segment, or to another one), journaling the inverse; returns the bytes written, `None`
+    /// if `from` is not there.
+    fn move_edited(
+        &mut self,
+        id: KeyId,
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+        journal: Option<(&mut Journal, &[u8])>,
+    ) -> Result<Option<usize>> {
+        let record = |old: &[u8]| {
+            if let Some((journal, key)) = journal {
+                journal.amended(key, from, to, edits, old);
+            }
+        };
+        if self.segments.segment_id(from.1) == self.segments.segment_id(to.1) {
+            let Some(segment) = self.segments.get_mut(from.1) else {
+                return Ok(None);
+            };
+            return segment.amend(id, from, to, edits, record);
+        }
+        let Some(mut value) = self
+            .segments
+            .get_mut(from.1)
+            .and_then(|s| s.detach(id, from.0, from.1))
+        else {
+            return Ok(None);
+        };
+        self.segments.drop_if_empty(from.1);
+        record(&value);
+        let mut written = edits.apply(&mut value);
+        if value.len() < super::segment::BIG_VALUE_BYTES {
+            written += value.len();
+        }
+        self.segments
+            .get_or_create(to.1)
+            .attach(id, to.0, to.1, value)?;
+        Ok(Some(written))
     }
 
     /// Puts the session into its segment and the key table, recording in `journal` (if any)
@@ -416,6 +546,12 @@ impl SessionStore {
             removes: self.counters.removes,
             expired_puts: self.counters.expired_puts,
             expired_sessions: self.counters.expired_sessions,
+            bytes_written: self.bytes_written,
+            bytes_journaled: self.bytes_journaled
+                + self
+                    .journal
+                    .as_ref()
+                    .map_or(0, |j| j.recorded_bytes() as u64),
         }
     }
 

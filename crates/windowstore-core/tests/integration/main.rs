@@ -6,6 +6,7 @@
 mod capped;
 mod common;
 mod external_clock;
+mod growth;
 mod input_boundary;
 mod partial;
 mod session;
