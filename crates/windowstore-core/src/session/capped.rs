@@ -99,7 +99,9 @@ struct Old {
     reach: i64,
     cut: bool,
     state: (usize, usize),
-    /// Its records: `recs[records.0..records.1]` in the region's record list.
+    /// Its records' stored bytes in the scratch bytes.
+    raw: (usize, usize),
+    /// Its records once read: `recs[records.0..records.1]`.
     records: (usize, usize),
 }
 
@@ -173,25 +175,25 @@ fn parse(value: &[u8]) -> std::result::Result<Stored<'_>, String> {
     })
 }
 
-/// Reads the records of a stored session, appending them to `recs` (states copied into
-/// `bytes`).
+/// Reads the records stored in `bytes[raw.0..raw.1]`, appending them to `recs` (their states
+/// as ranges of `bytes`).
 fn read_records(
-    mut b: &[u8],
-    bytes: &mut Vec<u8>,
+    bytes: &[u8],
+    raw: (usize, usize),
     recs: &mut Vec<Rec>,
 ) -> std::result::Result<(), String> {
+    let mut b = &bytes[raw.0..raw.1];
     while !b.is_empty() {
         let t = i64::from_le_bytes(take::<8>(&mut b)?);
         let seq = u64::from_le_bytes(take::<8>(&mut b)?);
         let gap = i64::from_le_bytes(take::<8>(&mut b)?);
         let state = take_slice(&mut b)?;
-        let at = bytes.len();
-        bytes.extend_from_slice(state);
+        let end = raw.1 - b.len();
         recs.push(Rec {
             t,
             seq,
             gap,
-            state: (at, bytes.len()),
+            state: (end - state.len(), end),
         });
     }
     Ok(())
@@ -309,18 +311,41 @@ impl WindowKind for CappedSessionSpec {
             return Ok(false);
         }
         sc.old.drain(..first);
-
-        // The region's records with the new one in its place (after every record at or before
-        // t: its arrival is the latest).
-        let own = sc.bytes.len();
+        let mut own_state = std::mem::take(&mut sc.acc);
+        own_state.clear();
         step.aggs
-            .encode_row(r.batch, r.row, t, r.seq, &mut sc.bytes);
+            .encode_row(r.batch, r.row, t, r.seq, &mut own_state);
         let own = Rec {
             t,
             seq: r.seq,
             gap,
-            state: (own, sc.bytes.len()),
+            state: (0, own_state.len()),
         };
+        let fast = match sc.old.as_slice() {
+            [] => Some(append(step, sc, key, None, own, &own_state, cap)),
+            [s0] if s0.end <= t => Some(append(step, sc, key, Some(*s0), own, &own_state, cap)),
+            _ => None,
+        };
+        if let Some(done) = fast {
+            sc.acc = own_state;
+            return done;
+        }
+        for i in 0..sc.old.len() {
+            let from = sc.recs.len();
+            read_records(&sc.bytes, sc.old[i].raw, &mut sc.recs).map_err(|why| {
+                Error::Internal(format!("a capped session's records are unreadable: {why}"))
+            })?;
+            sc.old[i].records = (from, sc.recs.len());
+        }
+
+        // The region's records with the new one in its place (after every record at or before
+        // t: its arrival is the latest).
+        let own = Rec {
+            state: (sc.bytes.len(), sc.bytes.len() + own_state.len()),
+            ..own
+        };
+        sc.bytes.extend_from_slice(&own_state);
+        sc.acc = own_state;
         sc.region.clear();
         let mut placed = None;
         for o in &sc.old {
@@ -426,6 +451,85 @@ impl WindowKind for CappedSessionSpec {
     }
 }
 
+/// A record at or after every record of the key's open sessions: it joins `s0` (the only
+/// session it can change) or starts a session of its own, without a re-cut. Returns whether it
+/// was accepted (as `step`).
+fn append(
+    step: &mut Step<'_, CappedSessionSpec>,
+    sc: &mut Scratch,
+    key: &[u8],
+    s0: Option<Old>,
+    own: Rec,
+    own_state: &[u8],
+    cap: i64,
+) -> Result<bool> {
+    let t = own.t;
+    let joins = s0.filter(|s| t <= s.reach && t <= s.start.saturating_add(cap));
+    let Scratch {
+        bytes,
+        merged,
+        value,
+        ..
+    } = sc;
+    value.clear();
+    let (start, reach) = match joins {
+        Some(s) => {
+            merged.clear();
+            let old_state = &bytes[s.state.0..s.state.1];
+            step.merge(key, (s.start, t), old_state, own_state, merged)?;
+            value.extend_from_slice(&t.to_le_bytes());
+            value.push(u8::from(s.cut));
+            put_len(merged, value)?;
+            value.extend_from_slice(merged);
+            value.extend_from_slice(&bytes[s.raw.0..s.raw.1]);
+            (s.start, s.reach.max(t + own.gap))
+        }
+        None => {
+            if t + own.gap < step.close {
+                return Ok(false);
+            }
+            value.extend_from_slice(&t.to_le_bytes());
+            let cut = s0.is_some_and(|s| t <= s.reach);
+            value.push(u8::from(cut));
+            put_len(own_state, value)?;
+            value.extend_from_slice(own_state);
+            step.counters.max_duration_cuts = step
+                .counters
+                .max_duration_cuts
+                .saturating_add(u64::from(cut));
+            (t, t + own.gap)
+        }
+    };
+    put_record(&own, own_state, value)?;
+    if step.put(key, start, reach, value)? == PutOutcome::Expired {
+        return Err(Error::Internal(format!(
+            "a capped session [{start}, {t}] expired as it was put"
+        )));
+    }
+    step.latest_end = Some(step.latest_end.map_or(t, |e| e.max(t)));
+    if let Some(s) = joins {
+        if s.reach != reach {
+            step.store.remove(key, s.start, s.reach);
+        }
+    }
+    if step.mode == EmitMode::Final {
+        return Ok(true);
+    }
+    let new_state = match joins {
+        Some(_) => merged.clone(),
+        None => own_state.to_vec(),
+    };
+    let replaced = joins.filter(|s| s.end == t);
+    if let (Some(s), None) = (joins, replaced) {
+        let state = bytes[s.state.0..s.state.1].to_vec();
+        step.changelog
+            .push(change(key, s.start, s.end, state, true), false);
+    }
+    step.changelog
+        .push(change(key, start, t, new_state, false), replaced.is_none());
+    Ok(true)
+}
+
 /// Reads the key's sessions that may hold the record's predecessor or start after `t` into
 /// `sc.old` (in start order), with their records in `sc.recs` and bytes in `sc.bytes`.
 fn fetch(
@@ -453,17 +557,15 @@ fn fetch(
         let state = sc.bytes.len();
         sc.bytes.extend_from_slice(v.state);
         let state = (state, sc.bytes.len());
-        let from = sc.recs.len();
-        read_records(v.records, &mut sc.bytes, &mut sc.recs).map_err(|why| {
-            Error::Internal(format!("a capped session's records are unreadable: {why}"))
-        })?;
+        sc.bytes.extend_from_slice(v.records);
         sc.old.push(Old {
             start: s.start,
             end: v.end,
             reach: s.end,
             cut: v.cut,
             state,
-            records: (from, sc.recs.len()),
+            raw: (state.1, sc.bytes.len()),
+            records: (0, 0),
         });
     }
     sc.old.sort_unstable_by_key(|o| o.start);
