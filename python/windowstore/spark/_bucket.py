@@ -490,7 +490,7 @@ class LogWindowsProcessor(StatefulProcessor):
             p = self._restore(at)
         frames = run(args, p, watermark, records)
         size = 0 if records is None else records.nbytes
-        if meta is None or at.log_bytes + size > args.compact_ratio * at.base_bytes:
+        if meta is None or at.log_bytes + size >= args.compact_ratio * at.base_bytes:
             self._compact(p, at)
         else:
             self._append(at, watermark, records)
