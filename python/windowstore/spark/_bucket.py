@@ -1,15 +1,23 @@
-"""What a streaming query runs in Spark's Python workers: one bucket of keys per state row.
+"""What a streaming query runs in Spark's Python workers: one engine processor per bucket of keys.
 
 Spark's stateful operators call Python once per grouping key and micro-batch, and every state
 read, write and timer is a round trip to the JVM: 0.84 ms per key here, 84 s per micro-batch
 at 100k keys (``benches/bench_tws_per_key.py``). So the state is grouped by *bucket*
-(``pmod(xxhash64(keys), n)``): each bucket's state row holds one engine processor, as the bytes of
-:meth:`~windowstore.SessionWindowProcessor.to_bytes`, for all of the bucket's keys. A call then
-feeds all of the bucket's new records to the Rust engine at once.
+(``pmod(xxhash64(keys), n)``): each bucket's state holds one engine processor for all of the
+bucket's keys. A call then feeds all of the bucket's new records to the Rust engine at once.
 
-Per call (:func:`step`):
+Two layouts of a bucket's state:
 
-1. the processor is restored from the bucket's state (or created);
+- ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
+  default provider, whose API has one state value per grouping key): one row, the bytes of
+  :meth:`~windowstore.SessionWindowProcessor.to_bytes`, read and written whole by every call;
+- ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
+  of the calls since and a meta entry; a call appends to the log, and Python workers keep the
+  processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
+
+Per call (:func:`step`, :func:`run`):
+
+1. the processor is restored from the bucket's state (or created, or taken from the worker);
 2. stream time advances to Spark's watermark plus its delay: the largest event time the query
    has seen, to the millisecond, so lateness is judged against the whole query's progress, as
    Spark's own stateful operators do. In ``final`` mode this emits the windows it closes;
