@@ -240,6 +240,15 @@ def test_a_checkpoint_of_the_whole_layout_carries_over(
     every = pd.concat(FRAMES, ignore_index=True)
     want = k.windows(spark.createDataFrame(every[every["k"] != SENTINEL])).toArrow()
     assert_same_windows(sink_rows(spark, sink), want, k.by)
+    # Not back: the whole layout refuses a checkpoint of the log layout instead of starting empty.
+    # A record after the sentinel (older ones would be dropped as late before any call).
+    ts = (FRAMES[-1]["ts"] + pd.Timedelta(hours=1)).astype("datetime64[us, UTC]")
+    later = FRAMES[-1].assign(k="k1", ts=ts)
+    write_files([later], source, first=len(FRAMES))
+    rocksdb[LAYOUT_CONF] = "whole"
+    query = start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True)
+    with pytest.raises(StreamingQueryException, match='"log" layout'):
+        query.awaitTermination()
 
 
 def test_a_restart_with_other_parameters_fails_loudly_with_the_log_layout(

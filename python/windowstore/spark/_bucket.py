@@ -345,6 +345,8 @@ class WindowsProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("windowstore", STATE_SCHEMA)
+        # The log layout's meta entry: a checkpoint of that layout is not read here.
+        self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -361,6 +363,13 @@ class WindowsProcessor(StatefulProcessor):
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
     ) -> Iterator[pd.DataFrame]:
         saved = self.state.get() if self.state.exists() else None
+        if saved is None and self.meta.exists():
+            raise InvalidWindowSpec(
+                f'the checkpoint\'s window state is in the "log" layout, which {LAYOUT_CONF}='
+                '"whole" does not read; restart with the log layout (the default with RocksDB) or '
+                "a new checkpoint location",
+                LAYOUT_CONF,
+            )
         frames, row, timer = step(
             self.args,
             saved,
