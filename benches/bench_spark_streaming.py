@@ -29,7 +29,24 @@ Run: python benches/bench_spark_streaming.py [--events 200000] [--keys 100000] [
 
 --floor adds a third contender: windowstore's plan (watermark, buckets, applyInPandasWithState)
 with a Python function that only counts its rows: what Spark's Python stateful operator costs
-without the engine.
+without the engine. --whole adds windowstore with spark.windowstore.state.layout=whole (each
+bucket's state one row, rewritten by every call: the layout before the log layout; RocksDB only,
+the default provider has no other).
+
+--scenario long: long sessions, whose state grows with the open sessions and not with the
+micro-batch. A first micro-batch opens --sessions sessions (one event per user), then
+--batches micro-batches of --events (default 20,000) events on random users, event time +10 s
+per micro-batch: with gap 30 minutes and grace 1 minute nothing closes. Native is
+withWatermark(ts, "1 minute").groupBy(session_window(ts, "30 minutes"), k); windowstore
+session_windows(..., gap="30m", grace="1m"), same aggregates. Each run is a fresh driver process
+(its own JVM), so that its peak memory is its own; the contenders take turns. Per run: the
+median latency of the small micro-batches (the first excluded as warm-up), the checkpoint bytes
+written per small micro-batch (files under the checkpoint by modification time between commits:
+median and mean, so a periodic snapshot or compaction counts), and the peak resident memory
+(VmHWM) of the JVM and of the largest Python worker.
+
+    python benches/bench_spark_streaming.py --scenario long --sessions 100000,1000000
+        [--batches 10] [--events 20000] [--repeat 2] [--provider rocksdb] [--whole]
 """
 
 from __future__ import annotations
@@ -37,11 +54,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +81,7 @@ BASE_MS = 1_700_000_000_000
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "events"
+LAYOUT = "spark.windowstore.state.layout"
 
 
 def stream_batches(batches: int, events: int, keys: int, seed: int = 1) -> Iterator[pa.Table]:
@@ -159,6 +180,250 @@ def ours(df: DataFrame) -> DataFrame:
     return session_windows(df, key="k", time="ts", gap="1m", grace="30s", aggs=aggs)
 
 
+def ours_whole(df: DataFrame) -> DataFrame:
+    """windowstore with the whole-state layout (the conf is read when the query is defined)."""
+    return with_layout(df, "whole", ours)
+
+
+def with_layout(df: DataFrame, layout: str, build: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    spark = df.sparkSession
+    spark.conf.set(LAYOUT, layout)
+    try:
+        return build(df)
+    finally:
+        spark.conf.unset(LAYOUT)
+
+
+def native_long(df: DataFrame) -> DataFrame:
+    return (
+        df.withWatermark("ts", "1 minute")
+        .groupBy(F.session_window("ts", "30 minutes"), "k")
+        .agg(F.count("*"), F.sum("x"), F.min("x"), F.max("x"))
+    )
+
+
+def ours_long(df: DataFrame) -> DataFrame:
+    aggs = [agg.count(), agg.sum("x"), agg.min("x"), agg.max("x")]
+    return session_windows(df, key="k", time="ts", gap="30m", grace="1m", aggs=aggs)
+
+
+LONG: dict[str, Callable[[DataFrame], DataFrame]] = {
+    "native": native_long,
+    "windowstore": ours_long,
+    "windowstore-whole": lambda df: with_layout(df, "whole", ours_long),
+}
+
+
+def write_long(folder: Path, sessions: int, batches: int, events: int, seed: int = 1) -> None:
+    """The long-session stream: a first file opening ``sessions`` sessions (users 0 to
+    sessions - 1, one event each within the first 10 s), then ``batches`` files of ``events``
+    events on random users, file ``i`` within 10 s after BASE + 10 i s."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    for i in range(batches + 1):
+        k = np.arange(sessions) if i == 0 else rng.integers(0, sessions, events)
+        t = BASE_MS + i * 10_000 + rng.integers(0, 10_000, len(k))
+        table = pa.table(
+            {
+                "k": pa.array(k, pa.int64()),
+                "ts": pa.array(t, pa.int64()).cast(pa.timestamp("ms", "UTC")),
+                "x": pa.array(rng.integers(0, 1000, len(k)), pa.int64()),
+            }
+        )
+        path = folder / f"part-{i:03d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (86_400 + i, 86_400 + i))
+
+
+class PeakMemory:
+    """Samples the peak resident memory (VmHWM) of this driver's JVM and of its Python
+    workers (the JVM's descendants), every 0.2 s until stopped."""
+
+    def __init__(self) -> None:
+        self.jvm = 0
+        self.worker = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(0.2)
+
+    def sample(self) -> None:
+        for pid in _descendants(os.getpid(), _children()):
+            cmd = _read(f"/proc/{pid}/cmdline")
+            hwm = _hwm(pid)
+            if "java" in cmd.split("\0")[0]:
+                self.jvm = max(self.jvm, hwm)
+            elif "pyspark" in cmd:
+                self.worker = max(self.worker, hwm)
+
+    def stop(self) -> None:
+        self.sample()
+        self._stop.set()
+        self._thread.join()
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _hwm(pid: int) -> int:
+    for line in _read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _read(f"/proc/{entry}/stat")
+            if stat:
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                out.setdefault(ppid, []).append(int(entry))
+    return out
+
+
+def _descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def checkpoint_bytes(checkpoint: Path) -> dict[int, int]:
+    """Bytes written per micro-batch: the files under ``checkpoint`` by modification time,
+    micro-batch ``i`` owning those after commit ``i - 1`` up to commit ``i``."""
+    commits = sorted(
+        (int(p.name), p.stat().st_mtime_ns)
+        for p in (checkpoint / "commits").iterdir()
+        if p.name.isdigit()
+    )
+    files = [p.stat() for p in checkpoint.rglob("*") if p.is_file()]
+    out: dict[int, int] = {}
+    before = 0
+    for batch, at in commits:
+        out[batch] = sum(f.st_size for f in files if before < f.st_mtime_ns <= at)
+        before = at
+    return out
+
+
+def long_child(a: argparse.Namespace) -> None:
+    """One run of the long-session scenario in this process: prints its figures as JSON."""
+    spark = session(a)
+    memory = PeakMemory()
+    checkpoint = Path(a.checkpoint)
+    df = read_files(spark, Path(a.input))
+    query = (
+        LONG[a.child](df)
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    memory.stop()
+    progress: list[dict[str, Any]] = query.recentProgress
+    small = [p for p in progress if 0 < p["numInputRows"] <= a.events][1:]
+    written = checkpoint_bytes(checkpoint)
+    measured = [written.get(p["batchId"], 0) for p in small]
+    figures = {
+        "first_s": progress[0]["durationMs"]["triggerExecution"] / 1000,
+        "latency_s": statistics.median(p["durationMs"]["triggerExecution"] / 1000 for p in small),
+        "ck_median": statistics.median(measured),
+        "ck_mean": statistics.mean(measured),
+        "jvm": memory.jvm,
+        "worker": memory.worker,
+    }
+    print("RESULT " + json.dumps(figures), flush=True)
+    spark.stop()
+
+
+def long_scenario(a: argparse.Namespace) -> None:
+    """The long-session scenario: per number of open sessions, the contenders taking turns,
+    each run a child process (:func:`long_child`)."""
+    contenders = ["native", "windowstore"] + (["windowstore-whole"] if a.whole else [])
+    root = Path(tempfile.mkdtemp(prefix="ws-bench-long-"))
+    try:
+        for sessions in [int(n) for n in a.sessions.split(",")]:
+            folder = root / f"in-{sessions}"
+            write_long(folder, sessions, a.batches, a.events)
+            print(
+                f"long sessions: {sessions:,} open, then {a.batches} micro-batches x "
+                f"{a.events:,} events, state store: {a.provider}, {a.partitions} shuffle "
+                "partitions",
+                flush=True,
+            )
+            results: dict[str, list[dict[str, float]]] = {c: [] for c in contenders}
+            for i in range(a.repeat):
+                for c in contenders:
+                    shutil.rmtree(root / "ck", ignore_errors=True)
+                    command = [
+                        sys.executable, __file__, "--child", c, "--input", str(folder),
+                        "--checkpoint", str(root / "ck"), "--provider", a.provider,
+                        "--partitions", str(a.partitions), "--events", str(a.events),
+                        "--arrow-batch", str(a.arrow_batch), "--driver-memory",
+                        a.driver_memory,
+                    ]  # fmt: skip
+                    done = subprocess.run(command, capture_output=True, text=True)
+                    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+                    if not lines:
+                        print(done.stdout[-2000:], done.stderr[-4000:])
+                        raise SystemExit(f"{c} failed")
+                    r = json.loads(lines[-1][len("RESULT ") :])
+                    results[c].append(r)
+                    print(f"  run {i + 1} {c:18s} {_long_line(r)}", flush=True)
+            for c, rs in results.items():
+                m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+                print(f"{sessions:>9,} {c:18s} median {_long_line(m)}", flush=True)
+            native_s = statistics.median(r["latency_s"] for r in results["native"])
+            ours_s = statistics.median(r["latency_s"] for r in results["windowstore"])
+            print(f"latency ratio windowstore / native: {ours_s / native_s:.2f}", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _long_line(r: dict[str, float]) -> str:
+    mib = 1 << 20
+    return (
+        f"batch {r['latency_s']:.2f} s (first {r['first_s']:.1f} s), checkpoint "
+        f"{r['ck_median'] / mib:.2f} MiB/batch (mean {r['ck_mean'] / mib:.2f}), peak JVM "
+        f"{r['jvm'] / mib:,.0f} MiB, largest Python worker {r['worker'] / mib:,.0f} MiB"
+    )
+
+
+def session(a: argparse.Namespace, jars: str | None = None) -> SparkSession:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("windowstore-bench-streaming")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(a.partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", a.driver_memory)
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(a.arrow_batch))
+    )
+    if a.provider == "rocksdb":
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    if jars is not None:
+        builder = builder.config("spark.jars", jars)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def floor(df: DataFrame, buckets: int = 8) -> DataFrame:
     """What windowstore's plan costs without the engine: the same buckets, through an
     applyInPandasWithState that only counts its rows and keeps a byte of state."""
@@ -211,10 +476,19 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=200_000, help="events per micro-batch")
+    parser.add_argument("--scenario", choices=["short", "long"], default="short")
+    parser.add_argument(
+        "--sessions", default="100000,1000000", help="long: open sessions, comma-separated"
+    )
+    parser.add_argument("--whole", action="store_true", help="also windowstore, whole layout")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--input", help=argparse.SUPPRESS)
+    parser.add_argument("--checkpoint", help=argparse.SUPPRESS)
+    parser.add_argument("--events", type=int, default=None, help="events per micro-batch")
     parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--batches", type=int, default=12)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--provider", choices=["default", "rocksdb"], default="default")
     parser.add_argument("--partitions", type=int, default=8, help="spark.sql.shuffle.partitions")
     parser.add_argument(
@@ -233,6 +507,14 @@ def main() -> None:
         "--topic-partitions", type=int, default=2, help="partitions of the Kafka topic"
     )
     a = parser.parse_args()
+    long = a.scenario == "long" or a.child is not None
+    a.events = a.events or (20_000 if long else 200_000)
+    a.batches = a.batches or (10 if long else 12)
+    a.repeat = a.repeat or (2 if long else 3)
+    if a.child is not None:
+        return long_child(a)
+    if long:
+        return long_scenario(a)
     kafka = None
     if a.source == "kafka":
         if a.events % a.topic_partitions:
@@ -242,23 +524,7 @@ def main() -> None:
         if reason is not None:
             parser.error(f"--source kafka: {reason}")
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("windowstore-bench-streaming")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(a.partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "6g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(a.arrow_batch))
-    )
-    if a.provider == "rocksdb":
-        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-    if kafka is not None:
-        builder = builder.config("spark.jars", kafka.spark_jars())
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = session(a, None if kafka is None else kafka.spark_jars())
 
     root = Path(tempfile.mkdtemp(prefix="ws-bench-stream-"))
     with contextlib.ExitStack() as stack:
@@ -290,6 +556,8 @@ def main() -> None:
             ("native", native),
             ("windowstore", ours),
         ]
+        if a.whole:
+            contenders.append(("windowstore-whole", ours_whole))
         if a.floor:
             contenders.append(("floor", lambda df: floor(df, a.partitions)))
         results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in contenders}

@@ -1,15 +1,23 @@
-"""What a streaming query runs in Spark's Python workers: one bucket of keys per state row.
+"""What a streaming query runs in Spark's Python workers: one engine processor per bucket of keys.
 
 Spark's stateful operators call Python once per grouping key and micro-batch, and every state
 read, write and timer is a round trip to the JVM: 0.84 ms per key here, 84 s per micro-batch
 at 100k keys (``benches/bench_tws_per_key.py``). So the state is grouped by *bucket*
-(``pmod(xxhash64(keys), n)``): each bucket's state row holds one engine processor, as the bytes of
-:meth:`~windowstore.SessionWindowProcessor.to_bytes`, for all of the bucket's keys. A call then
-feeds all of the bucket's new records to the Rust engine at once.
+(``pmod(xxhash64(keys), n)``): each bucket's state holds one engine processor for all of the
+bucket's keys. A call then feeds all of the bucket's new records to the Rust engine at once.
 
-Per call (:func:`step`):
+Two layouts of a bucket's state:
 
-1. the processor is restored from the bucket's state (or created);
+- ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
+  default provider, whose API has one state value per grouping key): one row, the bytes of
+  :meth:`~windowstore.SessionWindowProcessor.to_bytes`, read and written whole by every call;
+- ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
+  of the calls since and a meta entry; a call appends to the log, and Python workers keep the
+  processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
+
+Per call (:func:`step`, :func:`run`):
+
+1. the processor is restored from the bucket's state (or created, or taken from the worker);
 2. stream time advances to Spark's watermark plus its delay: the largest event time the query
    has seen, to the millisecond, so lateness is judged against the whole query's progress, as
    Spark's own stateful operators do. In ``final`` mode this emits the windows it closes;
@@ -31,6 +39,8 @@ provider) and ``applyInPandasWithState`` (any provider).
 from __future__ import annotations
 
 import io
+import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -44,10 +54,17 @@ from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessorHandle,
     TimerValues,
 )
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from windowstore._processor import WindowProcessor
-from windowstore.exceptions import InvalidRecordError, InvalidWindowSpec
+from windowstore.exceptions import InvalidRecordError, InvalidWindowSpec, StoreCapacityError
 from windowstore.sessions import SessionWindowProcessor
 from windowstore.sliding import SlidingWindowProcessor
 from windowstore.spark._udf import invalid_row
@@ -58,6 +75,7 @@ __all__ = [
     "REJECTED",
     "STATE_SCHEMA",
     "BucketArgs",
+    "LogWindowsProcessor",
     "WindowsProcessor",
     "apply_in_pandas_with_state",
     "read_rejected",
@@ -74,6 +92,18 @@ REASONS = ("late", "invalid_gap", "null_key", "null_time", "time_overflow")
 STATE_SCHEMA = StructType(
     [StructField("params", StringType(), False), StructField("engine", BinaryType(), False)]
 )
+
+#: The Spark configuration of the largest state row or entry (bytes), and its default.
+MAX_ENTRY_CONF = "spark.windowstore.state.maxEntryBytes"
+DEFAULT_MAX_ENTRY = 64 << 20
+#: The Spark configuration of the log's compaction threshold (a share of the base snapshot).
+COMPACT_CONF = "spark.windowstore.state.compactRatio"
+DEFAULT_COMPACT_RATIO = 1.0
+#: The Spark configuration of the worker-side cache (processors per Python worker; 0: none).
+CACHE_CONF = "spark.windowstore.state.cacheEntries"
+DEFAULT_CACHE_ENTRIES = 4096
+#: The Spark configuration of the layout with the RocksDB provider: ``log`` or ``whole``.
+LAYOUT_CONF = "spark.windowstore.state.layout"
 
 _PROCESSORS: dict[str, type[WindowProcessor]] = {
     "sessions": SessionWindowProcessor,
@@ -115,11 +145,22 @@ class BucketArgs:
     #: What reads the wall clock (Spark's processing time): ``"processing"`` (sessions whose
     #: records' time is their arrival), ``"idle"`` (event time with ``idle_timeout``) or None.
     wall: str | None = None
+    #: The largest state row or entry (bytes): see :data:`MAX_ENTRY_CONF`.
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY
+    #: The log layout compacts a bucket when its log outgrows this share of its base snapshot.
+    compact_ratio: float = DEFAULT_COMPACT_RATIO
+    #: How many restored processors a Python worker keeps (0: none; the log layout).
+    cache_entries: int = DEFAULT_CACHE_ENTRIES
 
     def new_processor(self) -> WindowProcessor:
         return _PROCESSORS[self.kind](**self.params)
 
     def restore(self, params: str, engine: bytes) -> WindowProcessor:
+        self.check(params)
+        return _PROCESSORS[self.kind].from_bytes(engine, aggs=self.params.get("aggs", ()))
+
+    def check(self, params: str) -> None:
+        """Refuses state made with other parameters than this query's."""
         if params != self.fingerprint:
             raise InvalidWindowSpec(
                 "the checkpoint's window state was made with other parameters "
@@ -128,7 +169,6 @@ class BucketArgs:
                 "checkpoint location",
                 "checkpoint",
             )
-        return _PROCESSORS[self.kind].from_bytes(engine, aggs=self.params.get("aggs", ()))
 
     def to_engine(self, table: pa.Table) -> pa.Table:
         """The engine's input: the ``timestamps`` columns as UTC timestamps."""
@@ -166,6 +206,46 @@ def step(
     (a watermark in ms, or a processing time in ms if ``args.wall``) of its next call, if
     any. ``now_ms``: the micro-batch's processing time (read only if ``args.wall``)."""
     p = args.new_processor() if saved is None else args.restore(*saved)
+    result = run(args, p, watermark_ms, _records(args, frames), now_ms)
+    engine = p.to_bytes()
+    if len(engine) > args.max_entry_bytes:
+        raise StoreCapacityError(
+            f"a bucket's state row would hold {len(engine):,} bytes, more than the "
+            f"{args.max_entry_bytes:,} of {MAX_ENTRY_CONF}: with this state store provider a "
+            "bucket's state is one row, written whole; spread the keys over more buckets "
+            "(buckets=, with a new checkpoint), or use the RocksDB provider, whose state is "
+            "split into entries of at most that size"
+        )
+    return result, (args.fingerprint, engine), _timer(args, p.next_close(), now_ms)
+
+
+def run(
+    args: BucketArgs,
+    p: WindowProcessor,
+    watermark_ms: int,
+    records: pa.Table | None,
+    now_ms: int | None = None,
+) -> list[pd.DataFrame]:
+    """Runs one call on ``p``: stream time to the watermark, then ``records`` (the call's
+    input, :func:`_records`); returns the output frames. Deterministic: the same calls on the
+    same processor leave the same state (the log of :class:`LogWindowsProcessor` replays
+    them)."""
+    out = _engine_calls(args, p, watermark_ms, records, now_ms)
+    parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
+    rejected = p.rejected()
+    if rejected.num_rows:
+        parts.append(_rejected_row(args, args.from_engine(rejected)))
+    return [pa.concat_tables(parts).to_pandas()] if parts else []
+
+
+def _engine_calls(
+    args: BucketArgs,
+    p: WindowProcessor,
+    watermark_ms: int,
+    records: pa.Table | None,
+    now_ms: int | None,
+) -> list[pa.Table]:
+    """The engine's calls of one bucket call (see :func:`run`); returns their outputs."""
     # The wall clock's reading, for the processors that read it.
     wall: dict[str, Any] = {}
     if args.wall is not None:
@@ -176,7 +256,6 @@ def step(
     if watermark_ms > 0 and args.wall != "processing":
         # Spark's watermark is 0 until the first micro-batch ends.
         out.append(p.advance((watermark_ms + args.delay_ms) * 1000, **wall))
-    records = _records(args, frames)
     if records is not None:
         records = args.to_engine(records)
         if args.time is not None:
@@ -187,12 +266,7 @@ def step(
             raise invalid_row(e, records) from None
     elif isinstance(p, SessionWindowProcessor) and args.wall is not None:
         out.append(p.poll(now=now_ms))
-    parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
-    rejected = p.rejected()
-    if rejected.num_rows:
-        parts.append(_rejected_row(args, args.from_engine(rejected)))
-    result = [pa.concat_tables(parts).to_pandas()] if parts else []
-    return result, (args.fingerprint, p.to_bytes()), _timer(args, p.next_close(), now_ms)
+    return out
 
 
 def _run_id() -> str | None:
@@ -227,9 +301,9 @@ def _timer(args: BucketArgs, close: int | None, now_ms: int | None) -> int | Non
     return max(at if args.timer_inclusive else at - 1, 1)
 
 
-def _ipc(table: pa.Table) -> bytes:
+def _ipc(table: pa.Table, options: pa.ipc.IpcWriteOptions | None = None) -> bytes:
     sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write_table(table)
     return sink.getvalue()
 
@@ -271,6 +345,8 @@ class WindowsProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("windowstore", STATE_SCHEMA)
+        # The log layout's meta entry: a checkpoint of that layout is not read here.
+        self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -287,6 +363,13 @@ class WindowsProcessor(StatefulProcessor):
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
     ) -> Iterator[pd.DataFrame]:
         saved = self.state.get() if self.state.exists() else None
+        if saved is None and self.meta.exists():
+            raise InvalidWindowSpec(
+                f'the checkpoint\'s window state is in the "log" layout, which {LAYOUT_CONF}='
+                '"whole" does not read; restart with the log layout (the default with RocksDB) or '
+                "a new checkpoint location",
+                LAYOUT_CONF,
+            )
         frames, row, timer = step(
             self.args,
             saved,
@@ -305,6 +388,251 @@ class WindowsProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+#: A bucket's position in the log layout (:class:`LogWindowsProcessor`), its one value state.
+META_SCHEMA = StructType(
+    [
+        StructField("params", StringType(), False),
+        # The bucket's state for all time (a random id made with it): the worker cache's key.
+        StructField("lineage", StringType(), False),
+        # The base snapshot (a random id made with each): what the log applies to.
+        StructField("base", StringType(), False),
+        StructField("base_bytes", LongType(), False),
+        # The log's length (its entries are numbered 0 to log_next - 1) and size.
+        StructField("log_next", LongType(), False),
+        StructField("log_bytes", LongType(), False),
+        # The last entry's token (the base's id while the log is empty).
+        StructField("head", StringType(), False),
+        # The bucket's registered timer, if any.
+        StructField("timer", LongType(), True),
+    ]
+)
+#: The base snapshot: the engine's bytes in chunks of at most max_entry_bytes.
+CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
+#: The log: one entry per call since the base (or several parts of one call's records), keyed
+#: by number; each names the entry before it (``prev``), so that a cached processor knows
+#: whether the log continues what it has applied.
+SEQ_SCHEMA = StructType([StructField("seq", LongType(), False)])
+ENTRY_SCHEMA = StructType(
+    [
+        StructField("token", StringType(), False),
+        StructField("prev", StringType(), False),
+        StructField("watermark", LongType(), False),
+        StructField("part", IntegerType(), False),
+        StructField("parts", IntegerType(), False),
+        # The call's records (a part of them), Arrow IPC with LZ4; null: none.
+        StructField("records", BinaryType(), True),
+    ]
+)
+#: How many missing log entries a cached processor catches up with one read each; past that,
+#: the bucket is restored from its base and whole log (read in bulk).
+_CATCH_UP = 16
+
+
+@dataclass
+class _Position:
+    """Where a bucket's state is: its meta entry, as a processor has applied it."""
+
+    lineage: str
+    base: str
+    base_bytes: int
+    log_next: int
+    log_bytes: int
+    head: str
+    timer: int | None
+
+
+@dataclass
+class _Cached:
+    """A processor a worker keeps after a call, with the position it holds."""
+
+    position: _Position
+    processor: WindowProcessor
+
+
+#: The worker's processors, by lineage, least recently used first. A Python worker serves
+#: many tasks (spark.python.worker.reuse), so a bucket's next call often finds its processor
+#: here and reads no snapshot. An entry is taken out while its call runs: a call that fails
+#: leaves none behind.
+_CACHE: OrderedDict[str, _Cached] = OrderedDict()
+
+
+class LogWindowsProcessor(StatefulProcessor):
+    """``transformWithStateInPandas`` with state that scales with the micro-batch: a bucket's
+    state is a base snapshot (list state, in chunks of bounded size) plus a log of the calls
+    since (map state: each call's watermark and records), with a small meta entry (value
+    state) that says where the bucket is. A call appends its records to the log instead of
+    rewriting the snapshot; when the log outgrows ``compact_ratio`` times the snapshot, the
+    call writes a new snapshot and clears the log. A restore replays the log on the snapshot
+    (the engine is deterministic); the worker cache makes restores rare: a processor that a
+    worker kept is used as it is when its position is the meta entry's, or catches up with the
+    entries it misses."""
+
+    def __init__(self, args: BucketArgs) -> None:
+        self.args = args
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
+        self.base = handle.getListState("windowstore_base", CHUNK_SCHEMA)
+        self.log = handle.getMapState("windowstore_log", SEQ_SCHEMA, ENTRY_SCHEMA)
+        # The whole-state layout's row (WindowsProcessor): read once, to carry a checkpoint
+        # of that layout over.
+        self.whole = handle.getValueState("windowstore", STATE_SCHEMA)
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        yield from self._call(rows, timerValues, None)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        fired = expiredTimerInfo.getExpiryTimeInMs()
+        yield from self._call((), timerValues, fired)
+
+    def _call(
+        self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
+    ) -> Iterator[pd.DataFrame]:
+        args = self.args
+        watermark = timerValues.getCurrentWatermarkInMs()
+        records = _records(args, rows)
+        meta = self.meta.get()
+        if meta is None:
+            p, at = self._first()
+        else:
+            args.check(meta[0])
+            at = _Position(*meta[1:])
+            p = self._restore(at)
+        frames = run(args, p, watermark, records)
+        size = 0 if records is None else records.nbytes
+        if meta is None or at.log_bytes + size >= args.compact_ratio * at.base_bytes:
+            self._compact(p, at)
+        else:
+            self._append(at, watermark, records)
+        timer = _timer(args, p.next_close(), None)
+        # Spark deletes the timer that fired itself, after this call.
+        if at.timer is not None and at.timer not in (fired, timer):
+            self.handle.deleteTimer(at.timer)
+        if timer is not None and timer != fired and timer != at.timer:
+            self.handle.registerTimer(timer)
+        at.timer = timer if timer != fired else None
+        self.meta.update((args.fingerprint, *vars(at).values()))
+        if args.cache_entries > 0:
+            _CACHE[at.lineage] = _Cached(at, p)
+            while len(_CACHE) > args.cache_entries:
+                _CACHE.popitem(last=False)
+        yield from frames
+
+    def _first(self) -> tuple[WindowProcessor, _Position]:
+        """A bucket without a meta entry: new, or a checkpoint of the whole-state layout."""
+        at = _Position(_token(), "", 0, 0, 0, "", None)
+        saved = self.whole.get()
+        if saved is None:
+            return self.args.new_processor(), at
+        p = self.args.restore(*saved)
+        self.whole.clear()
+        # Its timer, which the meta entry will keep from now on.
+        at.timer = next(iter(self.handle.listTimers()), None)
+        return p, at
+
+    def _restore(self, at: _Position) -> WindowProcessor:
+        """The bucket's processor at ``at``: the cached one, caught up if needed, else the
+        base snapshot with the log replayed."""
+        cached = _CACHE.pop(at.lineage, None)
+        if cached is not None and cached.position.base == at.base:
+            have = cached.position
+            missing = at.log_next - have.log_next
+            if missing == 0 and have.head == at.head:
+                return cached.processor
+            if 0 < missing <= _CATCH_UP:
+                entries = [self.log.getValue((seq,)) for seq in range(have.log_next, at.log_next)]
+                if all(e is not None for e in entries) and _chained(entries, have.head, at.head):
+                    self._replay(cached.processor, entries)
+                    return cached.processor
+        engine = b"".join(row[0] for row in self.base.get())
+        p = _PROCESSORS[self.args.kind].from_bytes(engine, aggs=self.args.params.get("aggs", ()))
+        log = [entry for _, entry in sorted(self.log.iterator(), key=lambda kv: kv[0][0])]
+        if len(log) != at.log_next or not _chained(log, at.base, at.head):
+            raise RuntimeError(
+                f"windowstore: a bucket's state log has {len(log)} entries, not the "
+                f"{at.log_next} its meta entry counts, or they do not chain: the state store "
+                "does not hold what this query wrote"
+            )
+        self._replay(p, log)
+        return p
+
+    def _replay(self, p: WindowProcessor, entries: list[Any]) -> None:
+        """Applies the log ``entries`` to ``p`` as their calls did; their output was emitted
+        already."""
+        parts: list[pa.Table] = []
+        for _, _, watermark, part, n, blob in entries:
+            if blob is not None:
+                parts.append(pa.ipc.open_stream(blob).read_all())
+            if part + 1 < n:
+                continue
+            records = pa.concat_tables(parts) if parts else None
+            parts = []
+            _engine_calls(self.args, p, watermark, records, None)
+            p.rejected()  # taken, as the call took them
+
+    def _compact(self, p: WindowProcessor, at: _Position) -> None:
+        """Writes ``p`` as the bucket's new base snapshot and clears the log."""
+        engine = p.to_bytes()
+        size = self.args.max_entry_bytes
+        self.base.put([(engine[i : i + size],) for i in range(0, len(engine), size)])
+        if at.log_next:
+            self.log.clear()
+        at.base = at.head = _token()
+        at.base_bytes, at.log_next, at.log_bytes = len(engine), 0, 0
+
+    def _append(self, at: _Position, watermark: int, records: pa.Table | None) -> None:
+        """Appends the call to the log: its records in parts of at most max_entry_bytes."""
+        blobs = [None] if records is None else _ipc_parts(records, self.args.max_entry_bytes)
+        for i, blob in enumerate(blobs):
+            token = _token()
+            entry = (token, at.head, watermark, i, len(blobs), blob)
+            self.log.updateValue((at.log_next,), entry)
+            at.log_next += 1
+            at.log_bytes += 0 if blob is None else len(blob)
+            at.head = token
+
+    def close(self) -> None:
+        pass
+
+
+def _token() -> str:
+    return uuid.uuid4().hex
+
+
+def _chained(entries: list[Any], first: str, last: str) -> bool:
+    """Whether ``entries`` follow ``first`` one by one and end with ``last``."""
+    head = first
+    for entry in entries:
+        if entry[1] != head:
+            return False
+        head = entry[0]
+    return head == last
+
+
+_LZ4 = pa.ipc.IpcWriteOptions(compression="lz4")
+
+
+def _ipc_parts(records: pa.Table, limit: int) -> list[bytes]:
+    """``records`` as Arrow IPC streams of at most ``limit`` bytes each, in order."""
+    n = 1
+    while True:
+        step = -(-records.num_rows // n)
+        blobs = [_ipc(records.slice(i, step), _LZ4) for i in range(0, records.num_rows, step)]
+        if max(len(b) for b in blobs) <= limit:
+            return blobs
+        if step == 1:
+            raise StoreCapacityError(
+                f"a record takes more than the {limit:,} bytes of {MAX_ENTRY_CONF} in the "
+                "state's log: raise it"
+            )
+        n *= 2
 
 
 def apply_in_pandas_with_state(

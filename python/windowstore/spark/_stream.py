@@ -168,9 +168,9 @@ def stream_windows(
             *[pa.field(_bucket.count_column(r), pa.int64()) for r in _bucket.REASONS],
         ]
     )
-    rocksdb = _ROCKSDB in (
-        df.sparkSession.conf.get("spark.sql.streaming.stateStore.providerClass") or ""
-    )
+    conf = df.sparkSession.conf
+    rocksdb = _ROCKSDB in (conf.get("spark.sql.streaming.stateStore.providerClass") or "")
+    layout = _layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
     args = _bucket.BucketArgs(
         kind=kind,
         params=engine_params,
@@ -190,13 +190,19 @@ def stream_windows(
         timer_inclusive=rocksdb,
         timestamps=timestamps,
         wall=wall,
+        max_entry_bytes=_conf_number(conf, _bucket.MAX_ENTRY_CONF, _bucket.DEFAULT_MAX_ENTRY, 1024),
+        compact_ratio=_conf_number(conf, _bucket.COMPACT_CONF, _bucket.DEFAULT_COMPACT_RATIO, 0),
+        cache_entries=_conf_number(conf, _bucket.CACHE_CONF, _bucket.DEFAULT_CACHE_ENTRIES, 0),
     )
     spark_output = _schema.spark_schema(output_schema)
     grouped = projected.groupBy(_bucket.BUCKET)
     mode = "Append" if emit == "final" else "Update"
     if rocksdb:
+        processor = (
+            _bucket.LogWindowsProcessor(args) if layout == "log" else _bucket.WindowsProcessor(args)
+        )
         out = grouped.transformWithStateInPandas(
-            _bucket.WindowsProcessor(args),
+            processor,
             spark_output,
             mode,
             "EventTime" if wall is None else "ProcessingTime",
@@ -310,6 +316,46 @@ def _grace_micros(grace: DurationLike) -> int:
             f"invalid grace: {grace!r} is finer than the microseconds of a timestamp", "grace"
         )
     return micros
+
+
+def _layout(chosen: str | None, rocksdb: bool, wall: str | None) -> str:
+    """The state layout: ``log`` (base snapshot plus a log of calls, RocksDB only, event time
+    only) or ``whole`` (each bucket's state in one row, rewritten by every call)."""
+    if chosen not in (None, "log", "whole"):
+        raise InvalidWindowSpec(
+            f'invalid {_bucket.LAYOUT_CONF}: {chosen!r}; "log" (the default with the RocksDB '
+            'provider) or "whole"',
+            _bucket.LAYOUT_CONF,
+        )
+    if chosen == "log" and not rocksdb:
+        raise InvalidWindowSpec(
+            f'invalid {_bucket.LAYOUT_CONF}: "log" needs the RocksDB state store provider '
+            "(its list and map state); with other providers a bucket's state is one row",
+            _bucket.LAYOUT_CONF,
+        )
+    if chosen == "log" and wall is not None:
+        raise InvalidWindowSpec(
+            f'invalid {_bucket.LAYOUT_CONF}: "log" replays event-time calls; processing-time '
+            'sessions and idle_timeout keep each bucket\'s state whole ("whole")',
+            _bucket.LAYOUT_CONF,
+        )
+    if chosen is None:
+        return "log" if rocksdb and wall is None else "whole"
+    return chosen
+
+
+def _conf_number(conf: Any, name: str, default: float, low: float) -> Any:
+    """A numeric Spark configuration of windowstore's state, of the type of its default."""
+    value = conf.get(name, None)
+    if value is None:
+        return default
+    try:
+        number = type(default)(value)
+    except ValueError:
+        number = None
+    if number is None or number < low:
+        raise InvalidWindowSpec(f"invalid {name}: {value!r}; a number >= {low} is needed", name)
+    return number
 
 
 def _buckets(df: DataFrame, buckets: int | None) -> int:

@@ -102,8 +102,10 @@ def sliding_windows(
         emit: ``"final"`` (each window once, when the watermark closes it; output mode
             append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
             mode update).
-        buckets: Streams only: how many state rows the keys are hashed into (default:
-            ``spark.sql.shuffle.partitions``). Keep it for the life of a checkpoint.
+        buckets: Streams only: how many buckets of state the keys are hashed into (default:
+            ``spark.sql.shuffle.partitions``): with the default state store provider each is one
+            state row, with RocksDB a snapshot and a log of the calls since (see the Structured
+            Streaming how-to, "State"). Keep it for the life of a checkpoint.
         name: Streams only: the name of the observed metrics in the query's progress
             (``windows`` and ``rejected_<reason>`` per micro-batch).
 

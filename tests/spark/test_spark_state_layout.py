@@ -1,0 +1,299 @@
+"""The state layouts of streaming windows on real Spark.
+
+With the RocksDB provider (transformWithStateInPandas) a bucket's state is a base snapshot in
+chunks (list state), a log of the calls since (map state) and a meta entry (value state): a
+micro-batch writes its log entries and the meta entries of the buckets it touches, not their
+snapshots. These tests read what each micro-batch wrote from the checkpoint itself, with Spark's
+state data source and its change feed (RocksDB changelog checkpointing on), and check that
+entries stay within ``spark.windowstore.state.maxEntryBytes``, that the windows are those of the
+batch adapter however the log is replayed and compacted, and that a checkpoint of the whole-state
+layout carries over. With the default provider a bucket's state stays one row: past the bound,
+the query fails, naming it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+
+from windowstore import InvalidWindowSpec
+from windowstore.spark import session_windows
+from windowstore.spark._bucket import (
+    CACHE_CONF,
+    COMPACT_CONF,
+    LAYOUT_CONF,
+    MAX_ENTRY_CONF,
+)
+
+from .compare import assert_same_windows
+from .streams import (
+    AGGS,
+    GRACE,
+    KINDS,
+    PROVIDER,
+    ROCKSDB,
+    SENTINEL,
+    events,
+    read_stream,
+    start_to_parquet,
+    write_files,
+)
+from .test_spark_streaming import sink_rows
+
+pytestmark = pytest.mark.spark
+
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+META, BASE, LOG, WHOLE = "windowstore_meta", "windowstore_base", "windowstore_log", "windowstore"
+BASE_MS = 1_700_000_000_000
+FRAMES = events(seed=11)
+
+
+@pytest.fixture
+def conf(spark: SparkSession) -> Iterator[dict[str, str]]:
+    """The session's configuration for one test: set what the test puts in the dict (read when
+    a query is defined), unset after."""
+    values: dict[str, str] = {}
+
+    class Conf(dict[str, str]):
+        def __setitem__(self, key: str, value: str) -> None:
+            super().__setitem__(key, value)
+            values[key] = value
+            spark.conf.set(key, value)
+
+    yield Conf()
+    for key in values:
+        spark.conf.unset(key)
+
+
+@pytest.fixture
+def rocksdb(conf: dict[str, str]) -> dict[str, str]:
+    conf[PROVIDER] = ROCKSDB
+    conf[CHANGELOG] = "true"
+    return conf
+
+
+def _frame(rows: list[tuple[str, int, int]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=["k", "ts", "x"]).assign(g=0)
+    frame["ts"] = pd.to_datetime(frame["ts"], unit="ms", utc=True).astype("datetime64[us, UTC]")
+    return frame
+
+
+def long_sessions(spark: SparkSession, folder: Path, keys: int, then: list[list[str]]) -> DataFrame:
+    """A first micro-batch opening ``keys`` sessions, then one micro-batch per list of keys
+    in ``then``, 10 s apart: with gap 10 minutes nothing closes."""
+    frames = [_frame([(f"k{i}", BASE_MS, i) for i in range(keys)])]
+    for n, batch in enumerate(then, start=1):
+        frames.append(_frame([(k, BASE_MS + n * 10_000, n) for k in batch]))
+    write_files(frames, folder)
+    return read_stream(spark, folder)
+
+
+def run_to_noop(df: DataFrame, checkpoint: Path) -> None:
+    windows = session_windows(df, key="k", time="ts", gap="10m", grace="20s", aggs=AGGS)
+    query = (
+        windows.writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+def state(spark: SparkSession, checkpoint: Path, var: str, **options: Any) -> DataFrame:
+    reader = spark.read.format("statestore").option("stateVarName", var)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load(str(checkpoint))
+
+
+def changes(spark: SparkSession, checkpoint: Path, var: str) -> DataFrame:
+    """What each micro-batch wrote to the state variable ``var`` (``batch_id``, ``change_type``,
+    the entry)."""
+    return state(spark, checkpoint, var, readChangeFeed=True, changeStartBatchId=0)
+
+
+def per_batch(df: DataFrame) -> dict[int, int]:
+    return dict(Counter(r["batch_id"] for r in df.select("batch_id").collect()))
+
+
+def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    # 2,000 open sessions in 4 buckets, then a micro-batch of one record of k7, then one of k7,
+    # k8 and k9 (in more than one bucket: checked below).
+    df = long_sessions(spark, tmp_path / "in", 2000, [["k7"], ["k7", "k8", "k9"]])
+    run_to_noop(df, tmp_path / "ck")
+    buckets = {r["key"][0] for r in state(spark, tmp_path / "ck", META).collect()}
+    assert len(buckets) == 4
+    touched = (
+        spark.read.parquet(str(tmp_path / "in" / "part-002.parquet"))
+        .selectExpr("pmod(xxhash64(k), 4) as b")
+        .distinct()
+        .count()
+    )
+    assert touched >= 2
+    # The first micro-batch writes every bucket's snapshot; later ones none, whatever the state.
+    assert per_batch(changes(spark, tmp_path / "ck", BASE)) == {0: 4}
+    # Each later micro-batch: one log entry and one meta entry per bucket it touches.
+    assert per_batch(changes(spark, tmp_path / "ck", LOG)) == {1: 1, 2: touched}
+    assert per_batch(changes(spark, tmp_path / "ck", META)) == {0: 4, 1: 1, 2: touched}
+
+    # The same stream with every bucket's state in one row: each micro-batch rewrites it.
+    rocksdb[LAYOUT_CONF] = "whole"
+    run_to_noop(read_stream(spark, tmp_path / "in"), tmp_path / "ck-whole")
+    whole = changes(spark, tmp_path / "ck-whole", WHOLE)
+    assert per_batch(whole) == {0: 4, 1: 1, 2: touched}
+    rewritten = whole.filter("batch_id = 1").selectExpr("length(value.engine) as n").first()
+    logged = (
+        changes(spark, tmp_path / "ck", LOG)
+        .filter("batch_id = 1")
+        .selectExpr("length(user_map_value.records) as n")
+        .first()
+    )
+    assert rewritten is not None
+    assert logged is not None
+    # A bucket of 500 open sessions, rewritten, against one record's log entry.
+    assert rewritten["n"] > 10 * logged["n"]
+
+
+def test_state_entries_stay_within_the_bound(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    rocksdb[MAX_ENTRY_CONF] = "2048"
+    rocksdb[COMPACT_CONF] = "1000"  # no compaction after the first micro-batch: the log grows
+    many = [f"k{i}" for i in range(0, 2000, 2)]
+    df = long_sessions(spark, tmp_path / "in", 2000, [many, ["k1"]])
+    run_to_noop(df, tmp_path / "ck")
+    chunks = state(spark, tmp_path / "ck", BASE).selectExpr(
+        "key.__windowstore_bucket as b", "length(list_element.chunk) as n"
+    )
+    sizes = [r["n"] for r in chunks.collect()]
+    assert max(sizes) <= 2048
+    # 2,000 sessions in 4 buckets do not fit 4 chunks of 2 KiB.
+    assert len(sizes) > 8
+    log = state(spark, tmp_path / "ck", LOG).selectExpr(
+        "user_map_value.parts as parts", "length(user_map_value.records) as n"
+    )
+    entries = log.collect()
+    assert max(r["n"] for r in entries) <= 2048
+    # The second micro-batch's 250 records a bucket took several entries.
+    assert max(r["parts"] for r in entries) > 1
+
+
+def _windows_with(
+    spark: SparkSession, conf: dict[str, str], tmp_path: Path, restart_at: int
+) -> None:
+    """Runs FRAMES' fixed-gap windows into a Parquet sink, stopping after ``restart_at``
+    files and restarting from the checkpoint; checks the sink against the batch adapter."""
+    k = KINDS["fixed_gap"]
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    write_files(FRAMES[:restart_at], source)
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    write_files(FRAMES[restart_at:], source, first=restart_at)
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    every = pd.concat(FRAMES, ignore_index=True)
+    want = k.windows(spark.createDataFrame(every[every["k"] != SENTINEL])).toArrow()
+    assert want.num_rows >= 40
+    assert_same_windows(sink_rows(spark, sink), want, k.by)
+
+
+@pytest.mark.parametrize("ratio", ["0", "1000"], ids=["compact-every-call", "log-only"])
+def test_the_log_replayed_on_its_snapshot_gives_the_windows(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path, ratio: str
+) -> None:
+    # No worker cache: every call restores its bucket from the snapshot and replays the log.
+    rocksdb[CACHE_CONF] = "0"
+    rocksdb[COMPACT_CONF] = ratio
+    _windows_with(spark, rocksdb, tmp_path, restart_at=6)
+    log = state(spark, tmp_path / "ck", LOG).count()
+    meta = state(spark, tmp_path / "ck", META).collect()
+    if ratio == "0":
+        assert log == 0
+    else:
+        # Every call since the first is in the log.
+        assert log == sum(r["value"]["log_next"] for r in meta) > 3 * len(meta)
+
+
+def test_a_checkpoint_of_the_whole_layout_carries_over(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    k = KINDS["fixed_gap"]
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    write_files(FRAMES[:5], source)
+    rocksdb[LAYOUT_CONF] = "whole"
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    assert state(spark, checkpoint, WHOLE).count() > 0
+    rocksdb[LAYOUT_CONF] = "log"
+    write_files(FRAMES[5:], source, first=5)
+    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
+    # The rows of the whole layout were read once and cleared.
+    assert state(spark, checkpoint, WHOLE).count() == 0
+    assert state(spark, checkpoint, META).count() > 0
+    every = pd.concat(FRAMES, ignore_index=True)
+    want = k.windows(spark.createDataFrame(every[every["k"] != SENTINEL])).toArrow()
+    assert_same_windows(sink_rows(spark, sink), want, k.by)
+    # Not back: the whole layout refuses a checkpoint of the log layout instead of starting empty.
+    # A record after the sentinel (older ones would be dropped as late before any call).
+    ts = (FRAMES[-1]["ts"] + pd.Timedelta(hours=1)).astype("datetime64[us, UTC]")
+    later = FRAMES[-1].assign(k="k1", ts=ts)
+    write_files([later], source, first=len(FRAMES))
+    rocksdb[LAYOUT_CONF] = "whole"
+    query = start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True)
+    with pytest.raises(StreamingQueryException, match='"log" layout'):
+        query.awaitTermination()
+
+
+def test_a_restart_with_other_parameters_fails_loudly_with_the_log_layout(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    k = KINDS["fixed_gap"]
+    write_files(FRAMES[:3], tmp_path / "in")
+    start_to_parquet(
+        spark, k, tmp_path / "in", tmp_path / "out", tmp_path / "ck", availableNow=True
+    ).awaitTermination()
+    write_files(FRAMES[3:4], tmp_path / "in", first=3)
+    windows = session_windows(
+        read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="31s", grace=GRACE, aggs=AGGS
+    )
+    query = (
+        windows.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(StreamingQueryException, match="other parameters"):
+        query.awaitTermination()
+
+
+def test_a_row_past_the_bound_fails_with_the_default_provider(
+    spark: SparkSession, conf: dict[str, str], tmp_path: Path
+) -> None:
+    conf[MAX_ENTRY_CONF] = "4096"
+    df = long_sessions(spark, tmp_path / "in", 2000, [])
+    with pytest.raises(StreamingQueryException, match="maxEntryBytes") as e:
+        run_to_noop(df, tmp_path / "ck")
+    assert "buckets" in str(e.value)
+
+
+def test_the_log_layout_needs_rocksdb(
+    spark: SparkSession, conf: dict[str, str], tmp_path: Path
+) -> None:
+    write_files(FRAMES[:1], tmp_path / "in")
+    conf[LAYOUT_CONF] = "log"
+    with pytest.raises(InvalidWindowSpec, match="RocksDB") as e:
+        session_windows(read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="1m",
+                        grace="10s")  # fmt: skip
+    assert e.value.parameter == LAYOUT_CONF
+    conf[LAYOUT_CONF] = "rows"
+    with pytest.raises(InvalidWindowSpec, match='"whole"'):
+        session_windows(read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="1m",
+                        grace="10s")  # fmt: skip
