@@ -336,17 +336,14 @@ def read_rejected(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                 yield from pa.ipc.open_stream(blob).read_all().to_batches()
 
 
-class WindowsProcessor(StatefulProcessor):
-    """``transformWithStateInPandas``: a bucket's state in a value state, one event-time timer."""
+class _BucketProcessor(StatefulProcessor):
+    """What both layouts' processors share: new rows and a fired timer are one kind of call
+    (``_call``) on the bucket's engine."""
 
-    def __init__(self, args: BucketArgs) -> None:
-        self.args = args
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState("windowstore", STATE_SCHEMA)
-        # The log layout's meta entry: a checkpoint of that layout is not read here.
-        self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
+    def _call(
+        self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
+    ) -> Iterator[pd.DataFrame]:
+        raise NotImplementedError
 
     def handleInputRows(
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
@@ -358,6 +355,19 @@ class WindowsProcessor(StatefulProcessor):
     ) -> Iterator[pd.DataFrame]:
         fired = expiredTimerInfo.getExpiryTimeInMs()
         yield from self._call((), timerValues, fired)
+
+
+class WindowsProcessor(_BucketProcessor):
+    """``transformWithStateInPandas``: a bucket's state in a value state, one event-time timer."""
+
+    def __init__(self, args: BucketArgs) -> None:
+        self.args = args
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("windowstore", STATE_SCHEMA)
+        # The log layout's meta entry: a checkpoint of that layout is not read here.
+        self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
 
     def _call(
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
@@ -458,7 +468,7 @@ class _Cached:
 _CACHE: OrderedDict[str, _Cached] = OrderedDict()
 
 
-class LogWindowsProcessor(StatefulProcessor):
+class LogWindowsProcessor(_BucketProcessor):
     """``transformWithStateInPandas`` with state that scales with the micro-batch: a bucket's
     state is a base snapshot (list state, in chunks of bounded size) plus a log of the calls
     since (map state: each call's watermark and records), with a small meta entry (value
@@ -480,17 +490,6 @@ class LogWindowsProcessor(StatefulProcessor):
         # The whole-state layout's row (WindowsProcessor): read once, to carry a checkpoint
         # of that layout over.
         self.whole = handle.getValueState("windowstore", STATE_SCHEMA)
-
-    def handleInputRows(
-        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
-    ) -> Iterator[pd.DataFrame]:
-        yield from self._call(rows, timerValues, None)
-
-    def handleExpiredTimer(
-        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
-    ) -> Iterator[pd.DataFrame]:
-        fired = expiredTimerInfo.getExpiryTimeInMs()
-        yield from self._call((), timerValues, fired)
 
     def _call(
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None

@@ -28,7 +28,7 @@
 use arrow_schema::TimeUnit;
 
 use super::complete::capped_ticks;
-use super::record::record_gap;
+use super::kind::{change, SessionCounters};
 use super::spec::{OnInvalid, Resolved, SessionSpec};
 use crate::emit::{Change, EmitMode};
 use crate::meta::{MetaReader, MetaWriter};
@@ -271,16 +271,9 @@ impl WindowKind for CappedSessionSpec {
         r: Checked,
         counters: &mut CappedCounters,
     ) -> std::result::Result<i64, Reason> {
-        let s = &ticks.session;
-        let (gap, clamped) = record_gap(
-            r.null_key,
-            r.time,
-            r.t,
-            s.fixed_gap,
-            r.column_gap,
-            s.max_gap,
-        )?;
-        counters.gap_clamped += u64::from(clamped);
+        let mut session = SessionCounters::default();
+        let gap = <SessionSpec as WindowKind>::check(&ticks.session, r, &mut session)?;
+        counters.gap_clamped += session.gap_clamped;
         Ok(gap)
     }
 
@@ -720,15 +713,4 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
             .push(change(key, n.start, n.end, state, false), created);
     }
     Ok(())
-}
-
-fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {
-    Change {
-        key: key.to_vec(),
-        start,
-        end,
-        time: end,
-        state,
-        delete,
-    }
 }

@@ -380,7 +380,8 @@ fn extend(
     Ok(Some(true))
 }
 
-fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {
+/// A changelog row (or a final row, `delete == false`) of a session.
+pub(super) fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {
     Change {
         key: key.to_vec(),
         start,
