@@ -19,43 +19,20 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from bench_sessions import AGGS, GAP_MS, GRACE_MS, delayed, polars_sessions
 from harness import median_seconds
 
-from windowstore import SessionWindowProcessor, agg, session_windows
+from windowstore import SessionWindowProcessor, session_windows
 from windowstore.clickstream import clickstream
 
-GAP_MS = 30 * 60 * 1000
-GRACE_MS = 5 * 60 * 1000
-AGGS = [agg.count(), agg.sum("amount"), agg.max("amount")]
 COLS = ["user_id", "session_start", "session_end", "count"]
-
-
-def polars_sessions(df: pl.DataFrame) -> pl.DataFrame:
-    user, ts = pl.col("user_id"), pl.col("ts")
-    return (
-        df.sort(["user_id", "ts"])
-        .with_columns(new=(user != user.shift()).fill_null(True) | (ts.diff() > GAP_MS))
-        .with_columns(session=pl.col("new").cum_sum())
-        .group_by(["user_id", "session"])
-        .agg(session_start=ts.min(), session_end=ts.max(), count=pl.len())
-    )
 
 
 def canonical(t: pa.Table) -> pa.Table:
     return t.select(COLS).sort_by([(c, "ascending") for c in COLS])
-
-
-def delayed(table: pa.Table, fraction: float, seed: int) -> pa.Table:
-    """The same records in arrival order, `fraction` of them delayed by up to the grace."""
-    rng = np.random.default_rng(seed)
-    n = table.num_rows
-    delay = np.where(rng.random(n) < fraction, rng.integers(0, GRACE_MS, n), 0)
-    order = np.argsort(table["ts"].to_numpy() + delay, kind="stable")
-    return table.take(pa.array(order))
 
 
 def stream(table: pa.Table, cap: int | None, batch_rows: int) -> tuple[pa.Table, int, int]:
