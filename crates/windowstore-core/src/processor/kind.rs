@@ -27,6 +27,15 @@ pub struct Checked {
     pub column_gap: Option<i64>,
 }
 
+/// What [`WindowKind::step_run`] did that the store does not count the way record steps do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The removes the record steps would have made.
+    pub removes: u64,
+    /// The largest stored end put (store time must reach it).
+    pub max_end: Option<i64>,
+}
+
 /// The counters a window kind keeps beyond the processor's own.
 pub trait KindCounters: Copy + Default + Debug + PartialEq + Send + Sync {
     /// The names of the counters, in a fixed order (metrics and snapshot fields).
@@ -97,6 +106,32 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         scratch: &mut Self::Scratch,
         record: Record<'_, Self::Prepared>,
     ) -> Result<bool>;
+
+    /// Whether a record at `t`, stream time being `stream_time` once it is looked at, can be
+    /// applied together with its key's other records of the call ([`Self::step_run`]): such a
+    /// record is never late, and nothing it meets depends on other keys' records. `false`
+    /// (the default) keeps every call of the kind on the record-by-record path.
+    fn run_safe(_ticks: &Self::Ticks, _t: i64, _stream_time: i64) -> bool {
+        false
+    }
+
+    /// Applies `records` (one key's records of a call, all run-safe, in arrival order) as
+    /// [`Self::step`] applies them one by one, with two differences the caller makes good:
+    /// puts go through `SessionStore::put_held` (store time does not move), and the store's
+    /// `puts` and `removes` counters are not what the steps would have counted; the
+    /// [`RunOutcome`] says what they would have. A kind that has no such path keeps
+    /// [`Self::run_safe`] `false`.
+    fn step_run(
+        _ticks: &Self::Ticks,
+        _step: &mut Step<'_, Self>,
+        _scratch: &mut Self::Scratch,
+        _records: &[Record<'_, Self::Prepared>],
+    ) -> Result<RunOutcome> {
+        Err(crate::Error::Internal(format!(
+            "the {} applies records one by one",
+            Self::WHAT
+        )))
+    }
 
     /// Whether a restored store entry `[start, stored_end]` whose value begins with `prefix`
     /// is one the kind could have written; says why not.

@@ -16,6 +16,7 @@
 //! back like any other failure.
 
 mod any;
+mod batched;
 mod bound;
 mod kind;
 mod lifecycle;
@@ -28,7 +29,7 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 pub use any::{restore_any, AnyProcessor};
-pub use kind::{Checked, KindCounters, WindowKind};
+pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use step::{Record, Step};
 
 use crate::agg::AggSpec;
@@ -94,6 +95,11 @@ pub struct Processor<K: WindowKind> {
     bound: Option<Bound<K>>,
     life: Lifecycle,
     counters: Counters<K::Counters>,
+    /// Whether calls may take the batched path (`batched`); the record path is its model.
+    batched: bool,
+    /// Calls that took the batched path since the processor was made or restored (not part of
+    /// its state: a diagnostic).
+    batched_calls: u64,
 }
 
 /// A call's input, bound and checked, with the kind's counters after checking.
@@ -125,7 +131,21 @@ impl<K: WindowKind> Processor<K> {
             bound: None,
             life: Lifecycle::default(),
             counters: Counters::default(),
+            batched: true,
+            batched_calls: 0,
         })
+    }
+
+    /// Calls that took the batched path since the processor was made or restored.
+    pub fn batched_calls(&self) -> u64 {
+        self.batched_calls
+    }
+
+    /// Lets calls take the batched path where it applies (the default), or keeps every call
+    /// record by record. Both give the same output, state and counters; the record path is
+    /// the model the batched one is tested against.
+    pub fn set_batched(&mut self, on: bool) {
+        self.batched = on;
     }
 
     /// The window kind's parameters.
@@ -315,15 +335,30 @@ impl<K: WindowKind> Processor<K> {
             .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
         bound.store.begin();
-        let applied = self
-            .apply(&chunks, checked_counters, advance)
-            .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
+        let mut batched = self.batchable(&chunks, advance);
+        let mut applied = if batched {
+            self.apply_batched(&chunks, checked_counters)
+        } else {
+            self.apply(&chunks, checked_counters, advance)
+        };
+        if batched && applied.is_err() {
+            // The record path gives the call's exact outcome, or its error naming the record.
+            if let Some(b) = self.bound.as_mut() {
+                b.store.rollback()?;
+                b.store.begin();
+            }
+            self.life.rollback(&life);
+            batched = false;
+            applied = self.apply(&chunks, checked_counters, advance);
+        }
+        let applied = applied.and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
         match applied {
             Ok((out, counters)) => {
                 if let Some(b) = self.bound.as_mut() {
                     b.store.commit();
                 }
                 self.counters = counters;
+                self.batched_calls += u64::from(batched);
                 Ok(Some(out))
             }
             Err(e) => {

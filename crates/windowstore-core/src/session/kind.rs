@@ -27,13 +27,14 @@
 use arrow_schema::TimeUnit;
 
 use super::record::record_gap;
+use super::run::RunScratch;
 use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::agg::append::Place;
 use crate::agg::fill_overflow;
 use crate::emit::{Change, EmitMode};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
+use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
 use crate::reject::Reason;
 use crate::state;
 use crate::store::edits::Edits;
@@ -78,6 +79,7 @@ pub struct Scratch {
     merged: Vec<u8>,
     value: Vec<u8>,
     edits: Edits,
+    run: RunScratch,
 }
 
 impl WindowKind for SessionSpec {
@@ -254,6 +256,21 @@ impl WindowKind for SessionSpec {
         step.changelog
             .push(change(key, m_start, m_end, sc.acc.clone(), false), created);
         Ok(true)
+    }
+
+    fn run_safe(ticks: &Resolved, t: i64, stream_time: i64) -> bool {
+        // Such a record is not late, and every session it meets is open and visible (see
+        // `super::run`).
+        t >= stream_time.saturating_sub(ticks.grace)
+    }
+
+    fn step_run(
+        _ticks: &Resolved,
+        step: &mut Step<'_, Self>,
+        sc: &mut Scratch,
+        records: &[Record<'_, i64>],
+    ) -> Result<RunOutcome> {
+        super::run::step_run(step, &mut sc.run, records)
     }
 
     fn check_stored(

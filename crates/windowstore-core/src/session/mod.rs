@@ -2,6 +2,7 @@
 //!
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sessions as a window kind of the streaming processor, record by record;
+//! - `run`: one key's records of a call at once (the processor's batched path);
 //! - [`capped`]: sessions with a maximum duration, record by record, re-cutting open sessions;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.
@@ -11,6 +12,7 @@ pub mod complete;
 pub mod kind;
 pub mod partial;
 mod record;
+mod run;
 pub mod spec;
 
 pub use capped::{CappedCounters, CappedSessionSpec};

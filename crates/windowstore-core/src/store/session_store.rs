@@ -168,13 +168,41 @@ impl SessionStore {
     /// Advances store time to `end` and drops segments that expire with it. A session that is
     /// already expired is not stored: the put is counted and [`PutOutcome::Expired`] returned.
     pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
-        if start > end {
-            return Err(Error::invalid(
-                "start",
-                format!("session start {start} is after its end {end}"),
-            ));
-        }
+        check_window(start, end)?;
         self.observe(end);
+        self.put_live(key, start, end, value)
+    }
+
+    /// [`Self::put`] without moving store time, for a caller that applies many puts as one
+    /// step and moves store time once at the end ([`Self::advance_time`]), so that no segment
+    /// expires in between. A session already expired at the current store time is refused
+    /// and counted, as `put` refuses it.
+    pub(crate) fn put_held(
+        &mut self,
+        key: &[u8],
+        start: i64,
+        end: i64,
+        value: &[u8],
+    ) -> Result<PutOutcome> {
+        check_window(start, end)?;
+        self.put_live(key, start, end, value)
+    }
+
+    /// Advances store time to `t` if it is later, dropping the segments that expire with it
+    /// (after [`Self::put_held`]).
+    pub(crate) fn advance_time(&mut self, t: i64) {
+        self.observe(t);
+    }
+
+    /// Sets the `puts` and `removes` counters: a caller that applied many changes as one step
+    /// counts them as the changes one by one would have.
+    pub(crate) fn set_change_counts(&mut self, puts: u64, removes: u64) {
+        self.counters.puts = puts;
+        self.counters.removes = removes;
+    }
+
+    /// The put of a session whose end is at or before store time.
+    fn put_live(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
         if end < self.min_live_end() {
             self.counters.expired_puts += 1;
             return Ok(PutOutcome::Expired);
@@ -210,12 +238,29 @@ impl SessionStore {
         to: (i64, i64),
         edits: &Edits,
     ) -> Result<Option<PutOutcome>> {
-        if to.0 > to.1 {
-            return Err(Error::invalid(
-                "start",
-                format!("session start {} is after its end {}", to.0, to.1),
-            ));
-        }
+        self.amend_moving(key, from, to, edits, true)
+    }
+
+    /// [`Self::amend`] without moving store time (see [`Self::put_held`]).
+    pub(crate) fn amend_held(
+        &mut self,
+        key: &[u8],
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+    ) -> Result<Option<PutOutcome>> {
+        self.amend_moving(key, from, to, edits, false)
+    }
+
+    fn amend_moving(
+        &mut self,
+        key: &[u8],
+        from: (i64, i64),
+        to: (i64, i64),
+        edits: &Edits,
+        move_time: bool,
+    ) -> Result<Option<PutOutcome>> {
+        check_window(to.0, to.1)?;
         let Some(id) = self.keys.get(key) else {
             return Ok(None);
         };
@@ -230,7 +275,9 @@ impl SessionStore {
         {
             return Ok(None);
         }
-        self.observe(to.1);
+        if move_time {
+            self.observe(to.1);
+        }
         if to.1 < self.min_live_end() {
             self.counters.expired_puts += 1;
             return Ok(Some(PutOutcome::Expired));
@@ -609,6 +656,17 @@ impl SessionStore {
             self.counters.expired_sessions += n;
         }
     }
+}
+
+/// Refuses a window that starts after it ends.
+fn check_window(start: i64, end: i64) -> Result<()> {
+    if start > end {
+        return Err(Error::invalid(
+            "start",
+            format!("session start {start} is after its end {end}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The value of exactly session `[start, end]` of key `id` in `segments`, expired or not.

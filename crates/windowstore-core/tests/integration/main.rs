@@ -3,6 +3,7 @@
 //! `cargo test`'s time. Run one module with `cargo test --release -p windowstore-core --test
 //! integration <module>::` (for example `transactions::`).
 
+mod batched;
 mod capped;
 mod common;
 mod external_clock;

@@ -1,0 +1,202 @@
+//! The batched path of a call: each key's records applied in one step instead of one record at
+//! a time against the store.
+//!
+//! The record path looks a key's sessions up in the store and puts the merged one back for
+//! every record. When no record of a call can be late (each is within the grace of stream time
+//! as it stands once the record is looked at: [`WindowKind::run_safe`]), a record meets only
+//! its own key's windows, and which ones does not depend on any other key's records. The call
+//! then groups its records by key (arrival order kept within a key) and the kind applies each
+//! key's records at once ([`WindowKind::step_run`]): one store read and one write per window
+//! touched. The outcome is the record path's, byte for byte:
+//!
+//! - windows and states: the kind applies a key's records in arrival order with the same
+//!   merges, so even float sums add up in the same order;
+//! - arrival numbers, stream time, the rejected rows and the processor's counters are computed
+//!   per record, as the record path computes them;
+//! - store time: the record path moves it with every put, and a put that drops segments first
+//!   emits what has closed (`final` mode). Here puts leave it where it was; once every key is
+//!   applied, the closed windows are emitted and store time moves to where the puts would have
+//!   taken it, dropping the same segments. A run-safe record never touches a window that
+//!   closes or expires within the call, so the same windows are emitted and dropped, and the
+//!   output is the same: final windows come in (end, start, key) order whichever put emits them;
+//! - the store's `puts` and `removes` counters are set to what the record steps would count.
+//!
+//! Only `final` mode takes this path (the changelog modes' rows follow the record order).
+//! Any error on the way (an aggregate overflow, a put of an expired session) rolls the path
+//! back, and the call runs record by record, whose errors name the record that raised them.
+
+use arrow_array::RecordBatch;
+use hashbrown::HashMap;
+
+use super::kind::WindowKind;
+use super::step::{Record, Step};
+use super::{Chunk, Counters, Processor};
+use crate::emit::{Changelog, EmitMode};
+use crate::{Error, Result};
+
+/// Calls with fewer usable records than this take the record path: grouping them costs about
+/// what it saves.
+const MIN_RECORDS: usize = 16;
+
+impl<K: WindowKind> Processor<K> {
+    /// Whether the call of `chunks` (and `advance`) can take the batched path: `final` mode, no
+    /// advance, enough usable records, and every one of them run-safe.
+    pub(super) fn batchable(&self, chunks: &[Chunk<K::Prepared>], advance: Option<i64>) -> bool {
+        let Some(bound) = self.bound.as_ref() else {
+            return false;
+        };
+        if !self.batched || advance.is_some() || self.kind.emit() != EmitMode::Final {
+            return false;
+        }
+        let mut stream_time = self.life.stream_time;
+        let mut usable = 0usize;
+        for chunk in chunks {
+            for (row, checked) in chunk.checked.iter().enumerate() {
+                if checked.is_err() {
+                    continue;
+                }
+                let t = chunk.ticks[row];
+                let now = stream_time.map_or(t, |s| s.max(t));
+                stream_time = Some(now);
+                if !K::run_safe(&bound.ticks, t, now) {
+                    return false;
+                }
+                usable += 1;
+            }
+        }
+        usable >= MIN_RECORDS
+    }
+
+    /// Applies checked chunks key by key (journaled by the caller) and builds the output;
+    /// returns it with the counters to commit. The caller has checked [`Self::batchable`].
+    pub(super) fn apply_batched(
+        &mut self,
+        chunks: &[Chunk<K::Prepared>],
+        checked: K::Counters,
+    ) -> Result<(RecordBatch, Counters<K::Counters>)> {
+        let Self {
+            bound,
+            life,
+            counters,
+            ..
+        } = self;
+        let bound = bound
+            .as_mut()
+            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
+        let mut counters = Counters {
+            kind: checked,
+            ..*counters
+        };
+
+        // Per record, what the record path computes as it goes: arrival number, stream time,
+        // rejections; and the usable records grouped by key.
+        let mut records = Vec::new();
+        for chunk in chunks {
+            for (row, checked) in chunk.checked.iter().enumerate() {
+                let seq = life.seq;
+                life.seq += 1;
+                counters.records += 1;
+                match *checked {
+                    Ok(prepared) => {
+                        let t = chunk.ticks[row];
+                        life.observe(t);
+                        records.push(Record {
+                            key: chunk.keys.rows.row(row).data(),
+                            batch: &chunk.batch,
+                            row,
+                            t,
+                            seq,
+                            prepared,
+                        });
+                    }
+                    Err(reason) => life.rejections.reject(row, reason),
+                }
+            }
+            life.rejections.finish_batch(&chunk.batch)?;
+        }
+        counters.accepted += records.len() as u64;
+        // Every usable record is accepted, and a window's end is a record's time.
+        let latest = records.iter().map(|r| r.t).max();
+        life.latest_end = life.latest_end.max(latest);
+        let (order, runs) = group_by_key(&records);
+
+        let ticks = bound.ticks;
+        let before = bound.store.counters();
+        let mut step = Step::<K> {
+            store: &mut bound.store,
+            aggs: &bound.aggs,
+            keys: &bound.input.keys,
+            mode: EmitMode::Final,
+            close: i64::MIN,
+            changelog: Changelog::new(EmitMode::Final),
+            finals: Vec::new(),
+            emitted_below: life.emitted_below,
+            latest_end: life.latest_end,
+            counters: &mut counters.kind,
+        };
+        let mut scratch = K::Scratch::default();
+        let mut run = Vec::new();
+        let (mut removes, mut max_end) = (0u64, None);
+        for bounds in runs.windows(2) {
+            run.clear();
+            run.extend(
+                order[bounds[0]..bounds[1]]
+                    .iter()
+                    .map(|&i| records[i as usize]),
+            );
+            let outcome = K::step_run(&ticks, &mut step, &mut scratch, &run)?;
+            removes += outcome.removes;
+            max_end = max_end.max(outcome.max_end);
+        }
+        step.store
+            .set_change_counts(before.puts + records.len() as u64, before.removes + removes);
+        if let Some(st) = life.stream_time {
+            step.close = st.saturating_sub(K::grace(&ticks));
+            step.emit_closed();
+        }
+        if let Some(end) = max_end {
+            step.store.advance_time(end);
+        }
+        life.emitted_below = step.emitted_below;
+        let rows = std::mem::take(&mut step.finals);
+        counters.emitted += rows.len() as u64;
+        let out = bound.build(&rows)?;
+        Ok((out, counters))
+    }
+}
+
+/// The indices of `records` grouped by key (groups in order of first appearance, arrival
+/// order within a group), and the group boundaries (`runs[g]..runs[g + 1]`).
+fn group_by_key<P>(records: &[Record<'_, P>]) -> (Vec<u32>, Vec<usize>) {
+    let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(records.len() / 4);
+    let mut group = Vec::with_capacity(records.len());
+    let mut sizes: Vec<usize> = Vec::new();
+    for r in records {
+        let next = ids.len() as u32;
+        let id = *ids.entry(r.key).or_insert(next);
+        if id == next {
+            sizes.push(0);
+        }
+        sizes[id as usize] += 1;
+        group.push(id);
+    }
+    let mut runs = Vec::with_capacity(sizes.len() + 1);
+    runs.push(0);
+    let mut at = 0;
+    let mut next: Vec<usize> = sizes
+        .iter()
+        .map(|&size| {
+            let first = at;
+            at += size;
+            runs.push(at);
+            first
+        })
+        .collect();
+    let mut order = vec![0u32; records.len()];
+    for (i, &id) in group.iter().enumerate() {
+        let slot = &mut next[id as usize];
+        order[*slot] = i as u32;
+        *slot += 1;
+    }
+    (order, runs)
+}

@@ -1,0 +1,313 @@
+//! One key's records of a call applied at once (the processor's batched path,
+//! `processor::batched`): the key's sessions that the records can meet are read from the store
+//! once, the records are applied to them one by one in arrival order, exactly as
+//! [`super::kind`]'s step applies them to the store, and what changed is written back once.
+//!
+//! The records are run-safe (within the grace of stream time), so none is late and every
+//! session one meets is live and visible (retention covers max gap + grace): the step's
+//! checks for those cases never fire, and are not repeated here. The merges are the step's, in
+//! its order (a record's state merged with each candidate's, by end then start; with one
+//! candidate, the in-place append, which gives the same bytes), so every state is byte for byte
+//! the step's.
+//!
+//! A session whose stored value is large (a long `collect` list) is not copied: records that
+//! extend it edit it in the store, as the step does, so that a long session grown over many
+//! calls costs what the records add, not its size per call.
+
+use super::SessionSpec;
+use crate::agg::append::Place;
+use crate::processor::{Record, RunOutcome, Step};
+use crate::state;
+use crate::store::edits::Edits;
+use crate::store::segment::BIG_VALUE_BYTES;
+use crate::store::session_store::PutOutcome;
+use crate::{Error, Result};
+
+/// A session of the key being applied: its window, reach, and where its state is.
+#[derive(Debug)]
+struct Held {
+    start: i64,
+    end: i64,
+    reach: i64,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// A copy, to be put at the end if `changed`.
+    Copied { state: Vec<u8>, changed: bool },
+    /// In the store under the held window, edited there.
+    Stored,
+}
+
+/// Buffers reused from key to key within a call.
+#[derive(Debug, Default)]
+pub(super) struct RunScratch {
+    held: Vec<Held>,
+    /// The key's windows the store holds among those read or written here.
+    in_store: Vec<(i64, i64)>,
+    met: Vec<usize>,
+    acc: Vec<u8>,
+    merged: Vec<u8>,
+    value: Vec<u8>,
+    edits: Edits,
+}
+
+/// Applies the run-safe `records` of one key, in arrival order (see the module doc).
+pub(super) fn step_run(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut RunScratch,
+    records: &[Record<'_, i64>],
+) -> Result<RunOutcome> {
+    let Some(first) = records.first() else {
+        return Ok(RunOutcome::default());
+    };
+    let key = first.key;
+    // A record at t with gap g meets the sessions with reach >= t and start <= t + g.
+    let lowest = records.iter().map(|r| r.t).min().unwrap_or(first.t);
+    let highest = records
+        .iter()
+        .map(|r| r.t + r.prepared)
+        .max()
+        .unwrap_or(first.t);
+    sc.held.clear();
+    sc.in_store.clear();
+    for s in step.store.find_sessions(key, lowest, highest) {
+        let (end, agg_state) = state::split(s.value);
+        let state = if s.value.len() >= BIG_VALUE_BYTES {
+            State::Stored
+        } else {
+            State::Copied {
+                state: agg_state.to_vec(),
+                changed: false,
+            }
+        };
+        sc.held.push(Held {
+            start: s.start,
+            end,
+            reach: s.end,
+            state,
+        });
+        sc.in_store.push((s.start, s.end));
+    }
+
+    let mut outcome = RunOutcome::default();
+    for r in records {
+        let (removes, put_end) = apply(step, sc, r)?;
+        outcome.removes += removes;
+        outcome.max_end = outcome.max_end.max(Some(put_end));
+    }
+
+    // Puts first, so that the key stays interned while its old sessions go.
+    for h in &sc.held {
+        if let State::Copied {
+            state,
+            changed: true,
+        } = &h.state
+        {
+            sc.value.clear();
+            state::join(h.end, state, &mut sc.value);
+            expired(step.store.put_held(key, h.start, h.reach, &sc.value)?)?;
+        }
+    }
+    for &(start, reach) in &sc.in_store {
+        if !sc.held.iter().any(|h| (h.start, h.reach) == (start, reach)) {
+            step.store.remove(key, start, reach);
+        }
+    }
+    Ok(outcome)
+}
+
+/// Refuses a put of an expired session, which a run-safe record cannot make: the call then
+/// goes record by record.
+fn expired(outcome: PutOutcome) -> Result<()> {
+    if outcome == PutOutcome::Expired {
+        return Err(Error::Internal(
+            "a run-safe session expired: the call goes record by record".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Applies record `r` to the key's held sessions as the step applies it to the store; returns
+/// the removes the step makes (sessions whose window or reach the merge changes) and the end
+/// (reach) of the session it puts.
+fn apply(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut RunScratch,
+    r: &Record<'_, i64>,
+) -> Result<(u64, i64)> {
+    let t = r.t;
+    let reach = t + r.prepared;
+    sc.acc.clear();
+    step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+    // The held sessions are ordered by reach, then start (the store's find order): the
+    // candidates are among those from the first reaching t on.
+    let from = sc.held.partition_point(|h| h.reach < t);
+    sc.met.clear();
+    sc.met.extend(
+        sc.held[from..]
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.start <= reach)
+            .map(|(i, _)| from + i),
+    );
+    match sc.met[..] {
+        [] => {
+            let at = sc.held.partition_point(|h| (h.reach, h.start) < (reach, t));
+            let state = State::Copied {
+                state: sc.acc.clone(),
+                changed: true,
+            };
+            sc.held.insert(
+                at,
+                Held {
+                    start: t,
+                    end: t,
+                    reach,
+                    state,
+                },
+            );
+            Ok((0, reach))
+        }
+        [one] => extend(step, sc, one, r, reach),
+        _ => merge_all(step, sc, r, reach),
+    }
+}
+
+/// The one session met, `held[i]`, extended by record `r` (its state in `sc.acc`) with the
+/// in-place append, which gives the bytes of the merge.
+fn extend(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut RunScratch,
+    i: usize,
+    r: &Record<'_, i64>,
+    reach: i64,
+) -> Result<(u64, i64)> {
+    let t = r.t;
+    let h = &sc.held[i];
+    let (from, end) = ((h.start, h.reach), h.end);
+    let to = (h.start.min(t), h.reach.max(reach));
+    let place = Place {
+        key: (t, r.seq),
+        at_end: t >= end,
+    };
+    sc.edits.clear();
+    match &sc.held[i].state {
+        State::Copied { state, .. } => {
+            step.aggs
+                .append_edits((state, &sc.acc), place, 0, &mut sc.edits, &mut sc.merged)?;
+        }
+        State::Stored => {
+            let value = step
+                .store
+                .fetch_session(r.key, from.0, from.1)
+                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?;
+            if t > end {
+                sc.edits.push(0, 8, &t.to_le_bytes());
+            }
+            let agg_state = &value[8.min(value.len())..];
+            step.aggs.append_edits(
+                (agg_state, &sc.acc),
+                place,
+                8,
+                &mut sc.edits,
+                &mut sc.merged,
+            )?;
+        }
+    }
+    let h = &mut sc.held[i];
+    match &mut h.state {
+        State::Copied { state, changed } => {
+            sc.edits.apply(state);
+            *changed = true;
+        }
+        State::Stored => {
+            let Some(outcome) = step.store.amend_held(r.key, from, to, &sc.edits)? else {
+                return Err(Error::Internal(
+                    "a held session could not be edited in place".into(),
+                ));
+            };
+            expired(outcome)?;
+            if let Some(w) = sc.in_store.iter_mut().find(|w| **w == from) {
+                *w = to;
+            }
+        }
+    }
+    (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
+    let moved = to != from;
+    if moved {
+        reorder(&mut sc.held, i);
+    }
+    Ok((u64::from(moved), to.1))
+}
+
+/// The sessions met (`sc.met`, two or more) and record `r` merged into one: the record's
+/// state merged with each session's in order, as the step merges them.
+fn merge_all(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut RunScratch,
+    r: &Record<'_, i64>,
+    reach: i64,
+) -> Result<(u64, i64)> {
+    let t = r.t;
+    let (mut m_start, mut m_end, mut m_reach) = (t, t, reach);
+    for &i in &sc.met {
+        let h = &sc.held[i];
+        m_start = m_start.min(h.start);
+        m_end = m_end.max(h.end);
+        m_reach = m_reach.max(h.reach);
+    }
+    for &i in &sc.met {
+        let h = &sc.held[i];
+        let state = match &h.state {
+            State::Copied { state, .. } => &state[..],
+            State::Stored => step
+                .store
+                .fetch_session(r.key, h.start, h.reach)
+                .map(|v| state::split(v).1)
+                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?,
+        };
+        sc.merged.clear();
+        step.merge(r.key, (m_start, m_end), &sc.acc, state, &mut sc.merged)?;
+        std::mem::swap(&mut sc.acc, &mut sc.merged);
+    }
+    let removes = sc
+        .met
+        .iter()
+        .filter(|&&i| (sc.held[i].start, sc.held[i].reach) != (m_start, m_reach))
+        .count() as u64;
+    for &i in sc.met.iter().rev() {
+        sc.held.remove(i);
+    }
+    let at = sc
+        .held
+        .partition_point(|h| (h.reach, h.start) < (m_reach, m_start));
+    let state = State::Copied {
+        state: std::mem::take(&mut sc.acc),
+        changed: true,
+    };
+    sc.held.insert(
+        at,
+        Held {
+            start: m_start,
+            end: m_end,
+            reach: m_reach,
+            state,
+        },
+    );
+    Ok((removes, m_reach))
+}
+
+/// Moves `held[i]`, whose reach or start changed, back to its place in (reach, start) order.
+fn reorder(held: &mut [Held], mut i: usize) {
+    let order = |h: &Held| (h.reach, h.start);
+    while i + 1 < held.len() && order(&held[i]) > order(&held[i + 1]) {
+        held.swap(i, i + 1);
+        i += 1;
+    }
+    while i > 0 && order(&held[i]) < order(&held[i - 1]) {
+        held.swap(i, i - 1);
+        i -= 1;
+    }
+}

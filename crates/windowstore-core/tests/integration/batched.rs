@@ -1,0 +1,292 @@
+//! The batched path of the session processor (`processor::batched`, issue 13) against its
+//! model, the record-by-record path: on random streams with disorder within and beyond the
+//! grace, invalid records, fixed and dynamic gaps, every emit mode, order-sensitive aggregates
+//! (float sums, bounded `collect`, first/last), random call sizes and snapshots at random
+//! points, every call gives the same output, the same rejected rows, the same counters and
+//! store metrics, and the same snapshot bytes.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use proptest::prelude::*;
+use windowstore_core::agg::{AggSpec, Overflow};
+use windowstore_core::emit::EmitMode;
+use windowstore_core::input::InputSpec;
+use windowstore_core::session::spec::OnInvalid;
+use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
+use windowstore_core::time::Duration;
+
+/// A record: key, time (None: null), float value, gap (None: null).
+type Rec = (u8, Option<i64>, f64, Option<i64>);
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("t", DataType::Int64, true),
+        Field::new("x", DataType::Float64, true),
+        Field::new("g", DataType::Int64, true),
+    ]))
+}
+
+fn batch(recs: &[Rec]) -> RecordBatch {
+    let k: ArrayRef = Arc::new(
+        recs.iter()
+            .map(|r| Some(format!("user-{}", r.0)))
+            .collect::<StringArray>(),
+    );
+    let t: ArrayRef = Arc::new(recs.iter().map(|r| r.1).collect::<Int64Array>());
+    let x: ArrayRef = Arc::new(recs.iter().map(|r| Some(r.2)).collect::<Float64Array>());
+    let g: ArrayRef = Arc::new(recs.iter().map(|r| r.3).collect::<Int64Array>());
+    RecordBatch::try_new(schema(), vec![k, t, x, g]).unwrap()
+}
+
+fn aggs() -> Vec<AggSpec> {
+    vec![
+        AggSpec::count(),
+        AggSpec::sum("x"),
+        AggSpec::mean("x"),
+        AggSpec::first("x"),
+        AggSpec::last("x"),
+        AggSpec::collect("x", Some(3), Overflow::DropOldest),
+        AggSpec::collect_all("t", None, Overflow::DropOldest),
+    ]
+}
+
+fn processor(gap: GapSpec, grace: i64, emit: EmitMode, batched: bool) -> SessionProcessor {
+    let input = InputSpec {
+        key: vec!["k".into()],
+        time: "t".into(),
+        time_unit: None,
+        gap: None,
+    };
+    let spec = SessionSpec {
+        gap,
+        grace: Duration::Ticks(grace),
+        retention: None,
+        emit,
+        on_invalid: OnInvalid::Drop,
+    };
+    let mut p = SessionProcessor::new(spec, input, aggs()).unwrap();
+    p.set_batched(batched);
+    p
+}
+
+/// Everything a caller can see of a processor, but the output.
+fn observed(p: &mut SessionProcessor) -> (Vec<u8>, Vec<(&'static str, u64)>, Vec<u64>) {
+    let bytes = p.to_bytes().unwrap();
+    let m = p.store_metrics().unwrap();
+    let store = vec![
+        m.live_sessions,
+        m.live_keys,
+        m.segments,
+        m.value_bytes,
+        m.puts,
+        m.removes,
+        m.expired_puts,
+        m.expired_sessions,
+    ];
+    (bytes, p.counters().pairs(), store)
+}
+
+/// Feeds `recs` in calls of the given sizes to a batched processor and to the record-path
+/// model, comparing everything after each call; restores both from bytes after call
+/// `snapshot_at`. Returns how many calls took the batched path.
+fn compare(
+    recs: &[Rec],
+    sizes: &[usize],
+    gap: GapSpec,
+    grace: i64,
+    emit: EmitMode,
+    snapshot_at: usize,
+) -> Result<u64, TestCaseError> {
+    let mut fast = processor(gap.clone(), grace, emit, true);
+    let mut model = processor(gap, grace, emit, false);
+    for p in [&mut fast, &mut model] {
+        p.process(&batch(&[])).unwrap();
+    }
+    let (mut at, mut call, mut batched) = (0, 0, 0);
+    while at < recs.len() {
+        let n = sizes[call % sizes.len()].min(recs.len() - at);
+        let b = batch(&recs[at..at + n]);
+        at += n;
+        call += 1;
+        let before = fast.batched_calls();
+        let got = fast.process(&b).unwrap();
+        batched += fast.batched_calls() - before;
+        let want = model.process(&b).unwrap();
+        prop_assert_eq!(&got, &want, "output of call {}", call);
+        prop_assert_eq!(
+            observed(&mut fast),
+            observed(&mut model),
+            "state after call {}",
+            call
+        );
+        if call % 3 == 0 {
+            prop_assert_eq!(fast.rejected().unwrap(), model.rejected().unwrap());
+        }
+        if call == snapshot_at {
+            fast = SessionProcessor::from_bytes(&fast.to_bytes().unwrap()).unwrap();
+            model = SessionProcessor::from_bytes(&model.to_bytes().unwrap()).unwrap();
+            model.set_batched(false);
+        }
+    }
+    prop_assert_eq!(fast.flush().unwrap(), model.flush().unwrap());
+    prop_assert_eq!(observed(&mut fast), observed(&mut model));
+    prop_assert_eq!(fast.rejected().unwrap(), model.rejected().unwrap());
+    Ok(batched)
+}
+
+/// Records of a few keys, time mostly advancing, some delayed within `grace`, a few delayed
+/// beyond it (late) in half the streams, a few with a null time or an unusable gap.
+fn stream(grace: i64) -> impl Strategy<Value = Vec<Rec>> {
+    (any::<bool>(), records(grace)).prop_map(move |(late, mut recs)| {
+        if !late {
+            for r in &mut recs {
+                r.1 = r.1.map(|t| t.max(r.4 - grace));
+            }
+        }
+        recs.into_iter().map(|r| (r.0, r.1, r.2, r.3)).collect()
+    })
+}
+
+/// A record and the time it would have had undelayed.
+type Delayed = (u8, Option<i64>, f64, Option<i64>, i64);
+
+/// [`stream`]'s records with late ones, each with the time it would have had undelayed.
+fn records(grace: i64) -> impl Strategy<Value = Vec<Delayed>> {
+    let rec = (
+        0u8..6,
+        0i64..6,
+        prop_oneof![12 => Just(0i64), 4 => 0..=grace, 1 => grace..grace + 60],
+        prop_oneof![30 => Just(false), 1 => Just(true)],
+        -100i64..100,
+        prop_oneof![8 => (1i64..40).prop_map(Some), 1 => Just(None), 1 => Just(Some(-2))],
+    );
+    proptest::collection::vec(rec, 0..220).prop_map(|raw| {
+        let mut now = 1_000i64;
+        raw.into_iter()
+            .map(|(k, step, delay, null_time, x, g)| {
+                now += step;
+                let t = (!null_time).then_some(now - delay);
+                // Values with many significant bits, so float sums depend on their order.
+                (k, t, x as f64 / 7.0 + 0.1, g, now)
+            })
+            .collect()
+    })
+}
+
+fn gap_spec(dynamic: bool, gap: i64) -> GapSpec {
+    if dynamic {
+        GapSpec::Column {
+            column: "g".into(),
+            max_gap: Duration::Ticks(gap),
+        }
+    } else {
+        GapSpec::Fixed(Duration::Ticks(gap))
+    }
+}
+
+fn emit_mode() -> impl Strategy<Value = EmitMode> {
+    prop_oneof![
+        6 => Just(EmitMode::Final),
+        1 => Just(EmitMode::Updates),
+        1 => Just(EmitMode::Changes),
+    ]
+}
+
+proptest! {
+    #![proptest_config(crate::common::cases(400))]
+
+    #[test]
+    fn the_batched_path_equals_the_record_path(
+        (grace, recs) in (0i64..30).prop_flat_map(|g| (Just(g), stream(g))),
+        sizes in proptest::collection::vec(1usize..90, 1..4),
+        dynamic in any::<bool>(),
+        gap in 1i64..40,
+        emit in emit_mode(),
+        snapshot_at in 0usize..8,
+    ) {
+        compare(&recs, &sizes, gap_spec(dynamic, gap), grace, emit, snapshot_at)?;
+    }
+}
+
+/// Records of `keys` keys in time order, every key once per `keys` ticks.
+fn in_order(n: i64, keys: u8) -> Vec<Rec> {
+    (0..n)
+        .map(|i| {
+            (
+                ((i * 7) % i64::from(keys)) as u8,
+                Some(i),
+                i as f64 / 3.0,
+                Some(5),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
+    let recs = in_order(3_000, 50);
+    for dynamic in [false, true] {
+        let batched =
+            compare(&recs, &[500], gap_spec(dynamic, 80), 10, EmitMode::Final, 3).unwrap();
+        assert_eq!(
+            batched, 6,
+            "every call of 500 records in time order is batched"
+        );
+    }
+}
+
+#[test]
+fn a_call_with_a_record_beyond_the_grace_goes_record_by_record() {
+    let mut recs = in_order(400, 10);
+    recs[300].1 = Some(100); // stream time is about 300: late
+    let batched = compare(&recs, &[200], gap_spec(false, 20), 5, EmitMode::Final, 99).unwrap();
+    assert_eq!(
+        batched, 1,
+        "the first call is batched, the one with the late record is not"
+    );
+}
+
+#[test]
+fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
+    let aggs = vec![AggSpec::collect("x", Some(2), Overflow::Fail)];
+    let make = |batched: bool| {
+        let mut p = SessionProcessor::new(
+            SessionSpec {
+                gap: GapSpec::Fixed(Duration::Ticks(10)),
+                grace: Duration::Ticks(0),
+                retention: None,
+                emit: EmitMode::Final,
+                on_invalid: OnInvalid::Drop,
+            },
+            InputSpec {
+                key: vec!["k".into()],
+                time: "t".into(),
+                time_unit: None,
+                gap: None,
+            },
+            aggs.clone(),
+        )
+        .unwrap();
+        p.set_batched(batched);
+        p
+    };
+    let (mut fast, mut model) = (make(true), make(false));
+    let ok = batch(&in_order(40, 20));
+    assert_eq!(fast.process(&ok).unwrap(), model.process(&ok).unwrap());
+    let before = fast.to_bytes().unwrap();
+    let third: Vec<Rec> = (0..40)
+        .map(|i| ((i % 20) as u8, Some(40 + i / 20), 1.0, None))
+        .collect();
+    let (a, b) = (fast.process(&batch(&third)), model.process(&batch(&third)));
+    assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
+    assert_eq!(
+        fast.to_bytes().unwrap(),
+        before,
+        "the failed call changed nothing"
+    );
+    assert_eq!(fast.batched_calls(), 1);
+}
