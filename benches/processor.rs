@@ -2,7 +2,8 @@
 //! `N / 100` keys, in time order (one record every 100 ms, each of a key drawn at random, so a
 //! key's records are about 10 s apart: a session of gap 30 s holds about 20 records, a sliding
 //! window of `D` = 30 s about 3), cut into batches of 65,536 rows, through the session
-//! processor and the sliding processor, both `emit="final"` with `count` and `sum`.
+//! processor and the sliding processor, both `emit="final"` with `count` and `sum`; the session
+//! processor also with its batched path off (record by record), for the ratio.
 //!
 //! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
 //! or `=sliding` runs one processor (for profiling). The figure is records per second through a
@@ -79,9 +80,11 @@ fn aggs() -> Vec<AggSpec> {
     vec![AggSpec::count(), AggSpec::sum("x")]
 }
 
-/// Every batch through a fresh processor of window kind `spec`; the rows it emits.
-fn run<K: WindowKind>(spec: K, data: &[RecordBatch]) -> usize {
+/// Every batch through a fresh processor of window kind `spec`, with the batched path on or
+/// off; the rows it emits.
+fn run<K: WindowKind>(spec: K, data: &[RecordBatch], batched: bool) -> usize {
     let mut p = Processor::new(spec, input(), aggs()).expect("processor");
+    p.set_batched(batched);
     data.iter()
         .map(|batch| p.process(batch).expect("process").num_rows())
         .sum()
@@ -102,7 +105,11 @@ fn bench(c: &mut Criterion) {
             on_invalid: OnInvalid::Drop,
         };
         group.bench_function("sessions_final_in_order", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data)));
+            b.iter(|| black_box(run(spec.clone(), &data, true)));
+        });
+        // The record path the batched one replaces where every record is within the grace.
+        group.bench_function("sessions_final_in_order_record_by_record", |b| {
+            b.iter(|| black_box(run(spec.clone(), &data, false)));
         });
     }
     if runs("sliding") {
@@ -113,7 +120,7 @@ fn bench(c: &mut Criterion) {
             on_invalid: OnInvalid::Drop,
         };
         group.bench_function("sliding_final_in_order", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data)));
+            b.iter(|| black_box(run(spec.clone(), &data, true)));
         });
     }
     group.finish();

@@ -273,6 +273,17 @@ impl PyProcessor {
     fn next_close(&self, py: Python<'_>) -> PyResult<Option<i64>> {
         self.with(py, |p| p.next_close())
     }
+
+    /// For tests and comparisons: lets calls take the batched path where it applies (the
+    /// default), or keeps every call record by record (the model; the same results).
+    fn _set_batched(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        self.with(py, |p| p.set_batched(on))
+    }
+
+    /// Calls that took the batched path since the processor was made or restored.
+    fn _batched_calls(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |p| p.batched_calls())
+    }
 }
 
 /// A Python callable run on a call's output inside the call's transaction (the core's

@@ -47,6 +47,10 @@ pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     fn snapshot(&self, path: &Path) -> Result<()>;
     /// See [`Processor::to_bytes`].
     fn to_bytes(&self) -> Result<Vec<u8>>;
+    /// See [`Processor::set_batched`].
+    fn set_batched(&mut self, on: bool);
+    /// See [`Processor::batched_calls`].
+    fn batched_calls(&self) -> u64;
 }
 
 impl<K: WindowKind> AnyProcessor for Processor<K> {
@@ -93,6 +97,12 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
     }
     fn to_bytes(&self) -> Result<Vec<u8>> {
         Processor::to_bytes(self)
+    }
+    fn set_batched(&mut self, on: bool) {
+        Processor::set_batched(self, on);
+    }
+    fn batched_calls(&self) -> u64 {
+        Processor::batched_calls(self)
     }
 }
 
