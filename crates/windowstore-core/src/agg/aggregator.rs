@@ -318,7 +318,7 @@ impl Aggregator {
 }
 
 /// The value kind of a non-count op.
-fn kind(op: &Op) -> super::kind::Kind {
+pub(crate) fn kind(op: &Op) -> super::kind::Kind {
     match *op {
         Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
         Op::CountDistinct(k) => k,

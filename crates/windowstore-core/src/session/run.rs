@@ -51,6 +51,9 @@ pub(super) struct RunScratch {
     merged: Vec<u8>,
     value: Vec<u8>,
     edits: Edits,
+    /// Whether every state has one size, so a record folds into it in place.
+    fold: bool,
+    pair: (Vec<u8>, Vec<u8>),
 }
 
 /// Applies the run-safe `records` of one key, in arrival order (see the module doc).
@@ -70,6 +73,7 @@ pub(super) fn step_run(
         .map(|r| r.t + r.prepared)
         .max()
         .unwrap_or(first.t);
+    sc.fold = step.aggs.folds_in_place();
     sc.held.clear();
     sc.in_store.clear();
     for s in step.store.find_sessions(key, lowest, highest) {
@@ -139,8 +143,6 @@ fn apply(
 ) -> Result<(u64, i64)> {
     let t = r.t;
     let reach = t + r.prepared;
-    sc.acc.clear();
-    step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
     // The held sessions are ordered by reach, then start (the store's find order): the
     // candidates are among those from the first reaching t on.
     let from = sc.held.partition_point(|h| h.reach < t);
@@ -154,6 +156,8 @@ fn apply(
     );
     match sc.met[..] {
         [] => {
+            sc.acc.clear();
+            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
             let at = sc.held.partition_point(|h| (h.reach, h.start) < (reach, t));
             let state = State::Copied {
                 state: sc.acc.clone(),
@@ -171,12 +175,16 @@ fn apply(
             Ok((0, reach))
         }
         [one] => extend(step, sc, one, r, reach),
-        _ => merge_all(step, sc, r, reach),
+        _ => {
+            sc.acc.clear();
+            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            merge_all(step, sc, r, reach)
+        }
     }
 }
 
-/// The one session met, `held[i]`, extended by record `r` (its state in `sc.acc`) with the
-/// in-place append, which gives the bytes of the merge.
+/// The one session met, `held[i]`, extended by record `r`: folded into a copied state of
+/// fixed width, else with the in-place append; both give the bytes of the merge.
 fn extend(
     step: &mut Step<'_, SessionSpec>,
     sc: &mut RunScratch,
@@ -185,44 +193,47 @@ fn extend(
     reach: i64,
 ) -> Result<(u64, i64)> {
     let t = r.t;
-    let h = &sc.held[i];
+    let h = &mut sc.held[i];
     let (from, end) = ((h.start, h.reach), h.end);
     let to = (h.start.min(t), h.reach.max(reach));
-    let place = Place {
-        key: (t, r.seq),
-        at_end: t >= end,
-    };
-    sc.edits.clear();
-    match &sc.held[i].state {
-        State::Copied { state, .. } => {
+    match &mut h.state {
+        State::Copied { state, changed } if sc.fold => {
             step.aggs
-                .append_edits((state, &sc.acc), place, 0, &mut sc.edits, &mut sc.merged)?;
+                .fold_row(state, (r.batch, r.row), (t, r.seq), &mut sc.pair)?;
+            *changed = true;
         }
-        State::Stored => {
-            let value = step
-                .store
-                .fetch_session(r.key, from.0, from.1)
-                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?;
-            if t > end {
-                sc.edits.push(0, 8, &t.to_le_bytes());
-            }
-            let agg_state = &value[8.min(value.len())..];
+        State::Copied { state, changed } => {
+            sc.acc.clear();
+            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            sc.edits.clear();
             step.aggs.append_edits(
-                (agg_state, &sc.acc),
-                place,
-                8,
+                (state, &sc.acc),
+                place(r, end),
+                0,
                 &mut sc.edits,
                 &mut sc.merged,
             )?;
-        }
-    }
-    let h = &mut sc.held[i];
-    match &mut h.state {
-        State::Copied { state, changed } => {
             sc.edits.apply(state);
             *changed = true;
         }
         State::Stored => {
+            sc.acc.clear();
+            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            sc.edits.clear();
+            if t > end {
+                sc.edits.push(0, 8, &t.to_le_bytes());
+            }
+            let value = step
+                .store
+                .fetch_session(r.key, from.0, from.1)
+                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?;
+            step.aggs.append_edits(
+                (&value[8.min(value.len())..], &sc.acc),
+                place(r, end),
+                8,
+                &mut sc.edits,
+                &mut sc.merged,
+            )?;
             let Some(outcome) = step.store.amend_held(r.key, from, to, &sc.edits)? else {
                 return Err(Error::Internal(
                     "a held session could not be edited in place".into(),
@@ -234,12 +245,21 @@ fn extend(
             }
         }
     }
+    let h = &mut sc.held[i];
     (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
     let moved = to != from;
     if moved {
         reorder(&mut sc.held, i);
     }
     Ok((u64::from(moved), to.1))
+}
+
+/// Where record `r` goes in a session ending at `end`.
+fn place(r: &Record<'_, i64>, end: i64) -> Place {
+    Place {
+        key: (r.t, r.seq),
+        at_end: r.t >= end,
+    }
 }
 
 /// The sessions met (`sc.met`, two or more) and record `r` merged into one: the record's

@@ -42,7 +42,20 @@ fn batch(recs: &[Rec]) -> RecordBatch {
     RecordBatch::try_new(schema(), vec![k, t, x, g]).unwrap()
 }
 
-fn aggs() -> Vec<AggSpec> {
+/// The aggregates: all of fixed width (a record folds into a state in place), or with lists.
+fn aggs(fixed: bool) -> Vec<AggSpec> {
+    if fixed {
+        return vec![
+            AggSpec::count(),
+            AggSpec::sum("x"),
+            AggSpec::mean("x"),
+            AggSpec::min("x"),
+            AggSpec::max("t"),
+            AggSpec::first("x"),
+            AggSpec::last("t"),
+            AggSpec::sum("g"),
+        ];
+    }
     vec![
         AggSpec::count(),
         AggSpec::sum("x"),
@@ -54,7 +67,13 @@ fn aggs() -> Vec<AggSpec> {
     ]
 }
 
-fn processor(gap: GapSpec, grace: i64, emit: EmitMode, batched: bool) -> SessionProcessor {
+fn processor(
+    gap: GapSpec,
+    grace: i64,
+    emit: EmitMode,
+    batched: bool,
+    fixed: bool,
+) -> SessionProcessor {
     let input = InputSpec {
         key: vec!["k".into()],
         time: "t".into(),
@@ -68,7 +87,7 @@ fn processor(gap: GapSpec, grace: i64, emit: EmitMode, batched: bool) -> Session
         emit,
         on_invalid: OnInvalid::Drop,
     };
-    let mut p = SessionProcessor::new(spec, input, aggs()).unwrap();
+    let mut p = SessionProcessor::new(spec, input, aggs(fixed)).unwrap();
     p.set_batched(batched);
     p
 }
@@ -98,11 +117,11 @@ fn compare(
     sizes: &[usize],
     gap: GapSpec,
     grace: i64,
-    emit: EmitMode,
+    (emit, fixed): (EmitMode, bool),
     snapshot_at: usize,
 ) -> Result<u64, TestCaseError> {
-    let mut fast = processor(gap.clone(), grace, emit, true);
-    let mut model = processor(gap, grace, emit, false);
+    let mut fast = processor(gap.clone(), grace, emit, true, fixed);
+    let mut model = processor(gap, grace, emit, false, fixed);
     for p in [&mut fast, &mut model] {
         p.process(&batch(&[])).unwrap();
     }
@@ -206,9 +225,10 @@ proptest! {
         dynamic in any::<bool>(),
         gap in 1i64..40,
         emit in emit_mode(),
+        fixed in any::<bool>(),
         snapshot_at in 0usize..8,
     ) {
-        compare(&recs, &sizes, gap_spec(dynamic, gap), grace, emit, snapshot_at)?;
+        compare(&recs, &sizes, gap_spec(dynamic, gap), grace, (emit, fixed), snapshot_at)?;
     }
 }
 
@@ -229,9 +249,9 @@ fn in_order(n: i64, keys: u8) -> Vec<Rec> {
 #[test]
 fn records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
     let recs = in_order(3_000, 50);
-    for dynamic in [false, true] {
-        let batched =
-            compare(&recs, &[500], gap_spec(dynamic, 80), 10, EmitMode::Final, 3).unwrap();
+    for (dynamic, fixed) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mode = (EmitMode::Final, fixed);
+        let batched = compare(&recs, &[500], gap_spec(dynamic, 80), 10, mode, 3).unwrap();
         assert_eq!(
             batched, 6,
             "every call of 500 records in time order is batched"
@@ -243,7 +263,8 @@ fn records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
 fn a_call_with_a_record_beyond_the_grace_goes_record_by_record() {
     let mut recs = in_order(400, 10);
     recs[300].1 = Some(100); // stream time is about 300: late
-    let batched = compare(&recs, &[200], gap_spec(false, 20), 5, EmitMode::Final, 99).unwrap();
+    let mode = (EmitMode::Final, true);
+    let batched = compare(&recs, &[200], gap_spec(false, 20), 5, mode, 99).unwrap();
     assert_eq!(
         batched, 1,
         "the first call is batched, the one with the late record is not"

@@ -103,6 +103,77 @@ fn fixed_width_states_have_one_size_null_or_not() {
 }
 
 #[test]
+fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
+    let b = batch(vec![
+        (
+            "x",
+            Arc::new(Int64Array::from(vec![
+                Some(5),
+                None,
+                Some(-3),
+                Some(i64::MAX),
+            ])) as ArrayRef,
+        ),
+        (
+            "f",
+            Arc::new(Float64Array::from(vec![
+                Some(0.1),
+                Some(f64::NAN),
+                None,
+                Some(-0.7),
+            ])) as ArrayRef,
+        ),
+        (
+            "b",
+            Arc::new(BooleanArray::from(vec![
+                Some(true),
+                None,
+                Some(false),
+                None,
+            ])) as ArrayRef,
+        ),
+    ]);
+    let agg = aggregator(
+        vec![
+            AggSpec::count(),
+            AggSpec::sum("x"),
+            AggSpec::sum("f"),
+            AggSpec::mean("x"),
+            AggSpec::mean("f"),
+            AggSpec::min("f"),
+            AggSpec::max("b"),
+            AggSpec::first("x"),
+            AggSpec::last("f"),
+            AggSpec::last("b").with_alias("last_b"),
+        ],
+        &b,
+    );
+    assert!(agg.folds_in_place());
+    // Records in an order that makes first/last and min/max move both ways.
+    let records = [(2, 50, 0), (0, 10, 1), (3, 10, 2), (1, 99, 3)];
+    let (mut folded, mut merged) = (Vec::new(), Vec::new());
+    agg.encode_row(&b, records[0].0, records[0].1, records[0].2, &mut folded);
+    merged.clone_from(&folded);
+    let mut scratch = (Vec::new(), Vec::new());
+    for &(row, t, seq) in &records[1..] {
+        agg.fold_row(&mut folded, (&b, row), (t, seq), &mut scratch)
+            .expect("fold");
+        let mut one = Vec::new();
+        agg.encode_row(&b, row, t, seq, &mut one);
+        let mut out = Vec::new();
+        agg.merge(&one, &merged, &mut out).expect("merge");
+        merged = out;
+        assert_eq!(folded, merged, "after row {row}");
+    }
+    let lists = aggregator(vec![AggSpec::collect("x", None, Overflow::DropOldest)], &b);
+    assert!(!lists.folds_in_place());
+    let mut short = vec![1u8, 0];
+    assert!(agg
+        .fold_row(&mut short, (&b, 0), (0, 0), &mut scratch)
+        .is_err());
+}
+
+#[test]
 fn layout_is_pinned() {
     let b = batch(vec![("x", Arc::new(Int64Array::from(vec![5])) as ArrayRef)]);
     let agg = aggregator(
