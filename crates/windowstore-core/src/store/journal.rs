@@ -13,7 +13,14 @@
 //! it had, so its cost does not grow with the session's value.
 //!
 //! Keys, old values and inverse splices are copied into one byte arena, so an entry costs no
-//! allocation.
+//! allocation; a key is copied once for a run of entries of the same key (a sliding record
+//! changes a dozen windows of its key).
+//!
+//! Each opened journal takes a transaction number never used before, so that a segment can
+//! tell which of its values were written, fully journaled, in the open transaction and need no
+//! second copy here ([`super::segment::Segment::rewrite`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::edits::Edits;
 use super::metrics::Counters;
@@ -43,9 +50,14 @@ pub(crate) struct Entry {
     value: (usize, usize),
 }
 
+/// The last transaction number handed out (0: none; a segment starts at 0, older than any).
+static LAST_TXN: AtomicU64 = AtomicU64::new(0);
+
 /// The store's scalar state when the journal was opened, and the inverses since.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
+    /// The open transaction's number, unique in the process.
+    txn: u64,
     pub store_time: Option<i64>,
     pub sessions: u64,
     pub counters: Counters,
@@ -59,11 +71,18 @@ impl Journal {
     /// Empties the journal for a new transaction of a store at `store_time` holding
     /// `sessions`, with `counters`, keeping its buffers.
     pub fn reopen(&mut self, store_time: Option<i64>, sessions: u64, counters: Counters) {
+        self.txn = LAST_TXN.fetch_add(1, Ordering::Relaxed) + 1;
         self.store_time = store_time;
         self.sessions = sessions;
         self.counters = counters;
         self.entries.clear();
         self.arena.clear();
+    }
+
+    /// The open transaction's number.
+    #[inline]
+    pub fn txn(&self) -> u64 {
+        self.txn
     }
 
     /// The bytes the journal has recorded in the open transaction (keys, old values, inverse
@@ -122,15 +141,21 @@ impl Journal {
     }
 
     fn push(&mut self, undo: Undo, key: &[u8], start: i64, end: i64, value: &[u8]) {
-        let k = self.arena.len();
-        self.arena.extend_from_slice(key);
+        let key = match self.entries.last() {
+            Some(last) if &self.arena[last.key.0..last.key.1] == key => last.key,
+            _ => {
+                let k = self.arena.len();
+                self.arena.extend_from_slice(key);
+                (k, self.arena.len())
+            }
+        };
         let v = self.arena.len();
         self.arena.extend_from_slice(value);
         self.entries.push(Entry {
             undo,
             start,
             end,
-            key: (k, v),
+            key,
             value: (v, self.arena.len()),
         });
     }
