@@ -44,9 +44,7 @@ use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
-use crate::store::session_store::PutOutcome;
-use crate::store::Session;
-use crate::{Error, KeyedSession, Result};
+use crate::{KeyedSession, Result};
 
 /// The counters of sliding processors, beyond the processor's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,101 +66,11 @@ impl KindCounters for SlidingCounters {
     }
 }
 
-/// An existing window read for a record: its start, window time, and state in scratch.
-#[derive(Debug, Clone, Copy)]
-struct Found {
-    start: i64,
-    time: i64,
-    state: (usize, usize),
-}
-
-/// One window a record puts: its start, window time, whether it is new, and its state in
-/// scratch.
-#[derive(Debug, Clone, Copy)]
-struct Put {
-    start: i64,
-    time: i64,
-    new: bool,
-    state: (usize, usize),
-}
-
-/// What one record does to its key's windows, worked out before any of it happens.
-#[derive(Debug, Default)]
-struct Plan {
-    /// Existing windows that contain the record, in start order (indices into `found`).
-    updates: Vec<usize>,
-    /// The latest window ending before the record: the previous left aggregate.
-    left_agg: Option<usize>,
-    /// The time of the previous record, when a window tells it.
-    previous: Option<i64>,
-    left_exists: bool,
-    /// The latest window containing the record that ends after it.
-    right_agg: Option<usize>,
-    right_exists: bool,
-}
-
-/// Buffers reused from record to record.
-#[derive(Debug, Default)]
-pub struct Scratch {
-    plan: Plan,
-    found: Vec<Found>,
-    starts: Vec<i64>,
-    /// Aggregate states: of the windows read, then of the windows to put.
-    states: Vec<u8>,
-    record: Vec<u8>,
-    puts: Vec<Put>,
-    value: Vec<u8>,
-}
-
-impl Scratch {
-    fn state(&self, at: (usize, usize)) -> &[u8] {
-        &self.states[at.0..at.1]
-    }
-
-    /// Plans a window: `merge_with` is an existing state the record joins (else the record's
-    /// own state, or `seed` alone when `with_record` is false).
-    fn plan_put(
-        &mut self,
-        step: &Step<'_, SlidingSpec>,
-        key: &[u8],
-        d: i64,
-        (start, time, new): (i64, i64, bool),
-        seed: Option<(usize, usize)>,
-        with_record: bool,
-    ) -> Result<()> {
-        let at = self.states.len();
-        match (seed, with_record) {
-            (Some(s), true) => {
-                let mut out = std::mem::take(&mut self.value);
-                out.clear();
-                step.merge(
-                    key,
-                    (start, start + d),
-                    self.state(s),
-                    &self.record,
-                    &mut out,
-                )?;
-                self.states.extend_from_slice(&out);
-                self.value = out;
-            }
-            (Some(s), false) => self.states.extend_from_within(s.0..s.1),
-            (None, _) => self.states.extend_from_slice(&self.record),
-        }
-        self.puts.push(Put {
-            start,
-            time,
-            new,
-            state: (at, self.states.len()),
-        });
-        Ok(())
-    }
-}
-
 impl WindowKind for SlidingSpec {
     type Ticks = Resolved;
     type Counters = SlidingCounters;
     type Prepared = ();
-    type Scratch = Scratch;
+    type Scratch = super::record::Scratch;
 
     const KIND: &'static str = "sliding-processor/1";
     const PREFIX: &'static str = "windowstore.sliding.";
@@ -207,7 +115,7 @@ impl WindowKind for SlidingSpec {
     fn step(
         ticks: &Resolved,
         step: &mut Step<'_, Self>,
-        sc: &mut Scratch,
+        sc: &mut Self::Scratch,
         r: Record<'_, ()>,
     ) -> Result<bool> {
         let (key, t, d) = (r.key, r.t, ticks.time_difference);
@@ -221,97 +129,28 @@ impl WindowKind for SlidingSpec {
         sc.record.clear();
         step.aggs
             .encode_row(r.batch, r.row, t, r.seq, &mut sc.record);
-        sc.puts.clear();
-
-        for i in 0..sc.plan.updates.len() {
-            let f = sc.found[sc.plan.updates[i]];
-            sc.plan_put(
-                step,
-                key,
-                d,
-                (f.start, f.time.max(t), false),
-                Some(f.state),
-                true,
-            )?;
-        }
-        if let Some(p) = sc.plan.previous {
-            // The previous record's right window, if missing and now not empty.
-            let start = p + 1;
-            if !sc.starts.contains(&start) && start + d >= t {
-                sc.plan_put(step, key, d, (start, t, true), None, true)?;
-            }
-        }
-        if !sc.plan.left_exists {
-            let seed = sc
-                .plan
-                .left_agg
-                .filter(|_| sc.plan.previous.is_some_and(|p| t - d <= p))
-                .map(|i| sc.found[i].state);
-            sc.plan_put(step, key, d, (t - d, t, true), seed, true)?;
-        }
-        if let Some(i) = sc
-            .plan
-            .right_agg
-            .filter(|&i| !sc.plan.right_exists && sc.found[i].time > t)
-        {
-            // The record's right window holds what the latest window containing t holds
-            // after t: that window's aggregate before this record.
-            let f = sc.found[i];
-            sc.plan_put(step, key, d, (t + 1, f.time, true), Some(f.state), false)?;
-        }
-
-        // The record's own right window never holds it (and never is closed).
-        // One count per closed window: when the previous record's right window is the
-        // record's left window (`p + 1 == t - D`), it is planned twice, as Kafka puts it twice.
-        let closed = (0..sc.puts.len())
-            .filter(|&i| {
-                let start = sc.puts[i].start;
-                start + d < step.close && sc.puts[..i].iter().all(|q| q.start != start)
-            })
-            .count();
-        step.counters.late_window_update += closed as u64;
-        let landed = sc
-            .puts
-            .iter()
-            .any(|p| p.start <= t && p.start + d >= step.close);
+        sc.plan_new(t, d);
+        let close = step.close;
+        let (closed, landed) = sc.closed_and_landed(t, d, close);
         if !landed {
             // In no open window: rejected as late, so it is in no window and makes none (its
             // right window would repeat a set of records another window holds).
+            sc.check_merges(step, key, t, d)?;
+            step.counters.late_window_update += closed;
             return Ok(false);
         }
-        for i in 0..sc.puts.len() {
-            let p = sc.puts[i];
-            let end = p.start + d;
-            let open = end >= step.close;
-            if !open && step.mode == EmitMode::Final && end >= step.emitted_below {
-                // Everything closed goes out first, so this window lies below emitted_below
-                // and is never emitted.
-                step.emit_closed();
-            }
-            sc.value.clear();
-            state::join(p.time, &sc.states[p.state.0..p.state.1], &mut sc.value);
-            let outcome = step.put(key, p.start, end, &sc.value)?;
-            if outcome == PutOutcome::Expired {
-                // Unreachable: retention covers every window a non-late record can reach.
-                return Err(Error::Internal(format!(
-                    "window [{}, {end}] expired in the store although a record reached it",
-                    p.start
-                )));
-            }
-            if open && step.mode != EmitMode::Final {
-                let change = Change {
-                    key: key.to_vec(),
-                    start: p.start,
-                    end,
-                    time: p.time,
-                    state: sc.state(p.state).to_vec(),
-                    delete: false,
-                };
-                step.changelog
-                    .push(change, p.new && outcome == PutOutcome::Inserted);
-            }
+        step.counters.late_window_update += closed;
+        if step.mode == EmitMode::Final && sc.updates_unemitted_closed(d, close, step.emitted_below)
+        {
+            // Everything closed goes out before a closed window changes, so that it lies below
+            // emitted_below and is never emitted.
+            step.emit_closed();
         }
-        Ok(landed)
+        // The existing windows containing t first, in start order, then the new ones.
+        sc.update(step, key, t, close)?;
+        sc.fill(step, key, d)?;
+        sc.put_new(step, key, d)?;
+        Ok(true)
     }
 
     fn check_stored(
@@ -353,74 +192,6 @@ impl WindowKind for SlidingSpec {
             emit,
             on_invalid,
         })
-    }
-}
-
-impl Scratch {
-    /// Reads a record's windows (the key's windows starting in `[t - 2D, t + 1]`, in start
-    /// order) and classifies them as KIP-450 does. Only the values the record needs are read
-    /// and copied (listed in `found`): the windows it joins and the latest window ending before
-    /// it; of the others the start is enough (reading every value costs a cache miss per
-    /// window).
-    fn read<'s>(&mut self, windows: impl Iterator<Item = Session<'s>>, t: i64, d: i64) {
-        let mut updates = std::mem::take(&mut self.plan.updates);
-        updates.clear();
-        self.plan = Plan {
-            updates,
-            ..Plan::default()
-        };
-        self.found.clear();
-        self.starts.clear();
-        self.states.clear();
-        let mut before = None;
-        let mut exact_previous = None;
-        for s in windows {
-            self.starts.push(s.start);
-            let end = s.start + d;
-            if end < t {
-                before = Some(s);
-                continue;
-            }
-            if s.start > t {
-                // Only [t + 1, t + 1 + D] starts after t within the range read.
-                self.plan.right_exists = true;
-                continue;
-            }
-            let f = self.copy(s);
-            if end == t {
-                self.plan.left_exists = true;
-                if f.time < t {
-                    exact_previous = Some(f.time);
-                }
-            } else {
-                self.plan.right_agg = Some(self.found.len());
-            }
-            self.plan.updates.push(self.found.len());
-            self.found.push(f);
-        }
-        // The previous record's time: told by the window ending at t if it holds an earlier
-        // record, else by the latest window ending before t.
-        if let Some(s) = before {
-            let f = self.copy(s);
-            self.plan.previous = Some(f.time);
-            self.plan.left_agg = Some(self.found.len());
-            self.found.push(f);
-        }
-        if exact_previous.is_some() {
-            self.plan.previous = exact_previous;
-        }
-    }
-
-    /// A window's start and window time, with its state copied to the end of `states`.
-    fn copy(&mut self, s: Session<'_>) -> Found {
-        let (time, agg_state) = state::split(s.value);
-        let at = self.states.len();
-        self.states.extend_from_slice(agg_state);
-        Found {
-            start: s.start,
-            time,
-            state: (at, self.states.len()),
-        }
     }
 }
 

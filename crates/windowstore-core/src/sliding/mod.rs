@@ -4,10 +4,12 @@
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sliding windows as a window kind of the streaming processor, KIP-450's
 //!   two-new-windows algorithm over the segmented store;
+//! - `record`: what one record does to its key's windows, step by step;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
 pub mod kind;
+mod record;
 pub mod spec;
 
 pub use complete::sliding_windows;

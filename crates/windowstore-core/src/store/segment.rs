@@ -9,11 +9,18 @@
 //! edited in place with a length change ([`Segment::amend`], amortized by the buffer's spare
 //! capacity, as a `collect` list grows by one element per record) and moves to another segment
 //! without a copy ([`Segment::detach`] / [`Segment::attach`]).
+//!
+//! [`Segment::rewrite`] replaces the values of a key's sessions in one pass over its list (a
+//! sliding record updates every window of its key that contains it). Under a journal it copies
+//! a value on its first rewrite in a transaction: the old bytes go to the journal once, the new
+//! ones to the end of the arena, past `fresh_from`; a later rewrite in the same transaction
+//! finds the value there, knows the journal already holds what undoes it, and writes in place.
 
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
 use super::edits::Edits;
+use super::key_schema::SessionBounds;
 use super::keys::KeyId;
 use crate::{Error, Result};
 
@@ -50,6 +57,22 @@ pub struct Segment {
     /// The buffers of large values; a free one is empty and listed in `free_bigs`.
     bigs: Vec<Vec<u8>>,
     free_bigs: Vec<u32>,
+    /// The transaction [`Self::rewrite`] last ran under, and the arena length when it first
+    /// did: a non-empty value of an entry at or past `fresh_from` was written in that transaction by a
+    /// change whose journal entry restores the session whole (a put, or a rewrite). Every
+    /// other way of writing to the arena (in-place edits, attach, compaction) moves
+    /// `fresh_from` to the arena's end, so that nothing it wrote passes for journaled.
+    txn: u64,
+    fresh_from: usize,
+}
+
+/// What [`Segment::rewrite`] did: sessions rewritten and value bytes written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    /// Sessions whose value was replaced.
+    pub sessions: u64,
+    /// Bytes of the new values.
+    pub bytes: u64,
 }
 
 impl Segment {
@@ -161,6 +184,8 @@ impl Segment {
         }
         // After the entry has its new place: compaction moves what the entries address.
         self.compact_if_worth_it();
+        // Journaled as splices, not whole: no value here passes for journaled any more.
+        self.fresh_from = self.arena.len();
         Ok(Some(written))
     }
 
@@ -203,6 +228,8 @@ impl Segment {
             },
         );
         self.sessions += 1;
+        // Journaled as splices, not whole (see `fresh_from`).
+        self.fresh_from = self.arena.len();
         Ok(())
     }
 
@@ -240,6 +267,99 @@ impl Segment {
         }
         self.compact_if_worth_it();
         true
+    }
+
+    /// Replaces the value of every session of `key` within `bounds`, in `(end, start)` order:
+    /// `f` gets the session's window and value and writes its new value into `out` (emptied
+    /// first). What a put of each new value does, without a lookup per session.
+    ///
+    /// `journal` is the open transaction's number and what records an old value (`None`: no
+    /// journal); it gets the old value of a session before the transaction's first rewrite of it that the journal does not undo
+    /// already (see `fresh_from`); a value so journaled is written to the end of the arena, so
+    /// that the next rewrite in the transaction needs no journal and overwrites it in place.
+    /// An error from `f` stops the rewrite where it is (sessions before it are rewritten).
+    pub fn rewrite(
+        &mut self,
+        key: KeyId,
+        bounds: SessionBounds,
+        mut journal: Option<(u64, impl FnMut(i64, i64, &[u8]))>,
+        out: &mut Vec<u8>,
+        mut f: impl FnMut(i64, i64, &[u8], &mut Vec<u8>) -> Result<()>,
+        done: &mut Rewritten,
+    ) -> Result<()> {
+        let txn = journal.as_ref().map(|(txn, _)| *txn);
+        if let Some(txn) = txn.filter(|&t| t != self.txn) {
+            self.txn = txn;
+            self.fresh_from = self.arena.len();
+        }
+        let mut i = match self.by_key.get(&key) {
+            Some(list) => list.partition_point(|e| e.end < bounds.earliest_end),
+            None => return Ok(()),
+        };
+        loop {
+            // In place while it can; a value that must move leaves the loop to be stored
+            // (`store` may compact, which moves every value), then the loop goes on after it.
+            let Self {
+                by_key,
+                arena,
+                bigs,
+                fresh_from,
+                ..
+            } = self;
+            let Some(list) = by_key.get_mut(&key) else {
+                break;
+            };
+            let mut moving = None;
+            while let Some(e) = list.get(i).copied() {
+                if e.end > bounds.latest_end {
+                    break;
+                }
+                i += 1;
+                if e.start > bounds.latest_start {
+                    continue;
+                }
+                let at = e.offset as usize;
+                let old = if e.len == BIG {
+                    &bigs[at][..]
+                } else {
+                    &arena[at..at + e.len as usize]
+                };
+                out.clear();
+                f(e.start, e.end, old, out)?;
+                done.sessions += 1;
+                done.bytes += out.len() as u64;
+                let undone = match &mut journal {
+                    None => true,
+                    // An empty value sits at the arena's end whenever it was written.
+                    Some(_) if e.len != BIG && e.len > 0 && at >= *fresh_from => true,
+                    Some((_, record)) => {
+                        record(e.start, e.end, old);
+                        false
+                    }
+                };
+                if e.len == BIG {
+                    let buf = &mut bigs[at];
+                    buf.clear();
+                    buf.extend_from_slice(out);
+                } else if undone && e.len as usize == out.len() {
+                    arena[at..at + out.len()].copy_from_slice(out);
+                } else {
+                    moving = Some((i - 1, e.len as usize));
+                    break;
+                }
+            }
+            let Some((at, old_len)) = moving else {
+                break;
+            };
+            let (offset, len) = self.store(out)?;
+            // After the store: a compaction there kept the old value, still addressed.
+            self.garbage += old_len;
+            let list = self.by_key.get_mut(&key).expect("list exists");
+            list[at].offset = offset;
+            list[at].len = len;
+        }
+        self.compact_if_worth_it();
+        Ok(())
     }
 
     /// The sessions of `key`, sorted by `(end, start)`.
@@ -388,6 +508,8 @@ impl Segment {
         }
         self.arena = arena;
         self.garbage = 0;
+        // Values moved: offsets no longer tell when they were written.
+        self.fresh_from = self.arena.len();
     }
 }
 

@@ -75,6 +75,23 @@ impl Segments {
         self.map.range(range).map(|(_, s)| s)
     }
 
+    /// [`Self::search`] with the segments mutable.
+    pub fn search_mut(
+        &mut self,
+        earliest_end: i64,
+        latest_end: i64,
+    ) -> impl Iterator<Item = &mut Segment> + '_ {
+        let range = if earliest_end > latest_end {
+            (Bound::Included(0), Bound::Excluded(0))
+        } else {
+            (
+                Bound::Included(self.segment_id(earliest_end)),
+                Bound::Included(self.segment_id(latest_end)),
+            )
+        };
+        self.map.range_mut(range).map(|(_, s)| s)
+    }
+
     /// Removes every segment whose interval lies wholly before `min_live_end` and returns them.
     pub fn expire(&mut self, min_live_end: i64) -> Vec<Segment> {
         let first_live = self.segment_id(min_live_end);

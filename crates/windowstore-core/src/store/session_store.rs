@@ -4,6 +4,8 @@
 //! `end < store_time - retention + 1` is expired: every read skips it, a put of it is refused and
 //! counted, and its segment is dropped as soon as the whole segment is expired.
 
+mod rewrite;
+
 use super::edits::Edits;
 use super::journal::{decode_inverse, Journal, Undo};
 use super::key_schema::{KeyedSession, Session, SessionBounds};

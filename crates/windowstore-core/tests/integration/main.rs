@@ -15,4 +15,5 @@ mod sliding;
 mod snapshot;
 mod store_facts;
 mod store_model;
+mod store_rewrite;
 mod transactions;
