@@ -6,11 +6,14 @@ result depends on the order of addition, and snapshots at random points."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowstore import SessionWindowProcessor, agg
+from windowstore.agg import Agg
 
 GRACE = 20
 
@@ -33,25 +36,25 @@ AGGS = [
 COSTS = {"store_bytes", "store_bytes_written", "store_bytes_journaled"}
 
 
-def results(p: SessionWindowProcessor) -> dict:
+def results(p: SessionWindowProcessor) -> dict[str, int | None]:
     return {k: v for k, v in p.metrics().items() if k not in COSTS}
 
 
-def make(batched: bool, dynamic: bool, gap: int, aggs: list = AGGS) -> SessionWindowProcessor:
-    gap_args: dict = {"gap_column": "g", "max_gap": gap} if dynamic else {"gap": gap}
+def make(batched: bool, dynamic: bool, gap: int, aggs: list[Agg] = AGGS) -> SessionWindowProcessor:
+    gap_args: dict[str, Any] = {"gap_column": "g", "max_gap": gap} if dynamic else {"gap": gap}
     p = SessionWindowProcessor(key="user", time="ts", grace=GRACE, aggs=aggs, **gap_args)
     p._inner._set_batched(batched)
     return p
 
 
-def restored(p: SessionWindowProcessor, batched: bool, aggs: list) -> SessionWindowProcessor:
+def restored(p: SessionWindowProcessor, batched: bool, aggs: list[Agg]) -> SessionWindowProcessor:
     q = SessionWindowProcessor.from_bytes(p.to_bytes(), aggs=aggs)
     q._inner._set_batched(batched)
     return q
 
 
 @st.composite
-def streams(draw: st.DrawFn) -> list[dict]:
+def streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     late = draw(st.booleans())
     n = draw(st.integers(0, 300))
     now, rows = 10_000, []
@@ -93,7 +96,14 @@ SCHEMA = pa.schema(
     snapshot_at=st.integers(0, 6),
     fixed=st.booleans(),
 )
-def test_the_batched_path_equals_the_record_path(rows, sizes, dynamic, gap, snapshot_at, fixed):
+def test_the_batched_path_equals_the_record_path(
+    rows: list[dict[str, Any]],
+    sizes: list[int],
+    dynamic: bool,
+    gap: int,
+    snapshot_at: int,
+    fixed: bool,
+) -> None:
     aggs = FIXED if fixed else AGGS
     fast, model = make(True, dynamic, gap, aggs), make(False, dynamic, gap, aggs)
     at = call = 0
@@ -112,7 +122,7 @@ def test_the_batched_path_equals_the_record_path(rows, sizes, dynamic, gap, snap
     assert fast.to_bytes() == model.to_bytes()
 
 
-def test_a_clickstream_in_time_order_is_batched_and_equal():
+def test_a_clickstream_in_time_order_is_batched_and_equal() -> None:
     rows = [
         {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
         for i in range(5_000)
