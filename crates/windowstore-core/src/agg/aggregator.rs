@@ -23,6 +23,8 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Aggregator {
     pub(crate) slots: Vec<Slot>,
+    /// Whether every segment has a fixed width (see [`Aggregator::folds_in_place`]).
+    pub(crate) fixed_width: bool,
 }
 
 impl Aggregator {
@@ -48,7 +50,10 @@ impl Aggregator {
             }
         }
         drop(names);
-        Ok(Self { slots })
+        let fixed_width = slots
+            .iter()
+            .all(|s| super::fold::fixed_width(&s.op).is_some());
+        Ok(Self { slots, fixed_width })
     }
 
     /// Output fields, one per spec, in spec order (name, type, nullable true except count).

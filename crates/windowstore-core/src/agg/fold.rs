@@ -33,7 +33,7 @@ pub(crate) fn fixed_width(op: &Op) -> Option<usize> {
 impl Aggregator {
     /// Whether every state of this aggregator has one size ([`Self::fold_row`] applies).
     pub(crate) fn folds_in_place(&self) -> bool {
-        self.slots.iter().all(|s| fixed_width(&s.op).is_some())
+        self.fixed_width
     }
 
     /// Folds row `row` of `batch` (time `time`, arrival `seq`) into `state` in place: `state`

@@ -12,21 +12,40 @@ pub(crate) fn group_by_key_then_time(
     valid: &[bool],
     times: &[i64],
 ) -> (Vec<u32>, Vec<usize>) {
-    let n = valid.len();
+    let (mut order, runs) = group_by_key(valid.len(), |row| valid[row].then(|| keys.bytes(row)));
+    for group in runs.windows(2) {
+        let rows = &mut order[group[0]..group[1]];
+        if rows
+            .windows(2)
+            .any(|w| times[w[0] as usize] > times[w[1] as usize])
+        {
+            rows.sort_unstable_by_key(|&r| (times[r as usize], r));
+        }
+    }
+    (order, runs)
+}
+
+/// The indices `0..n` that have a key (`key_of`), grouped by key: groups in order of first
+/// appearance, indices in increasing order within a group; returns them and the group
+/// boundaries (`runs[g]..runs[g + 1]`). A counting sort: one hash lookup per index.
+pub(crate) fn group_by_key<'a>(
+    n: usize,
+    key_of: impl Fn(usize) -> Option<&'a [u8]>,
+) -> (Vec<u32>, Vec<usize>) {
     let mut ids: HashMap<&[u8], u32> = HashMap::new();
     let mut row_id = vec![u32::MAX; n];
     let mut sizes: Vec<usize> = Vec::new();
-    for row in 0..n {
-        if !valid[row] {
+    for (row, id_of_row) in row_id.iter_mut().enumerate() {
+        let Some(key) = key_of(row) else {
             continue;
-        }
+        };
         let next = ids.len() as u32;
-        let id = *ids.entry(keys.bytes(row)).or_insert(next);
+        let id = *ids.entry(key).or_insert(next);
         if id == next {
             sizes.push(0);
         }
         sizes[id as usize] += 1;
-        row_id[row] = id;
+        *id_of_row = id;
     }
     let mut runs = Vec::with_capacity(sizes.len() + 1);
     let mut at = 0usize;
@@ -46,15 +65,6 @@ pub(crate) fn group_by_key_then_time(
             let slot = &mut next_slot[id as usize];
             order[*slot] = row as u32;
             *slot += 1;
-        }
-    }
-    for group in runs.windows(2) {
-        let rows = &mut order[group[0]..group[1]];
-        if rows
-            .windows(2)
-            .any(|w| times[w[0] as usize] > times[w[1] as usize])
-        {
-            rows.sort_unstable_by_key(|&r| (times[r as usize], r));
         }
     }
     (order, runs)

@@ -25,14 +25,13 @@
 //! Any error on the way (an aggregate overflow, a put of an expired session) rolls the path
 //! back, and the call runs record by record, whose errors name the record that raised them.
 
-use arrow_array::RecordBatch;
-use hashbrown::HashMap;
-
 use super::kind::WindowKind;
 use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
-use crate::emit::{Changelog, EmitMode};
+use crate::emit::EmitMode;
+use crate::input::order::group_by_key;
 use crate::{Error, Result};
+use arrow_array::RecordBatch;
 
 /// Calls with fewer usable records than this take the record path: grouping them costs about
 /// what it saves.
@@ -118,33 +117,17 @@ impl<K: WindowKind> Processor<K> {
         // Every usable record is accepted, and a window's end is a record's time.
         let latest = records.iter().map(|r| r.t).max();
         life.latest_end = life.latest_end.max(latest);
-        let (order, runs) = group_by_key(&records);
+        let (order, runs) = group_by_key(records.len(), |i| Some(records[i].key));
+        let grouped: Vec<Record<'_, K::Prepared>> =
+            order.iter().map(|&i| records[i as usize]).collect();
 
         let ticks = bound.ticks;
         let before = bound.store.counters();
-        let mut step = Step::<K> {
-            store: &mut bound.store,
-            aggs: &bound.aggs,
-            keys: &bound.input.keys,
-            mode: EmitMode::Final,
-            close: i64::MIN,
-            changelog: Changelog::new(EmitMode::Final),
-            finals: Vec::new(),
-            emitted_below: life.emitted_below,
-            latest_end: life.latest_end,
-            counters: &mut counters.kind,
-        };
+        let mut step = Step::new(bound, EmitMode::Final, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
-        let mut run = Vec::new();
         let (mut removes, mut max_end) = (0u64, None);
-        for bounds in runs.windows(2) {
-            run.clear();
-            run.extend(
-                order[bounds[0]..bounds[1]]
-                    .iter()
-                    .map(|&i| records[i as usize]),
-            );
-            let outcome = K::step_run(&ticks, &mut step, &mut scratch, &run)?;
+        for run in runs.windows(2) {
+            let outcome = K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
             removes += outcome.removes;
             max_end = max_end.max(outcome.max_end);
         }
@@ -163,40 +146,4 @@ impl<K: WindowKind> Processor<K> {
         let out = bound.build(&rows)?;
         Ok((out, counters))
     }
-}
-
-/// The indices of `records` grouped by key (groups in order of first appearance, arrival
-/// order within a group), and the group boundaries (`runs[g]..runs[g + 1]`).
-fn group_by_key<P>(records: &[Record<'_, P>]) -> (Vec<u32>, Vec<usize>) {
-    let mut ids: HashMap<&[u8], u32> = HashMap::with_capacity(records.len() / 4);
-    let mut group = Vec::with_capacity(records.len());
-    let mut sizes: Vec<usize> = Vec::new();
-    for r in records {
-        let next = ids.len() as u32;
-        let id = *ids.entry(r.key).or_insert(next);
-        if id == next {
-            sizes.push(0);
-        }
-        sizes[id as usize] += 1;
-        group.push(id);
-    }
-    let mut runs = Vec::with_capacity(sizes.len() + 1);
-    runs.push(0);
-    let mut at = 0;
-    let mut next: Vec<usize> = sizes
-        .iter()
-        .map(|&size| {
-            let first = at;
-            at += size;
-            runs.push(at);
-            first
-        })
-        .collect();
-    let mut order = vec![0u32; records.len()];
-    for (i, &id) in group.iter().enumerate() {
-        let slot = &mut next[id as usize];
-        order[*slot] = i as u32;
-        *slot += 1;
-    }
-    (order, runs)
 }

@@ -33,7 +33,7 @@ pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use step::{Record, Step};
 
 use crate::agg::AggSpec;
-use crate::emit::{Changelog, EmitMode};
+use crate::emit::EmitMode;
 use crate::input::keys::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
@@ -438,18 +438,7 @@ impl<K: WindowKind> Processor<K> {
         let ticks = bound.ticks;
         let grace = K::grace(&ticks);
         let mode = kind.emit();
-        let mut step = Step::<K> {
-            store: &mut bound.store,
-            aggs: &bound.aggs,
-            keys: &bound.input.keys,
-            mode,
-            close: i64::MIN,
-            changelog: Changelog::new(mode),
-            finals: Vec::new(),
-            emitted_below: life.emitted_below,
-            latest_end: life.latest_end,
-            counters: &mut counters.kind,
-        };
+        let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
         if let Some(t) = advance {
             life.observe(t);

@@ -4,7 +4,9 @@
 
 use arrow_array::RecordBatch;
 
+use super::bound::Bound;
 use super::kind::WindowKind;
+use super::lifecycle::Lifecycle;
 use crate::agg::{fill_overflow, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
 use crate::input::KeyCodec;
@@ -54,7 +56,29 @@ pub struct Step<'a, K: WindowKind> {
     pub counters: &'a mut K::Counters,
 }
 
-impl<K: WindowKind> Step<'_, K> {
+impl<'a, K: WindowKind> Step<'a, K> {
+    /// The state a call of `mode` works on: `bound`'s store and aggregates, where `life` stands,
+    /// and the kind's `counters` to count into.
+    pub(crate) fn new(
+        bound: &'a mut Bound<K>,
+        mode: EmitMode,
+        life: &Lifecycle,
+        counters: &'a mut K::Counters,
+    ) -> Self {
+        Self {
+            store: &mut bound.store,
+            aggs: &bound.aggs,
+            keys: &bound.input.keys,
+            mode,
+            close: i64::MIN,
+            changelog: Changelog::new(mode),
+            finals: Vec::new(),
+            emitted_below: life.emitted_below,
+            latest_end: life.latest_end,
+            counters,
+        }
+    }
+
     /// Puts window `[start, end]` of `key` with stored `value`. In `final` mode, a put that
     /// would drop expired segments first emits every window that has closed, so expiry never
     /// takes a window that was not emitted.

@@ -51,8 +51,6 @@ pub(super) struct RunScratch {
     merged: Vec<u8>,
     value: Vec<u8>,
     edits: Edits,
-    /// Whether every state has one size, so a record folds into it in place.
-    fold: bool,
     pair: (Vec<u8>, Vec<u8>),
 }
 
@@ -73,7 +71,6 @@ pub(super) fn step_run(
         .map(|r| r.t + r.prepared)
         .max()
         .unwrap_or(first.t);
-    sc.fold = step.aggs.folds_in_place();
     sc.held.clear();
     sc.in_store.clear();
     for s in step.store.find_sessions(key, lowest, highest) {
@@ -115,7 +112,11 @@ pub(super) fn step_run(
         }
     }
     for &(start, reach) in &sc.in_store {
-        if !sc.held.iter().any(|h| (h.start, h.reach) == (start, reach)) {
+        let kept = sc
+            .held
+            .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
+            .is_ok();
+        if !kept {
             step.store.remove(key, start, reach);
         }
     }
@@ -158,20 +159,8 @@ fn apply(
         [] => {
             sc.acc.clear();
             step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
-            let at = sc.held.partition_point(|h| (h.reach, h.start) < (reach, t));
-            let state = State::Copied {
-                state: sc.acc.clone(),
-                changed: true,
-            };
-            sc.held.insert(
-                at,
-                Held {
-                    start: t,
-                    end: t,
-                    reach,
-                    state,
-                },
-            );
+            let state = std::mem::take(&mut sc.acc);
+            insert(&mut sc.held, (t, t, reach), state);
             Ok((0, reach))
         }
         [one] => extend(step, sc, one, r, reach),
@@ -197,7 +186,7 @@ fn extend(
     let (from, end) = ((h.start, h.reach), h.end);
     let to = (h.start.min(t), h.reach.max(reach));
     match &mut h.state {
-        State::Copied { state, changed } if sc.fold => {
+        State::Copied { state, changed } if step.aggs.folds_in_place() => {
             step.aggs
                 .fold_row(state, (r.batch, r.row), (t, r.seq), &mut sc.pair)?;
             *changed = true;
@@ -300,23 +289,28 @@ fn merge_all(
     for &i in sc.met.iter().rev() {
         sc.held.remove(i);
     }
-    let at = sc
-        .held
-        .partition_point(|h| (h.reach, h.start) < (m_reach, m_start));
+    let state = std::mem::take(&mut sc.acc);
+    insert(&mut sc.held, (m_start, m_end, m_reach), state);
+    Ok((removes, m_reach))
+}
+
+/// Adds a new (changed) session `[start, end]` reaching `reach` with `state` at its place in
+/// (reach, start) order.
+fn insert(held: &mut Vec<Held>, (start, end, reach): (i64, i64, i64), state: Vec<u8>) {
+    let at = held.partition_point(|h| (h.reach, h.start) < (reach, start));
     let state = State::Copied {
-        state: std::mem::take(&mut sc.acc),
+        state,
         changed: true,
     };
-    sc.held.insert(
+    held.insert(
         at,
         Held {
-            start: m_start,
-            end: m_end,
-            reach: m_reach,
+            start,
+            end,
+            reach,
             state,
         },
     );
-    Ok((removes, m_reach))
 }
 
 /// Moves `held[i]`, whose reach or start changed, back to its place in (reach, start) order.
