@@ -312,8 +312,7 @@ impl<K: WindowKind> Processor<K> {
             .bound
             .as_ref()
             .filter(|_| self.kind.emit() == EmitMode::Final)?;
-        let due = pending(&bound.store, self.life.emitted_below, i64::MAX);
-        let first = due.iter().map(|(closes_after, _)| *closes_after).min()?;
+        let first = bound.store.earliest_held_end(self.life.emitted_below)?;
         Some(
             first
                 .saturating_add(K::grace(&bound.ticks))

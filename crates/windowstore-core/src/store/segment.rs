@@ -395,6 +395,18 @@ impl Segment {
         })
     }
 
+    /// The smallest end at or after `earliest_end` held in the segment, if any: one binary
+    /// search per key, no allocation.
+    pub fn earliest_end_from(&self, earliest_end: i64) -> Option<i64> {
+        self.by_key
+            .values()
+            .filter_map(|list| {
+                let from = list.partition_point(|e| e.end < earliest_end);
+                list.get(from).map(|e| e.end)
+            })
+            .min()
+    }
+
     /// Every session of the segment with its key, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (KeyId, &Entry)> + '_ {
         self.by_key

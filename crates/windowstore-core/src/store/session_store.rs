@@ -490,6 +490,16 @@ impl SessionStore {
         self.scan_by_end(SessionBounds::by_end(earliest_end, latest_end))
     }
 
+    /// The smallest end at or after `earliest_end` of any held session, expired ones not
+    /// dropped yet included (what [`Self::held_sessions_by_end`] would return first). Segments
+    /// are ordered by end, so only the segments up to the first that holds such an end are
+    /// read, and nothing is collected or sorted.
+    pub fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
+        self.segments
+            .search(earliest_end, i64::MAX)
+            .find_map(|segment| segment.earliest_end_from(earliest_end))
+    }
+
     /// Whether a put of a session ending at `end` would drop segments (and what they hold).
     pub fn put_would_drop_segments(&self, end: i64) -> bool {
         if self.store_time.is_some_and(|t| t >= end) {

@@ -187,6 +187,12 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
                 let want = Model::sorted(want, |r| (r.2, r.1, r.0.clone()));
                 let got = rows(&store.find_sessions_by_end(ee, le));
                 prop_assert_eq!(got, want);
+                // The index-free next close: the first end the held scan would emit.
+                let first = store
+                    .held_sessions_by_end(ee, i64::MAX)
+                    .first()
+                    .map(|s| s.session.end);
+                prop_assert_eq!(store.earliest_held_end(ee), first);
             }
             Op::SnapshotRestore => {
                 let bytes = snapshot::encode(&store, &Default::default()).expect("encode");
