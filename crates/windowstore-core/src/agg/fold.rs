@@ -1,16 +1,17 @@
 //! Folding one record into a state in place, for aggregators whose segments all have a fixed
 //! width (count, sum, mean, and min/max/first/last of fixed-width values): the state keeps its
 //! size, so each segment is overwritten where it lies, with no walk of the state, no splice
-//! list and no second buffer. The bytes are those of `merge(encode_row(record), state)` (the
-//! same `encode` and `merge` per segment, the record first as the streaming step merges it).
+//! list and no second buffer. The bytes are those of `merge(encode_row(record), state)`, the
+//! record first as the streaming step merges it: counts, sums and means are added where they
+//! lie with `merge`'s arithmetic, and a selecting function (min, max, first, last) keeps the
+//! record's encoded segment or the state's by `merge`'s own rule ([`keeps_second`]).
 
 use arrow_array::RecordBatch;
 
 use super::aggregator::{kind, Aggregator};
-use super::codec::Reader;
 use super::kind::Kind;
 use super::slot::Op;
-use super::state::{encode, merge, VERSION};
+use super::state::{encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION};
 use super::value::Value;
 use crate::Result;
 
@@ -38,7 +39,7 @@ impl Aggregator {
 
     /// Folds row `row` of `batch` (time `time`, arrival `seq`) into `state` in place: `state`
     /// becomes `merge(encode_row(row), state)`. The caller has checked
-    /// [`Self::folds_in_place`]; `scratch` holds two buffers reused between calls.
+    /// [`Self::folds_in_place`]; `scratch` is a buffer reused between calls.
     ///
     /// Errors: a state that is not of this aggregator (its length or version is wrong, or a
     /// segment does not decode); `state` may then be partly folded.
@@ -47,7 +48,7 @@ impl Aggregator {
         state: &mut [u8],
         (batch, row): (&RecordBatch, usize),
         (time, seq): (i64, u64),
-        scratch: &mut (Vec<u8>, Vec<u8>),
+        scratch: &mut Vec<u8>,
     ) -> Result<()> {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
@@ -65,20 +66,7 @@ impl Aggregator {
                     Value::of_row(column.as_ref(), &slot.data_type, kind(&op), row)
                 }
             };
-            let (record, merged) = scratch;
-            record.clear();
-            encode(&slot.op, value, time, seq, record);
-            merged.clear();
-            merge(
-                slot,
-                &mut Reader::new(record),
-                &mut Reader::new(&*seg),
-                merged,
-            )?;
-            if merged.len() != width {
-                return Err(super::codec::corrupt("a fixed segment changed its width"));
-            }
-            seg.copy_from_slice(merged);
+            fold_segment(&slot.op, value, (time, seq), seg, scratch)?;
             at += width;
         }
         if at != state.len() {
@@ -86,4 +74,86 @@ impl Aggregator {
         }
         Ok(())
     }
+}
+
+/// Folds one record (value `value`, stamp `(time, seq)`) into `seg`, a segment of `op` of
+/// fixed width, in place; `record` is a reused buffer.
+fn fold_segment(
+    op: &Op,
+    value: Value<'_>,
+    (time, seq): (i64, u64),
+    seg: &mut [u8],
+    record: &mut Vec<u8>,
+) -> Result<()> {
+    let word = match value {
+        Value::Word(w) => Some(w),
+        _ => None,
+    };
+    match *op {
+        Op::Count => {
+            let n = u64_at(seg, 0)?;
+            seg[..8].copy_from_slice(&1u64.saturating_add(n).to_le_bytes());
+        }
+        Op::Sum(kind) if kind.is_integer() => {
+            let (fa, sa) = (
+                if word.is_some() { SEEN } else { 0 },
+                word.map_or(0, |w| int_term(kind, w)),
+            );
+            let (fb, sb) = (seg[0], i128_at(seg, 1)?);
+            let (flags, sum) = match sa.checked_add(sb) {
+                Some(sum) => (fa | fb, sum),
+                None => (fa | fb | OVERFLOWED, sa),
+            };
+            seg[0] = flags & (SEEN | OVERFLOWED);
+            seg[1..17].copy_from_slice(&sum.to_le_bytes());
+        }
+        Op::Sum(kind) => {
+            let (fa, sa) = (
+                if word.is_some() { SEEN } else { 0 },
+                word.map_or(-0.0, |w| float_term(kind, w)),
+            );
+            let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
+            seg[0] = (fa | fb) & SEEN;
+            seg[1..9].copy_from_slice(&(sa + sb).to_le_bytes());
+        }
+        Op::Mean(kind) if kind.is_integer() => {
+            let sa = word.map_or(0, |w| int_term(kind, w));
+            let (sb, nb) = (i128_at(seg, 0)?, u64_at(seg, 16)?);
+            seg[..16].copy_from_slice(&sa.saturating_add(sb).to_le_bytes());
+            let n = u64::from(word.is_some()).saturating_add(nb);
+            seg[16..24].copy_from_slice(&n.to_le_bytes());
+        }
+        Op::Mean(kind) => {
+            let sa = word.map_or(-0.0, |w| float_term(kind, w));
+            let (sb, nb) = (f64::from_bits(u64_at(seg, 0)?), u64_at(seg, 8)?);
+            seg[..8].copy_from_slice(&(sa + sb).to_le_bytes());
+            let n = u64::from(word.is_some()).saturating_add(nb);
+            seg[8..16].copy_from_slice(&n.to_le_bytes());
+        }
+        _ => {
+            record.clear();
+            encode(op, value, time, seq, record);
+            if record.len() != seg.len() {
+                return Err(super::codec::corrupt("a fixed segment changed its width"));
+            }
+            if !keeps_second(op, record, seg)? {
+                seg.copy_from_slice(record);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn u64_at(seg: &[u8], at: usize) -> Result<u64> {
+    seg.get(at..at + 8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))
+}
+
+fn i128_at(seg: &[u8], at: usize) -> Result<i128> {
+    seg.get(at..at + 16)
+        .and_then(|b| b.try_into().ok())
+        .map(i128::from_le_bytes)
+        .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))
 }

@@ -267,6 +267,34 @@ pub(crate) fn open(state: &[u8]) -> Result<Reader<'_>> {
     }
 }
 
+/// For a selecting function (min, max, first, last): whether the merge of segments `a` and
+/// `b` (in that order) is `b`, else `a`. The merge keeps one of the two whole.
+pub(crate) fn keeps_second(op: &Op, a: &[u8], b: &[u8]) -> Result<bool> {
+    Ok(match *op {
+        Op::Min(kind) | Op::Max(kind) => {
+            let va = read_best(kind, &mut Reader::new(a))?;
+            let vb = read_best(kind, &mut Reader::new(b))?;
+            match op {
+                Op::Min(_) => vb.less(va, kind),
+                _ => va == Value::Null || (vb != Value::Null && va.less(vb, kind)),
+            }
+        }
+        Op::First(kind) | Op::Last(kind) => {
+            let sa = read_stamped(kind, &mut Reader::new(a))?;
+            let sb = read_stamped(kind, &mut Reader::new(b))?;
+            match (sa, sb) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(x), Some(y)) => match op {
+                    Op::First(_) => y.key() < x.key(),
+                    _ => x.key() < y.key(),
+                },
+            }
+        }
+        _ => return Err(Error::Internal(format!("{op:?} does not select"))),
+    })
+}
+
 /// Appends the merge of the next segments of `slot` in `a` and `b`.
 pub(crate) fn merge<'a>(
     slot: &Slot,
@@ -304,29 +332,13 @@ pub(crate) fn merge<'a>(
             put_f64(out, sa + sb);
             put_u64(out, na.saturating_add(nb));
         }
-        Op::Min(kind) | Op::Max(kind) => {
+        Op::Min(_) | Op::Max(_) | Op::First(_) | Op::Last(_) => {
             let (ra, rb) = (segment(&slot.op, a)?, segment(&slot.op, b)?);
-            let va = read_best(kind, &mut Reader::new(ra))?;
-            let vb = read_best(kind, &mut Reader::new(rb))?;
-            let take_b = match slot.op {
-                Op::Min(_) => vb.less(va, kind),
-                _ => va == Value::Null || (vb != Value::Null && va.less(vb, kind)),
-            };
-            out.extend_from_slice(if take_b { rb } else { ra });
-        }
-        Op::First(kind) | Op::Last(kind) => {
-            let (ra, rb) = (segment(&slot.op, a)?, segment(&slot.op, b)?);
-            let sa = read_stamped(kind, &mut Reader::new(ra))?;
-            let sb = read_stamped(kind, &mut Reader::new(rb))?;
-            let take_b = match (sa, sb) {
-                (_, None) => false,
-                (None, Some(_)) => true,
-                (Some(x), Some(y)) => match slot.op {
-                    Op::First(_) => y.key() < x.key(),
-                    _ => x.key() < y.key(),
-                },
-            };
-            out.extend_from_slice(if take_b { rb } else { ra });
+            out.extend_from_slice(if keeps_second(&slot.op, ra, rb)? {
+                rb
+            } else {
+                ra
+            });
         }
         Op::CountDistinct(kind) => distinct::merge(kind, a, b, out)?,
         Op::Collect {

@@ -51,7 +51,7 @@ pub(super) struct RunScratch {
     merged: Vec<u8>,
     value: Vec<u8>,
     edits: Edits,
-    pair: (Vec<u8>, Vec<u8>),
+    record: Vec<u8>,
 }
 
 /// Applies the run-safe `records` of one key, in arrival order (see the module doc).
@@ -188,7 +188,7 @@ fn extend(
     match &mut h.state {
         State::Copied { state, changed } if step.aggs.folds_in_place() => {
             step.aggs
-                .fold_row(state, (r.batch, r.row), (t, r.seq), &mut sc.pair)?;
+                .fold_row(state, (r.batch, r.row), (t, r.seq), &mut sc.record)?;
             *changed = true;
         }
         State::Copied { state, changed } => {

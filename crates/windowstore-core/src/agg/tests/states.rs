@@ -154,7 +154,7 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     let (mut folded, mut merged) = (Vec::new(), Vec::new());
     agg.encode_row(&b, records[0].0, records[0].1, records[0].2, &mut folded);
     merged.clone_from(&folded);
-    let mut scratch = (Vec::new(), Vec::new());
+    let mut scratch = Vec::new();
     for &(row, t, seq) in &records[1..] {
         agg.fold_row(&mut folded, (&b, row), (t, seq), &mut scratch)
             .expect("fold");
@@ -171,6 +171,78 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     assert!(agg
         .fold_row(&mut short, (&b, 0), (0, 0), &mut scratch)
         .is_err());
+}
+
+/// A value drawn with its extremes: nulls, bounds, NaN, infinities and both zeros.
+fn edgy_f64() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(f64::NAN)),
+        Just(Some(-0.0)),
+        Just(Some(0.0)),
+        Just(Some(f64::INFINITY)),
+        Just(Some(f64::NEG_INFINITY)),
+        Just(Some(f64::MAX)),
+        (-1e6f64..1e6).prop_map(Some),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Every fixed-width function over every fixed-width kind: the state folded record by
+    /// record equals the state merged record by record, byte for byte.
+    #[test]
+    fn folding_equals_merging_for_every_fixed_function(
+        rows in proptest::collection::vec(
+            (
+                prop_oneof![Just(None), Just(Some(i64::MAX)), Just(Some(i64::MIN)), any::<i64>().prop_map(Some)],
+                edgy_f64(),
+                proptest::option::of(any::<f32>()),
+                proptest::option::of(any::<u16>()),
+                proptest::option::of(any::<bool>()),
+                (-5i64..5, 0u64..4),
+            ),
+            1..24,
+        ),
+    ) {
+        let b = batch(vec![
+            ("x", Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())) as ArrayRef),
+            ("f", Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())) as ArrayRef),
+            ("g", Arc::new(Float32Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>())) as ArrayRef),
+            ("u", Arc::new(UInt16Array::from(rows.iter().map(|r| r.3).collect::<Vec<_>>())) as ArrayRef),
+            ("b", Arc::new(BooleanArray::from(rows.iter().map(|r| r.4).collect::<Vec<_>>())) as ArrayRef),
+        ]);
+        let mut specs = vec![AggSpec::count()];
+        for col in ["x", "f", "g", "u", "b"] {
+            let named = |spec: AggSpec, what: &str| spec.with_alias(&format!("{what}_{col}"));
+            if col != "b" {
+                specs.push(named(AggSpec::sum(col), "sum"));
+                specs.push(named(AggSpec::mean(col), "mean"));
+            }
+            specs.push(named(AggSpec::min(col), "min"));
+            specs.push(named(AggSpec::max(col), "max"));
+            specs.push(named(AggSpec::first(col), "first"));
+            specs.push(named(AggSpec::last(col), "last"));
+        }
+        let agg = aggregator(specs, &b);
+        prop_assert!(agg.folds_in_place());
+        let stamp = |i: usize| (rows[i].5 .0, rows[i].5 .1 + 4 * i as u64);
+        let (mut folded, mut merged) = (Vec::new(), Vec::new());
+        agg.encode_row(&b, 0, stamp(0).0, stamp(0).1, &mut folded);
+        merged.clone_from(&folded);
+        let mut scratch = Vec::new();
+        for row in 1..rows.len() {
+            let (t, seq) = stamp(row);
+            agg.fold_row(&mut folded, (&b, row), (t, seq), &mut scratch).expect("fold");
+            let mut one = Vec::new();
+            agg.encode_row(&b, row, t, seq, &mut one);
+            let mut out = Vec::new();
+            agg.merge(&one, &merged, &mut out).expect("merge");
+            merged = out;
+            prop_assert_eq!(&folded, &merged, "after row {}", row);
+        }
+    }
 }
 
 #[test]
