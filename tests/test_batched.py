@@ -1,7 +1,8 @@
 """The session processor's batched path (a call whose records are all within the grace applies
 each key's records at once) against the record-by-record path it must equal: the same output,
 rejected rows, metrics and snapshot bytes after every call, on random streams with disorder
-within and beyond the grace, invalid records, fixed and dynamic gaps, float aggregates whose
+within and beyond the grace, invalid records, fixed and dynamic gaps, every emit mode (the
+changelog modes' rows in record order, coalesced per call), float aggregates whose
 result depends on the order of addition, and snapshots at random points."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowstore import SessionWindowProcessor, agg
+from windowstore._processor import Emit
 from windowstore.agg import Agg
 
 GRACE = 20
@@ -40,9 +43,11 @@ def results(p: SessionWindowProcessor) -> dict[str, int | None]:
     return {k: v for k, v in p.metrics().items() if k not in COSTS}
 
 
-def make(batched: bool, dynamic: bool, gap: int, aggs: list[Agg] = AGGS) -> SessionWindowProcessor:
+def make(
+    batched: bool, dynamic: bool, gap: int, aggs: list[Agg] = AGGS, emit: Emit = "final"
+) -> SessionWindowProcessor:
     gap_args: dict[str, Any] = {"gap_column": "g", "max_gap": gap} if dynamic else {"gap": gap}
-    p = SessionWindowProcessor(key="user", time="ts", grace=GRACE, aggs=aggs, **gap_args)
+    p = SessionWindowProcessor(key="user", time="ts", grace=GRACE, aggs=aggs, emit=emit, **gap_args)
     p._inner._set_batched(batched)
     return p
 
@@ -95,6 +100,7 @@ SCHEMA = pa.schema(
     gap=st.integers(1, 40),
     snapshot_at=st.integers(0, 6),
     fixed=st.booleans(),
+    emit=st.sampled_from(["final", "final", "updates", "changes"]),
 )
 def test_the_batched_path_equals_the_record_path(
     rows: list[dict[str, Any]],
@@ -103,9 +109,10 @@ def test_the_batched_path_equals_the_record_path(
     gap: int,
     snapshot_at: int,
     fixed: bool,
+    emit: Emit,
 ) -> None:
     aggs = FIXED if fixed else AGGS
-    fast, model = make(True, dynamic, gap, aggs), make(False, dynamic, gap, aggs)
+    fast, model = make(True, dynamic, gap, aggs, emit), make(False, dynamic, gap, aggs, emit)
     at = call = 0
     while at < len(rows):
         n = sizes[call % len(sizes)]
@@ -122,13 +129,14 @@ def test_the_batched_path_equals_the_record_path(
     assert fast.to_bytes() == model.to_bytes()
 
 
-def test_a_clickstream_in_time_order_is_batched_and_equal() -> None:
+@pytest.mark.parametrize("emit", ["final", "updates", "changes"])
+def test_a_clickstream_in_time_order_is_batched_and_equal(emit: Emit) -> None:
     rows = [
         {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
         for i in range(5_000)
     ]
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    fast, model = make(True, False, 600), make(False, False, 600)
+    fast, model = make(True, False, 600, emit=emit), make(False, False, 600, emit=emit)
     for batch in table.to_batches(max_chunksize=1_000):
         assert fast.process(batch).equals(model.process(batch))
     assert fast.flush().equals(model.flush())

@@ -63,12 +63,16 @@ pub struct Change {
 
 type Window = (Vec<u8>, i64, i64);
 
-/// The changes of one batch, in the order they happened.
+/// The changes of one batch, in the order they happened: the order of the records that made
+/// them, and within a record the order they were pushed.
 #[derive(Debug)]
 pub struct Changelog {
     mode: EmitMode,
-    changes: Vec<Option<Change>>,
+    /// Each change with the arrival number of the record that made it.
+    changes: Vec<Option<(u64, Change)>>,
     last: HashMap<Window, (usize, bool)>,
+    /// The arrival number the next pushes are stamped with (see [`Self::at`]).
+    seq: u64,
 }
 
 impl Changelog {
@@ -78,13 +82,23 @@ impl Changelog {
             mode,
             changes: Vec::new(),
             last: HashMap::new(),
+            seq: 0,
         }
+    }
+
+    /// Stamps the changes pushed from now on with arrival number `seq`. A caller that applies
+    /// records out of arrival order (the batched path: key by key) stamps each record's
+    /// changes, and [`Self::take`] puts them back in arrival order. Coalescing is per window,
+    /// so per key: it is the same whichever order keys are applied in, as long as each key's
+    /// records come in arrival order.
+    pub fn at(&mut self, seq: u64) {
+        self.seq = seq;
     }
 
     /// Records a change. `created` says that the window did not exist before this change.
     pub fn push(&mut self, change: Change, created: bool) {
         if self.mode != EmitMode::Updates {
-            self.changes.push(Some(change));
+            self.changes.push(Some((self.seq, change)));
             return;
         }
         let window = (change.key.clone(), change.start, change.end);
@@ -103,7 +117,7 @@ impl Changelog {
         }
         self.last
             .insert(window, (self.changes.len(), created_in_batch));
-        self.changes.push(Some(change));
+        self.changes.push(Some((self.seq, change)));
     }
 
     /// Whether a delete of window `[start, end]` of `key` pushed now would be kept (in `updates`
@@ -119,7 +133,13 @@ impl Changelog {
     /// The batch's changes, in order (coalesced in `updates` mode); empties the log.
     pub fn take(&mut self) -> Vec<Change> {
         self.last.clear();
-        self.changes.drain(..).flatten().collect()
+        self.seq = 0;
+        let mut changes: Vec<(u64, Change)> = self.changes.drain(..).flatten().collect();
+        if !changes.is_sorted_by_key(|(seq, _)| *seq) {
+            // Stable: a record's own changes keep the order they were pushed in.
+            changes.sort_by_key(|(seq, _)| *seq);
+        }
+        changes.into_iter().map(|(_, change)| change).collect()
     }
 }
 
@@ -149,6 +169,32 @@ mod tests {
         let got = log.take();
         assert_eq!(got, vec![change(9, 9, 1, true), change(0, 5, 3, false)]);
         assert!(log.take().is_empty());
+    }
+
+    #[test]
+    fn changes_stamped_out_of_order_come_back_in_arrival_order() {
+        // Two keys' records applied key by key (seq 0 and 2 for "a", 1 for "b"): the log of
+        // the record order, coalescing included.
+        let keyed = |key: &[u8], start, state| Change {
+            key: key.to_vec(),
+            ..change(start, start, state, false)
+        };
+        let mut in_order = Changelog::new(EmitMode::Updates);
+        in_order.push(keyed(b"a", 0, 1), true);
+        in_order.push(keyed(b"b", 5, 1), true);
+        in_order.push(keyed(b"a", 1, 2), true);
+        in_order.push(keyed(b"a", 0, 3), false);
+        let mut by_key = Changelog::new(EmitMode::Updates);
+        by_key.at(0);
+        by_key.push(keyed(b"a", 0, 1), true);
+        by_key.at(2);
+        by_key.push(keyed(b"a", 1, 2), true);
+        by_key.push(keyed(b"a", 0, 3), false);
+        by_key.at(1);
+        by_key.push(keyed(b"b", 5, 1), true);
+        let want = in_order.take();
+        assert_eq!(want.len(), 3);
+        assert_eq!(by_key.take(), want);
     }
 
     #[test]

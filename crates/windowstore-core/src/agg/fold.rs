@@ -11,7 +11,9 @@ use arrow_array::RecordBatch;
 use super::aggregator::{kind, Aggregator};
 use super::kind::Kind;
 use super::slot::Op;
-use super::state::{encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION};
+use super::state::{
+    best_is_second, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
+};
 use super::value::Value;
 use crate::Result;
 
@@ -129,6 +131,18 @@ fn fold_segment(
             seg[..8].copy_from_slice(&(sa + sb).to_le_bytes());
             let n = u64::from(word.is_some()).saturating_add(nb);
             seg[8..16].copy_from_slice(&n.to_le_bytes());
+        }
+        Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
+            // Segment: `u8` present, the 8-byte word (zeros if absent).
+            let a = word.map_or(Value::Null, Value::Word);
+            let b = match seg[0] {
+                0 => Value::Null,
+                _ => Value::Word(u64_at(seg, 1)?),
+            };
+            if !best_is_second(op, kind, a, b) {
+                seg[0] = u8::from(word.is_some());
+                seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
+            }
         }
         _ => {
             record.clear();

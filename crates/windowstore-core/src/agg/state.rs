@@ -267,6 +267,16 @@ pub(crate) fn open(state: &[u8]) -> Result<Reader<'_>> {
     }
 }
 
+/// For min (`op` `Min`) or max (any other `op`) of `kind`: whether the merge of values `a`
+/// and `b` (in that order; `Null` for none) keeps `b`.
+#[inline]
+pub(crate) fn best_is_second(op: &Op, kind: Kind, a: Value<'_>, b: Value<'_>) -> bool {
+    match op {
+        Op::Min(_) => b.less(a, kind),
+        _ => a == Value::Null || (b != Value::Null && a.less(b, kind)),
+    }
+}
+
 /// For a selecting function (min, max, first, last): whether the merge of segments `a` and
 /// `b` (in that order) is `b`, else `a`. The merge keeps one of the two whole.
 pub(crate) fn keeps_second(op: &Op, a: &[u8], b: &[u8]) -> Result<bool> {
@@ -274,10 +284,7 @@ pub(crate) fn keeps_second(op: &Op, a: &[u8], b: &[u8]) -> Result<bool> {
         Op::Min(kind) | Op::Max(kind) => {
             let va = read_best(kind, &mut Reader::new(a))?;
             let vb = read_best(kind, &mut Reader::new(b))?;
-            match op {
-                Op::Min(_) => vb.less(va, kind),
-                _ => va == Value::Null || (vb != Value::Null && va.less(vb, kind)),
-            }
+            best_is_second(op, kind, va, vb)
         }
         Op::First(kind) | Op::Last(kind) => {
             let sa = read_stamped(kind, &mut Reader::new(a))?;

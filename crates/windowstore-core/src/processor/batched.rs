@@ -21,7 +21,9 @@
 //!   output is the same: final windows come in (end, start, key) order whichever put emits them;
 //! - the store's `puts` and `removes` counters are set to what the record steps would count.
 //!
-//! Only `final` mode takes this path (the changelog modes' rows follow the record order).
+//! In the changelog modes, each record's rows are stamped with its arrival number as the kind
+//! pushes them, and the call's changelog is put back in arrival order at the end: coalescing
+//! (`updates`) is per window, hence per key, so it comes out as the record path's.
 //! Any error on the way (an aggregate overflow, a put of an expired session) rolls the path
 //! back, and the call runs record by record, whose errors name the record that raised them.
 
@@ -38,13 +40,15 @@ use arrow_array::RecordBatch;
 const MIN_RECORDS: usize = 16;
 
 impl<K: WindowKind> Processor<K> {
-    /// Whether the call of `chunks` (and `advance`) can take the batched path: `final` mode, no
-    /// advance, enough usable records, and every one of them run-safe.
+    /// Whether the call of `chunks` (and `advance`) can take the batched path: no advance, a
+    /// mode the kind batches ([`WindowKind::RUN_LOGS`]), enough usable records, and every one
+    /// of them run-safe.
     pub(super) fn batchable(&self, chunks: &[Chunk<K::Prepared>], advance: Option<i64>) -> bool {
         let Some(bound) = self.bound.as_ref() else {
             return false;
         };
-        if !self.batched || advance.is_some() || self.kind.emit() != EmitMode::Final {
+        let mode_ok = K::RUN_LOGS || self.kind.emit() == EmitMode::Final;
+        if !self.batched || advance.is_some() || !mode_ok {
             return false;
         }
         let mut stream_time = self.life.stream_time;
@@ -74,6 +78,7 @@ impl<K: WindowKind> Processor<K> {
         checked: K::Counters,
     ) -> Result<(RecordBatch, Counters<K::Counters>)> {
         let Self {
+            kind,
             bound,
             life,
             counters,
@@ -123,7 +128,8 @@ impl<K: WindowKind> Processor<K> {
 
         let ticks = bound.ticks;
         let before = bound.store.counters();
-        let mut step = Step::new(bound, EmitMode::Final, life, &mut counters.kind);
+        let mode = kind.emit();
+        let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
         let (mut removes, mut max_end) = (0u64, None);
         for run in runs.windows(2) {
@@ -133,15 +139,20 @@ impl<K: WindowKind> Processor<K> {
         }
         step.store
             .set_change_counts(before.puts + records.len() as u64, before.removes + removes);
-        if let Some(st) = life.stream_time {
-            step.close = st.saturating_sub(K::grace(&ticks));
-            step.emit_closed();
-        }
+        let rows = if mode == EmitMode::Final {
+            if let Some(st) = life.stream_time {
+                step.close = st.saturating_sub(K::grace(&ticks));
+                step.emit_closed();
+            }
+            life.emitted_below = step.emitted_below;
+            std::mem::take(&mut step.finals)
+        } else {
+            // Each record's changes were stamped with its arrival number: back in record order.
+            step.changelog.take()
+        };
         if let Some(end) = max_end {
             step.store.advance_time(end);
         }
-        life.emitted_below = step.emitted_below;
-        let rows = std::mem::take(&mut step.finals);
         counters.emitted += rows.len() as u64;
         let out = bound.build(&rows)?;
         Ok((out, counters))

@@ -115,6 +115,10 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         false
     }
 
+    /// Whether [`Self::step_run`] also writes the changelog modes' rows (stamped with each
+    /// record's arrival number, `Changelog::at`); if not, only `final` calls are batched.
+    const RUN_LOGS: bool = false;
+
     /// Applies `records` (one key's records of a call, all run-safe, in arrival order) as
     /// [`Self::step`] applies them one by one, with two differences the caller makes good:
     /// puts go through `SessionStore::put_held` (store time does not move), and the store's

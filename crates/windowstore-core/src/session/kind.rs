@@ -264,6 +264,8 @@ impl WindowKind for SessionSpec {
         t >= stream_time.saturating_sub(ticks.grace)
     }
 
+    const RUN_LOGS: bool = true;
+
     fn step_run(
         _ticks: &Resolved,
         step: &mut Step<'_, Self>,

@@ -10,12 +10,18 @@
 //! candidate, the in-place append, which gives the same bytes), so every state is byte for byte
 //! the step's.
 //!
+//! In the changelog modes (`updates`; `changes` stays record by record), each record's rows
+//! are the step's, pushed stamped with the record's arrival number, so that the call's
+//! changelog comes out in record order although keys are applied one after another.
+//!
 //! A session whose stored value is large (a long `collect` list) is not copied: records that
 //! extend it edit it in the store, as the step does, so that a long session grown over many
 //! calls costs what the records add, not its size per call.
 
+use super::kind::change;
 use super::SessionSpec;
 use crate::agg::append::Place;
+use crate::emit::EmitMode;
 use crate::processor::{Record, RunOutcome, Step};
 use crate::state;
 use crate::store::edits::Edits;
@@ -94,6 +100,7 @@ pub(super) fn step_run(
 
     let mut outcome = RunOutcome::default();
     for r in records {
+        step.changelog.at(r.seq);
         let (removes, put_end) = apply(step, sc, r)?;
         outcome.removes += removes;
         outcome.max_end = outcome.max_end.max(Some(put_end));
@@ -159,6 +166,10 @@ fn apply(
         [] => {
             sc.acc.clear();
             step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            if logs(step) {
+                step.changelog
+                    .push(change(r.key, t, t, sc.acc.clone(), false), true);
+            }
             let state = std::mem::take(&mut sc.acc);
             insert(&mut sc.held, (t, t, reach), state);
             Ok((0, reach))
@@ -182,9 +193,21 @@ fn extend(
     reach: i64,
 ) -> Result<(u64, i64)> {
     let t = r.t;
+    let (from, end) = ((sc.held[i].start, sc.held[i].reach), sc.held[i].end);
+    let to = (from.0.min(t), from.1.max(reach));
+    let merged = (to.0, end.max(t));
+    // The step forwards a delete of the old window unless the merged one is the record's own
+    // `[t, t]`; one the changelog elides needs no state.
+    let overwrite = merged == (t, t);
+    let delete = (logs(step) && !overwrite).then(|| {
+        if step.changelog.keeps_delete(r.key, from.0, end) {
+            held_state(step, r.key, &sc.held[i])
+        } else {
+            Ok(Vec::new())
+        }
+    });
+    let delete = delete.transpose()?;
     let h = &mut sc.held[i];
-    let (from, end) = ((h.start, h.reach), h.end);
-    let to = (h.start.min(t), h.reach.max(reach));
     match &mut h.state {
         State::Copied { state, changed } if step.aggs.folds_in_place() => {
             step.aggs
@@ -236,11 +259,38 @@ fn extend(
     }
     let h = &mut sc.held[i];
     (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
+    if logs(step) {
+        if let Some(state) = delete {
+            step.changelog
+                .push(change(r.key, from.0, end, state, true), false);
+        }
+        let state = held_state(step, r.key, &sc.held[i])?;
+        let created = (from.0, end) != merged || !overwrite;
+        step.changelog
+            .push(change(r.key, merged.0, merged.1, state, false), created);
+    }
     let moved = to != from;
     if moved {
         reorder(&mut sc.held, i);
     }
     Ok((u64::from(moved), to.1))
+}
+
+/// Whether the call keeps a changelog (the modes other than `final`).
+fn logs(step: &Step<'_, SessionSpec>) -> bool {
+    step.mode != EmitMode::Final
+}
+
+/// A copy of the aggregate state of held session `h` of `key`.
+fn held_state(step: &Step<'_, SessionSpec>, key: &[u8], h: &Held) -> Result<Vec<u8>> {
+    match &h.state {
+        State::Copied { state, .. } => Ok(state.clone()),
+        State::Stored => step
+            .store
+            .fetch_session(key, h.start, h.reach)
+            .map(|v| state::split(v).1.to_vec())
+            .ok_or_else(|| Error::Internal("a held session is not in the store".into())),
+    }
 }
 
 /// Where record `r` goes in a session ending at `end`.
@@ -280,6 +330,25 @@ fn merge_all(
         sc.merged.clear();
         step.merge(r.key, (m_start, m_end), &sc.acc, state, &mut sc.merged)?;
         std::mem::swap(&mut sc.acc, &mut sc.merged);
+    }
+    if logs(step) {
+        // The step's rows: a delete of each session met (unless the merged window is the
+        // record's own `[t, t]`), then the merged window.
+        let overwrite = (m_start, m_end) == (t, t);
+        let mut replaced = false;
+        for &i in &sc.met {
+            let h = &sc.held[i];
+            replaced |= (h.start, h.end) == (m_start, m_end);
+            if !overwrite {
+                let state = held_state(step, r.key, h)?;
+                step.changelog
+                    .push(change(r.key, h.start, h.end, state, true), false);
+            }
+        }
+        step.changelog.push(
+            change(r.key, m_start, m_end, sc.acc.clone(), false),
+            !replaced || !overwrite,
+        );
     }
     let removes = sc
         .met

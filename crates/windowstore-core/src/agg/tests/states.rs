@@ -215,7 +215,7 @@ proptest! {
         ]);
         let mut specs = vec![AggSpec::count()];
         for col in ["x", "f", "g", "u", "b"] {
-            let named = |spec: AggSpec, what: &str| spec.with_alias(&format!("{what}_{col}"));
+            let named = |spec: AggSpec, what: &str| spec.with_alias(format!("{what}_{col}"));
             if col != "b" {
                 specs.push(named(AggSpec::sum(col), "sum"));
                 specs.push(named(AggSpec::mean(col), "mean"));
