@@ -31,7 +31,7 @@ use super::run::RunScratch;
 use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::agg::append::Place;
 use crate::agg::fill_overflow;
-use crate::emit::{Change, EmitMode};
+use crate::emit::{Change, Changelog, EmitMode};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
@@ -238,23 +238,17 @@ impl WindowKind for SessionSpec {
         if step.mode == EmitMode::Final {
             return Ok(true);
         }
-        // Kafka removes (and forwards a delete for) every merged session unless the merged
-        // window is the record's own [t, t], which it overwrites in place.
-        let overwrite = (m_start, m_end) == (t, t);
-        let mut replaced = false;
-        for c in &sc.candidates {
-            replaced |= (c.start, c.end) == (m_start, m_end);
-            if !overwrite {
-                let state = sc.states[c.state.0..c.state.1].to_vec();
-                step.changelog
-                    .push(change(key, c.start, c.end, state, true), false);
-            }
-        }
-        // A window that was deleted and put again is new for the changelog, like one the store
-        // had not held; only an overwrite in place keeps it.
-        let created = !replaced || !overwrite;
-        step.changelog
-            .push(change(key, m_start, m_end, sc.acc.clone(), false), created);
+        let met = sc
+            .candidates
+            .iter()
+            .map(|c| ((c.start, c.end), sc.states[c.state.0..c.state.1].to_vec()));
+        log_merge(
+            &mut step.changelog,
+            key,
+            t,
+            met,
+            ((m_start, m_end), sc.acc.clone()),
+        );
         Ok(true)
     }
 
@@ -381,22 +375,43 @@ fn extend(
     if step.mode == EmitMode::Final {
         return Ok(Some(true));
     }
-    if !overwrite {
-        // A delete the changelog elides needs no state.
-        let state = delete.unwrap_or_default();
-        step.changelog
-            .push(change(key, c.start, c.end, state, true), false);
-    }
     let value = step
         .store
         .fetch_session(key, to.0, to.1)
         .unwrap_or_default();
-    let created = (c.start, c.end) != (m_start, m_end) || !overwrite;
-    step.changelog.push(
-        change(key, m_start, m_end, state::split(value).1.to_vec(), false),
-        created,
-    );
+    // A delete the changelog elides (or does not forward) needs no state.
+    let met = [((c.start, c.end), delete.unwrap_or_default())];
+    let merged = ((m_start, m_end), state::split(value).1.to_vec());
+    log_merge(&mut step.changelog, key, t, met, merged);
     Ok(Some(true))
+}
+
+/// Pushes the changelog rows Kafka forwards when a record at `t` of `key` merges the sessions
+/// `met` (each window with its state before) into `merged` (window and state after): it removes
+/// (and forwards a delete for) every merged session unless the merged window is the record's
+/// own `[t, t]`, which it overwrites in place; then the merged window. A window that was
+/// deleted and put again is new for the changelog, like one the store had not held; only an
+/// overwrite in place keeps it. The record path and the batched path (`super::run`) both log
+/// through here.
+pub(super) fn log_merge(
+    log: &mut Changelog,
+    key: &[u8],
+    t: i64,
+    met: impl IntoIterator<Item = ((i64, i64), Vec<u8>)>,
+    ((m_start, m_end), state): ((i64, i64), Vec<u8>),
+) {
+    let overwrite = (m_start, m_end) == (t, t);
+    let mut replaced = false;
+    for ((start, end), before) in met {
+        replaced |= (start, end) == (m_start, m_end);
+        if !overwrite {
+            log.push(change(key, start, end, before, true), false);
+        }
+    }
+    log.push(
+        change(key, m_start, m_end, state, false),
+        !replaced || !overwrite,
+    );
 }
 
 /// A changelog row (or a final row, `delete == false`) of a session.

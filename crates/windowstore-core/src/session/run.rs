@@ -18,7 +18,7 @@
 //! extend it edit it in the store, as the step does, so that a long session grown over many
 //! calls costs what the records add, not its size per call.
 
-use super::kind::change;
+use super::kind::log_merge;
 use super::SessionSpec;
 use crate::agg::append::Place;
 use crate::emit::EmitMode;
@@ -167,8 +167,7 @@ fn apply(
             sc.acc.clear();
             step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
             if logs(step) {
-                step.changelog
-                    .push(change(r.key, t, t, sc.acc.clone(), false), true);
+                log_merge(&mut step.changelog, r.key, t, [], ((t, t), sc.acc.clone()));
             }
             let state = std::mem::take(&mut sc.acc);
             insert(&mut sc.held, (t, t, reach), state);
@@ -196,17 +195,14 @@ fn extend(
     let (from, end) = ((sc.held[i].start, sc.held[i].reach), sc.held[i].end);
     let to = (from.0.min(t), from.1.max(reach));
     let merged = (to.0, end.max(t));
-    // The step forwards a delete of the old window unless the merged one is the record's own
-    // `[t, t]`; one the changelog elides needs no state.
-    let overwrite = merged == (t, t);
-    let delete = (logs(step) && !overwrite).then(|| {
-        if step.changelog.keeps_delete(r.key, from.0, end) {
-            held_state(step, r.key, &sc.held[i])
+    // The state before, for the delete the changelog forwards; one it elides (or the step does
+    // not forward: the merged window is the record's own `[t, t]`) needs none.
+    let delete =
+        if logs(step) && merged != (t, t) && step.changelog.keeps_delete(r.key, from.0, end) {
+            held_state(step, r.key, &sc.held[i])?
         } else {
-            Ok(Vec::new())
-        }
-    });
-    let delete = delete.transpose()?;
+            Vec::new()
+        };
     let h = &mut sc.held[i];
     match &mut h.state {
         State::Copied { state, changed } if step.aggs.folds_in_place() => {
@@ -260,14 +256,9 @@ fn extend(
     let h = &mut sc.held[i];
     (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
     if logs(step) {
-        if let Some(state) = delete {
-            step.changelog
-                .push(change(r.key, from.0, end, state, true), false);
-        }
         let state = held_state(step, r.key, &sc.held[i])?;
-        let created = (from.0, end) != merged || !overwrite;
-        step.changelog
-            .push(change(r.key, merged.0, merged.1, state, false), created);
+        let met = [((from.0, end), delete)];
+        log_merge(&mut step.changelog, r.key, t, met, (merged, state));
     }
     let moved = to != from;
     if moved {
@@ -332,22 +323,22 @@ fn merge_all(
         std::mem::swap(&mut sc.acc, &mut sc.merged);
     }
     if logs(step) {
-        // The step's rows: a delete of each session met (unless the merged window is the
-        // record's own `[t, t]`), then the merged window.
-        let overwrite = (m_start, m_end) == (t, t);
-        let mut replaced = false;
-        for &i in &sc.met {
-            let h = &sc.held[i];
-            replaced |= (h.start, h.end) == (m_start, m_end);
-            if !overwrite {
-                let state = held_state(step, r.key, h)?;
-                step.changelog
-                    .push(change(r.key, h.start, h.end, state, true), false);
-            }
-        }
-        step.changelog.push(
-            change(r.key, m_start, m_end, sc.acc.clone(), false),
-            !replaced || !overwrite,
+        let met = sc
+            .met
+            .iter()
+            .map(|&i| {
+                Ok((
+                    (sc.held[i].start, sc.held[i].end),
+                    held_state(step, r.key, &sc.held[i])?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        log_merge(
+            &mut step.changelog,
+            r.key,
+            t,
+            met,
+            ((m_start, m_end), sc.acc.clone()),
         );
     }
     let removes = sc
