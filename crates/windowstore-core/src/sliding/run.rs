@@ -57,6 +57,8 @@ struct Held {
     len: usize,
     /// Changed by the call: written back at the end.
     changed: bool,
+    /// In the store (else new, put at the end).
+    stored: bool,
 }
 
 /// A new window a record puts: start, window time, the held window whose aggregate seeds it
@@ -123,7 +125,34 @@ pub(super) fn step_run(
         apply(d, step, sc, r, &mut outcome)?;
     }
 
-    for h in sc.held.iter().filter(|h| h.changed) {
+    // The stored windows that changed, rewritten in one pass over the key's windows from the
+    // first to the last of them (any unchanged one between them keeps its value), then the
+    // new ones put.
+    let mut changed = sc.held.iter().filter(|h| h.changed && h.stored);
+    if let Some(first) = changed.next() {
+        let last = changed.next_back().unwrap_or(first);
+        let (held, states) = (&sc.held, &sc.states);
+        let mut i = held.partition_point(|h| h.start < first.start);
+        step.store.rewrite_sessions(
+            key,
+            first.start + d,
+            last.start,
+            &mut sc.value,
+            |start, _, old, out| {
+                while held.get(i).is_some_and(|h| h.start < start) {
+                    i += 1;
+                }
+                match held.get(i) {
+                    Some(h) if h.start == start && h.changed => {
+                        state::join(h.time, &states[h.at..h.at + h.len], out);
+                    }
+                    _ => out.extend_from_slice(old),
+                }
+                Ok(())
+            },
+        )?;
+    }
+    for h in sc.held.iter().filter(|h| h.changed && !h.stored) {
         sc.value.clear();
         state::join(h.time, &sc.states[h.at..h.at + h.len], &mut sc.value);
         if step.store.put_held(key, h.start, h.start + d, &sc.value)? == PutOutcome::Expired {
@@ -146,6 +175,7 @@ fn hold(sc: &mut RunScratch, start: i64, value: &[u8]) {
         at,
         len: agg_state.len(),
         changed: false,
+        stored: true,
     });
 }
 
@@ -290,10 +320,12 @@ fn apply(
             at: sc.states.len(),
             len,
             changed: true,
+            stored: false,
         };
         sc.states.extend_from_slice(&sc.fresh[at..at + len]);
         let i = sc.held.partition_point(|h| h.start < n.start);
         match sc.held.get_mut(i) {
+            // Only a window this record put (planned twice): never a stored one.
             Some(h) if h.start == n.start => *h = held,
             _ => sc.held.insert(i, held),
         }
