@@ -1,9 +1,10 @@
 //! The streaming processors themselves, without Python: a clickstream of `N` records over
 //! `N / 100` keys, in time order (one record every 100 ms, each of a key drawn at random, so a
-//! key's records are about 10 s apart: a session of gap 30 s holds about 20 records, a sliding
-//! window of `D` = 30 s about 3), cut into batches of 65,536 rows, through the session
-//! processor and the sliding processor, both `emit="final"` with `count` and `sum`; the session
-//! processor also with its batched path off (record by record), for the ratio.
+//! key's records are about `N / 1000` s apart, 1,000 s at the default `N`), cut into batches of
+//! 65,536 rows, through the session processor (gap 30 s) and the sliding processor (`D` = 30 s;
+//! and `D` = 10 × the key spacing, about 10 records a window, as in `bench_sliding.py`), all
+//! `emit="final"` with `count` and `sum`; each also with its batched path off (record by
+//! record), for the ratio.
 //!
 //! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
 //! or `=sliding` runs one processor (for profiling). The figure is records per second through a
@@ -121,6 +122,21 @@ fn bench(c: &mut Criterion) {
         };
         group.bench_function("sliding_final_in_order", |b| {
             b.iter(|| black_box(run(spec.clone(), &data, true)));
+        });
+        group.bench_function("sliding_final_in_order_record_by_record", |b| {
+            b.iter(|| black_box(run(spec.clone(), &data, false)));
+        });
+        // Windows of about 10 records, as in benches/bench_sliding.py: a key's records are
+        // 100 ms x (N / 100) apart.
+        let wide = SlidingSpec {
+            time_difference: Duration::Ticks(10 * n as i64),
+            ..spec.clone()
+        };
+        group.bench_function("sliding_final_in_order_10_a_window", |b| {
+            b.iter(|| black_box(run(wide.clone(), &data, true)));
+        });
+        group.bench_function("sliding_final_in_order_10_a_window_record_by_record", |b| {
+            b.iter(|| black_box(run(wide.clone(), &data, false)));
         });
     }
     group.finish();

@@ -1,9 +1,10 @@
-"""The session processor's batched path (a call whose records are all within the grace applies
-each key's records at once) against the record-by-record path it must equal: the same output,
-rejected rows, metrics and snapshot bytes after every call, on random streams with disorder
-within and beyond the grace, invalid records, fixed and dynamic gaps, every emit mode (the
-changelog modes' rows in record order, coalesced per call), float aggregates whose
-result depends on the order of addition, and snapshots at random points."""
+"""The batched path of the session and sliding window processors (a call whose records are all
+within the grace applies each key's records at once) against the record-by-record path it must
+equal: the same output, rejected rows, metrics and snapshot bytes after every call, on random
+streams with disorder within and beyond the grace, invalid records, fixed and dynamic gaps,
+every emit mode (for sessions, the changelog modes' rows in record order, coalesced per call),
+float aggregates whose result depends on the order of addition, and snapshots at random
+points."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowstore import SessionWindowProcessor, agg
+from windowstore import SessionWindowProcessor, SlidingWindowProcessor, agg
 from windowstore._processor import Emit
 from windowstore.agg import Agg
 
@@ -39,7 +40,7 @@ AGGS = [
 COSTS = {"store_bytes", "store_bytes_written", "store_bytes_journaled"}
 
 
-def results(p: SessionWindowProcessor) -> dict[str, int | None]:
+def results(p: SessionWindowProcessor | SlidingWindowProcessor) -> dict[str, int | None]:
     return {k: v for k, v in p.metrics().items() if k not in COSTS}
 
 
@@ -143,3 +144,90 @@ def test_a_clickstream_in_time_order_is_batched_and_equal(emit: Emit) -> None:
     assert fast.to_bytes() == model.to_bytes()
     assert fast._inner._batched_calls() == 5
     assert model._inner._batched_calls() == 0
+
+
+def make_sliding(batched: bool, d: int, emit: Emit, aggs: list[Agg]) -> SlidingWindowProcessor:
+    p = SlidingWindowProcessor(
+        key="user", time="ts", time_difference=d, grace=GRACE, emit=emit, aggs=aggs
+    )
+    p._inner._set_batched(batched)
+    return p
+
+
+def restored_sliding(
+    p: SlidingWindowProcessor, batched: bool, aggs: list[Agg]
+) -> SlidingWindowProcessor:
+    q = SlidingWindowProcessor.from_bytes(p.to_bytes(), aggs=aggs)
+    q._inner._set_batched(batched)
+    return q
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=streams(),
+    sizes=st.lists(st.integers(1, 120), min_size=1, max_size=3),
+    d=st.one_of(st.just(0), st.integers(1, 40)),
+    emit=st.sampled_from(["final", "final", "final", "updates", "changes"]),
+    snapshot_at=st.integers(0, 6),
+    fixed=st.booleans(),
+)
+def test_the_sliding_batched_path_equals_the_record_path(
+    rows: list[dict[str, Any]],
+    sizes: list[int],
+    d: int,
+    emit: Emit,
+    snapshot_at: int,
+    fixed: bool,
+) -> None:
+    aggs = FIXED if fixed else AGGS
+    fast, model = make_sliding(True, d, emit, aggs), make_sliding(False, d, emit, aggs)
+    at = call = 0
+    while at < len(rows):
+        n = sizes[call % len(sizes)]
+        chunk = pa.Table.from_pylist(rows[at : at + n], schema=SCHEMA)
+        at += n
+        call += 1
+        assert fast.process(chunk).equals(model.process(chunk)), f"output of call {call}"
+        assert results(fast) == results(model), f"metrics after call {call}"
+        assert fast.to_bytes() == model.to_bytes(), f"snapshot after call {call}"
+        assert fast.rejected().equals(model.rejected())
+        if call == snapshot_at:
+            fast = restored_sliding(fast, True, aggs)
+            model = restored_sliding(model, False, aggs)
+    assert fast.flush().equals(model.flush())
+    assert fast.to_bytes() == model.to_bytes()
+    assert model._inner._batched_calls() == 0
+
+
+def test_sliding_windows_in_time_order_are_batched_and_equal() -> None:
+    rows = [
+        {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
+        for i in range(5_000)
+    ]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    fast, model = (
+        make_sliding(True, 5_000, "final", AGGS),
+        make_sliding(False, 5_000, "final", AGGS),
+    )
+    for batch in table.to_batches(max_chunksize=1_000):
+        assert fast.process(batch).equals(model.process(batch))
+    assert fast.flush().equals(model.flush())
+    assert fast.to_bytes() == model.to_bytes()
+    assert fast._inner._batched_calls() == 5
+    assert model._inner._batched_calls() == 0
+
+
+def test_a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() -> None:
+    rows = [
+        {"user": f"u{i % 7}", "ts": i * 10, "x": i / 3.0, "page": None, "g": None}
+        for i in range(400)
+    ]
+    rows[300]["ts"] = 2_500  # stream time is about 3,000: beyond the grace of 20
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    fast, model = make_sliding(True, 100, "final", FIXED), make_sliding(False, 100, "final", FIXED)
+    for batch in table.to_batches(max_chunksize=200):
+        assert fast.process(batch).equals(model.process(batch))
+        assert fast.to_bytes() == model.to_bytes()
+    assert fast._inner._batched_calls() == 1
+    assert results(fast) == results(model)
+    assert fast.metrics()["rejected"] == 1

@@ -1,18 +1,22 @@
 //! Folding one record into a state in place, for aggregators whose segments all have a fixed
 //! width (count, sum, mean, and min/max/first/last of fixed-width values): the state keeps its
 //! size, so each segment is overwritten where it lies, with no walk of the state, no splice
-//! list and no second buffer. The bytes are those of `merge(encode_row(record), state)`, the
-//! record first as the streaming step merges it: counts, sums and means are added where they
-//! lie with `merge`'s arithmetic, and a selecting function (min, max, first, last) keeps the
-//! record's encoded segment or the state's by `merge`'s own rule ([`keeps_second`]).
+//! list and no second buffer. [`Aggregator::fold_row`] gives the bytes of
+//! `merge(encode_row(record), state)`, the record first as the session step merges it: counts,
+//! sums and means are added where they lie with `merge`'s arithmetic, and a selecting function
+//! (min, max, first, last) keeps the record's encoded segment or the state's by `merge`'s own
+//! rule ([`keeps_second`]). [`Aggregator::fold_state`] gives those of `merge(state, record)` for
+//! an encoded record (the state first, as the sliding step merges a record into each window
+//! that contains it).
 
 use arrow_array::RecordBatch;
 
 use super::aggregator::{kind, Aggregator};
+use super::codec::Reader;
 use super::kind::Kind;
 use super::slot::Op;
 use super::state::{
-    best_is_second, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
+    best_is_second, encode, float_term, int_term, keeps_second, merge, OVERFLOWED, SEEN, VERSION,
 };
 use super::value::Value;
 use crate::Result;
@@ -69,6 +73,48 @@ impl Aggregator {
                 }
             };
             fold_segment(&slot.op, value, (time, seq), seg, scratch)?;
+            at += width;
+        }
+        if at != state.len() {
+            return Err(super::codec::corrupt("state longer than its segments"));
+        }
+        Ok(())
+    }
+
+    /// Folds `record` (one record's state, [`Self::encode_row`]) into `state` in place:
+    /// `state` becomes `merge(state, record)`, the state first (min/max ties keep the state's
+    /// value, as that merge does). The caller has checked [`Self::folds_in_place`]; `merged`
+    /// is a buffer reused between calls.
+    ///
+    /// Errors: a state or record that is not of this aggregator; `state` may then be partly
+    /// folded.
+    pub(crate) fn fold_state(
+        &self,
+        state: &mut [u8],
+        record: &[u8],
+        merged: &mut Vec<u8>,
+    ) -> Result<()> {
+        if state.first() != Some(&VERSION) || record.first() != Some(&VERSION) {
+            return Err(super::codec::corrupt("state version"));
+        }
+        if record.len() != state.len() {
+            return Err(super::codec::corrupt("a record of another width"));
+        }
+        let mut at = 1;
+        for slot in &self.slots {
+            let width = fixed_width(&slot.op)
+                .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
+            let seg = state
+                .get_mut(at..at + width)
+                .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
+            // Fixed widths: the record's segment lies where the state's does.
+            let rec = &record[at..at + width];
+            merged.clear();
+            merge(slot, &mut Reader::new(&*seg), &mut Reader::new(rec), merged)?;
+            if merged.len() != width {
+                return Err(super::codec::corrupt("a fixed segment changed its width"));
+            }
+            seg.copy_from_slice(merged);
             at += width;
         }
         if at != state.len() {

@@ -19,7 +19,9 @@
 //!   taken it, dropping the same segments. A run-safe record never touches a window that
 //!   closes or expires within the call, so the same windows are emitted and dropped, and the
 //!   output is the same: final windows come in (end, start, key) order whichever put emits them;
-//! - the store's `puts` and `removes` counters are set to what the record steps would count.
+//! - the store's `puts` and `removes` counters are set to what the record steps would count;
+//! - `latest_end` (the largest window end put, which sessions track) is kept by the kind's
+//!   run as its steps keep it.
 //!
 //! In the changelog modes, each record's rows are stamped with its arrival number as the kind
 //! pushes them, and the call's changelog is put back in arrival order at the end: coalescing
@@ -119,9 +121,6 @@ impl<K: WindowKind> Processor<K> {
             life.rejections.finish_batch(&chunk.batch)?;
         }
         counters.accepted += records.len() as u64;
-        // Every usable record is accepted, and a window's end is a record's time.
-        let latest = records.iter().map(|r| r.t).max();
-        life.latest_end = life.latest_end.max(latest);
         let (order, runs) = group_by_key(records.len(), |i| Some(records[i].key));
         let grouped: Vec<Record<'_, K::Prepared>> =
             order.iter().map(|&i| records[i as usize]).collect();
@@ -131,14 +130,15 @@ impl<K: WindowKind> Processor<K> {
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
-        let (mut removes, mut max_end) = (0u64, None);
+        let (mut puts, mut removes, mut max_end) = (0u64, 0u64, None);
         for run in runs.windows(2) {
             let outcome = K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
+            puts += outcome.puts;
             removes += outcome.removes;
             max_end = max_end.max(outcome.max_end);
         }
         step.store
-            .set_change_counts(before.puts + records.len() as u64, before.removes + removes);
+            .set_change_counts(before.puts + puts, before.removes + removes);
         let rows = if mode == EmitMode::Final {
             if let Some(st) = life.stream_time {
                 step.close = st.saturating_sub(K::grace(&ticks));
@@ -153,6 +153,7 @@ impl<K: WindowKind> Processor<K> {
         if let Some(end) = max_end {
             step.store.advance_time(end);
         }
+        life.latest_end = step.latest_end;
         counters.emitted += rows.len() as u64;
         let out = bound.build(&rows)?;
         Ok((out, counters))

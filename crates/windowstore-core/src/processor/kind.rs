@@ -30,6 +30,8 @@ pub struct Checked {
 /// What [`WindowKind::step_run`] did that the store does not count the way record steps do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunOutcome {
+    /// The puts the record steps would have made (a rewrite of a stored window counts as one).
+    pub puts: u64,
     /// The removes the record steps would have made.
     pub removes: u64,
     /// The largest stored end put (store time must reach it).
@@ -123,7 +125,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// [`Self::step`] applies them one by one, with two differences the caller makes good:
     /// puts go through `SessionStore::put_held` (store time does not move), and the store's
     /// `puts` and `removes` counters are not what the steps would have counted; the
-    /// [`RunOutcome`] says what they would have. A kind that has no such path keeps
+    /// [`RunOutcome`] says what they would have. Like the steps, it keeps `step.latest_end`
+    /// up to date if the kind tracks it. A kind that has no such path keeps
     /// [`Self::run_safe`] `false`.
     fn step_run(
         _ticks: &Self::Ticks,

@@ -98,13 +98,20 @@ pub(super) fn step_run(
         sc.in_store.push((s.start, s.end));
     }
 
-    let mut outcome = RunOutcome::default();
+    // Each record puts its session once; every record is accepted, and a session's end is a
+    // record's time, so the latest end put is the latest record time (as the steps track it).
+    let mut outcome = RunOutcome {
+        puts: records.len() as u64,
+        ..RunOutcome::default()
+    };
     for r in records {
         step.changelog.at(r.seq);
         let (removes, put_end) = apply(step, sc, r)?;
         outcome.removes += removes;
         outcome.max_end = outcome.max_end.max(Some(put_end));
     }
+    let latest = records.iter().map(|r| r.t).max();
+    step.latest_end = step.latest_end.max(latest);
 
     // Puts first, so that the key stays interned while its old sessions go.
     for h in &sc.held {

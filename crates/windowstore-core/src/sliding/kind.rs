@@ -30,6 +30,10 @@
 //! wrong neighbours (docs/semantics.md section 7). A record rejected as late changes nothing; Kafka
 //! still creates its right window (which repeats a set of records another window holds).
 //!
+//! A call whose records are all within the grace (`final` mode) takes the processor's batched
+//! path: each key's records are applied at once to a copy of its windows (`super::run`),
+//! with the step's outcome byte for byte.
+//!
 //! Changes come as updates of existing windows in ascending start order, then the new windows
 //! in the order above. Kafka 4.x iterates its store backwards and updates latest start first;
 //! the conformance tests map that (`sliding_order_within_record`).
@@ -41,7 +45,7 @@ use super::spec::{Resolved, SlidingSpec};
 use crate::emit::{Change, EmitMode};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
+use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::{KeyedSession, Result};
@@ -151,6 +155,21 @@ impl WindowKind for SlidingSpec {
         sc.fill(step, key, d)?;
         sc.put_new(step, key, d)?;
         Ok(true)
+    }
+
+    fn run_safe(ticks: &Resolved, t: i64, stream_time: i64) -> bool {
+        // Such a record is not late, changes only open windows, reads only visible ones, and
+        // what it does depends on its key's windows alone (see `super::run`).
+        t >= stream_time.saturating_sub(ticks.grace)
+    }
+
+    fn step_run(
+        ticks: &Resolved,
+        step: &mut Step<'_, Self>,
+        sc: &mut Self::Scratch,
+        records: &[Record<'_, ()>],
+    ) -> Result<RunOutcome> {
+        super::run::step_run(ticks.time_difference, step, &mut sc.run, records)
     }
 
     fn check_stored(

@@ -64,6 +64,8 @@ pub struct Scratch {
     pub(super) record: Vec<u8>,
     puts: Vec<Put>,
     value: Vec<u8>,
+    /// The batched path's buffers (`super::run`).
+    pub(super) run: super::run::RunScratch,
 }
 
 impl Scratch {

@@ -1,9 +1,10 @@
-//! The batched path of the session processor (`processor::batched`, issue 13) against its
-//! model, the record-by-record path: on random streams with disorder within and beyond the
-//! grace, invalid records, fixed and dynamic gaps, every emit mode, order-sensitive aggregates
-//! (float sums, bounded `collect`, first/last), random call sizes and snapshots at random
-//! points, every call gives the same output, the same rejected rows, the same counters and
-//! store metrics, and the same snapshot bytes.
+//! The batched path of the streaming processors (`processor::batched`, issue 13) against its
+//! model, the record-by-record path, for both window kinds (sessions, sliding windows): on
+//! random streams with disorder within and beyond the grace, invalid records, fixed and
+//! dynamic gaps, every emit mode, order-sensitive aggregates (float sums, bounded `collect`,
+//! first/last), random call sizes and snapshots at random points, every call gives the same
+//! output, the same rejected rows, the same counters and store metrics, and the same snapshot
+//! bytes.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::InputSpec;
+use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
+use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
 use windowstore_core::time::Duration;
 
 /// A record: key, time (None: null), float value, gap (None: null).
@@ -67,6 +70,15 @@ fn aggs(fixed: bool) -> Vec<AggSpec> {
     ]
 }
 
+fn input() -> InputSpec {
+    InputSpec {
+        key: vec!["k".into()],
+        time: "t".into(),
+        time_unit: None,
+        gap: None,
+    }
+}
+
 fn processor(
     gap: GapSpec,
     grace: i64,
@@ -74,12 +86,6 @@ fn processor(
     batched: bool,
     fixed: bool,
 ) -> SessionProcessor {
-    let input = InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    };
     let spec = SessionSpec {
         gap,
         grace: Duration::Ticks(grace),
@@ -87,13 +93,31 @@ fn processor(
         emit,
         on_invalid: OnInvalid::Drop,
     };
-    let mut p = SessionProcessor::new(spec, input, aggs(fixed)).unwrap();
+    let mut p = SessionProcessor::new(spec, input(), aggs(fixed)).unwrap();
+    p.set_batched(batched);
+    p
+}
+
+fn sliding(
+    d: i64,
+    grace: i64,
+    emit: EmitMode,
+    batched: bool,
+    aggs: Vec<AggSpec>,
+) -> SlidingProcessor {
+    let spec = SlidingSpec {
+        time_difference: Duration::Ticks(d),
+        grace: Duration::Ticks(grace),
+        emit,
+        on_invalid: OnInvalid::Drop,
+    };
+    let mut p = SlidingProcessor::new(spec, input(), aggs).unwrap();
     p.set_batched(batched);
     p
 }
 
 /// Everything a caller can see of a processor, but the output.
-fn observed(p: &mut SessionProcessor) -> (Vec<u8>, Vec<(&'static str, u64)>, Vec<u64>) {
+fn observed<K: WindowKind>(p: &mut Processor<K>) -> (Vec<u8>, Vec<(&'static str, u64)>, Vec<u64>) {
     let bytes = p.to_bytes().unwrap();
     let m = p.store_metrics().unwrap();
     let store = vec![
@@ -120,8 +144,19 @@ fn compare(
     (emit, fixed): (EmitMode, bool),
     snapshot_at: usize,
 ) -> Result<u64, TestCaseError> {
-    let mut fast = processor(gap.clone(), grace, emit, true, fixed);
-    let mut model = processor(gap, grace, emit, false, fixed);
+    let make = |batched: bool| processor(gap.clone(), grace, emit, batched, fixed);
+    compare_kind(recs, sizes, make, snapshot_at)
+}
+
+/// [`compare`] for processors of any kind that `make(batched)` makes.
+fn compare_kind<K: WindowKind>(
+    recs: &[Rec],
+    sizes: &[usize],
+    make: impl Fn(bool) -> Processor<K>,
+    snapshot_at: usize,
+) -> Result<u64, TestCaseError> {
+    let mut fast = make(true);
+    let mut model = make(false);
     for p in [&mut fast, &mut model] {
         p.process(&batch(&[])).unwrap();
     }
@@ -146,8 +181,8 @@ fn compare(
             prop_assert_eq!(fast.rejected().unwrap(), model.rejected().unwrap());
         }
         if call == snapshot_at {
-            fast = SessionProcessor::from_bytes(&fast.to_bytes().unwrap()).unwrap();
-            model = SessionProcessor::from_bytes(&model.to_bytes().unwrap()).unwrap();
+            fast = Processor::from_bytes(&fast.to_bytes().unwrap()).unwrap();
+            model = Processor::from_bytes(&model.to_bytes().unwrap()).unwrap();
             model.set_batched(false);
         }
     }
@@ -312,4 +347,122 @@ fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
         "the failed call changed nothing"
     );
     assert_eq!(fast.batched_calls(), 1);
+}
+
+/// The aggregates of the sliding tests: of fixed width (folded into a window in place), with
+/// lists (a window's state grows), or both.
+fn sliding_aggs(variant: u8) -> Vec<AggSpec> {
+    match variant {
+        0 => aggs(true),
+        1 => aggs(false),
+        _ => vec![
+            AggSpec::sum("x"),
+            AggSpec::collect("x", Some(4), Overflow::DropNewest),
+            AggSpec::max("x"),
+        ],
+    }
+}
+
+proptest! {
+    #![proptest_config(crate::common::cases(400))]
+
+    #[test]
+    fn the_batched_path_of_sliding_windows_equals_the_record_path(
+        (grace, recs) in (0i64..30).prop_flat_map(|g| (Just(g), stream(g))),
+        sizes in proptest::collection::vec(1usize..90, 1..4),
+        d in prop_oneof![1 => Just(0i64), 6 => 1i64..30, 1 => 30i64..80],
+        emit in emit_mode(),
+        variant in 0u8..3,
+        snapshot_at in 0usize..8,
+    ) {
+        let make = |batched: bool| sliding(d, grace, emit, batched, sliding_aggs(variant));
+        compare_kind(&recs, &sizes, make, snapshot_at)?;
+    }
+}
+
+#[test]
+fn sliding_records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
+    let recs = in_order(3_000, 50);
+    for (d, variant) in [(0, 0), (49, 1), (50, 0), (51, 2), (200, 0), (200, 1)] {
+        let make = |batched: bool| sliding(d, 10, EmitMode::Final, batched, sliding_aggs(variant));
+        let batched = compare_kind(&recs, &[500], make, 3).unwrap();
+        assert_eq!(
+            batched, 6,
+            "every call of 500 records in time order is batched (D = {d})"
+        );
+    }
+}
+
+#[test]
+fn sliding_records_out_of_order_within_the_grace_take_the_batched_path() {
+    // Every fourth record of a key 1 to 20 ticks behind: windows updated and created
+    // between existing ones, seeds from the window before, previous right windows.
+    let recs: Vec<Rec> = in_order(2_000, 7)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            if i % 4 == 3 {
+                r.1 = r.1.map(|t| t - 1 - (i as i64 % 20));
+            }
+            r
+        })
+        .collect();
+    for (d, variant) in [(0, 0), (3, 1), (6, 2), (7, 0), (8, 1), (30, 0), (30, 2)] {
+        let make = |batched: bool| sliding(d, 25, EmitMode::Final, batched, sliding_aggs(variant));
+        let batched = compare_kind(&recs, &[250], make, 5).unwrap();
+        assert_eq!(batched, 8, "every call is batched (D = {d})");
+    }
+}
+
+#[test]
+fn a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() {
+    let mut recs = in_order(600, 10);
+    // Stream time is about 300: the first is late and dropped whole; the second still lands in
+    // an open window but skips closed ones (`late_window_update`).
+    recs[300].1 = Some(100);
+    recs[450].1 = Some(440);
+    let make = |batched: bool| sliding(20, 5, EmitMode::Final, batched, aggs(true));
+    let batched = compare_kind(&recs, &[200], make, 99).unwrap();
+    assert_eq!(
+        batched, 1,
+        "the first call is batched, the ones with a record beyond the grace are not"
+    );
+    let mut p = make(true);
+    for chunk in recs.chunks(200) {
+        p.process(&batch(chunk)).unwrap();
+    }
+    assert_eq!(p.batched_calls(), 1);
+    let skipped = p.counters().kind.late_window_update;
+    assert!(skipped > 0, "the second record skipped closed windows");
+}
+
+#[test]
+fn an_overflow_in_the_sliding_batched_path_fails_the_call_as_the_record_path_does() {
+    let aggs = vec![AggSpec::collect("x", Some(2), Overflow::Fail)];
+    let make = |batched: bool| sliding(10, 0, EmitMode::Final, batched, aggs.clone());
+    let (mut fast, mut model) = (make(true), make(false));
+    let ok = batch(&in_order(40, 20));
+    assert_eq!(fast.process(&ok).unwrap(), model.process(&ok).unwrap());
+    let before = fast.to_bytes().unwrap();
+    // A third record of each key within D of the first two: a window of three.
+    let third: Vec<Rec> = (0..40)
+        .map(|i| ((i % 20) as u8, Some(40 + i / 20), 1.0, None))
+        .collect();
+    let (a, b) = (fast.process(&batch(&third)), model.process(&batch(&third)));
+    assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
+    assert_eq!(
+        fast.to_bytes().unwrap(),
+        before,
+        "the failed call changed nothing"
+    );
+    assert_eq!(fast.batched_calls(), 1);
+    // And the processor goes on as the model does.
+    let shifted: Vec<Rec> = (0..20)
+        .map(|i| ((i % 20) as u8, Some(100 + i), 2.0, None))
+        .collect();
+    assert_eq!(
+        fast.process(&batch(&shifted)).unwrap(),
+        model.process(&batch(&shifted)).unwrap()
+    );
+    assert_eq!(fast.to_bytes().unwrap(), model.to_bytes().unwrap());
 }

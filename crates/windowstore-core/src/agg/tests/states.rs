@@ -165,6 +165,32 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
         merged = out;
         assert_eq!(folded, merged, "after row {row}");
     }
+    // The state first: merge(state, record), folded in place from an encoded record.
+    let mut state_first = Vec::new();
+    agg.encode_row(
+        &b,
+        records[0].0,
+        records[0].1,
+        records[0].2,
+        &mut state_first,
+    );
+    let mut expected = state_first.clone();
+    for &(row, t, seq) in &records[1..] {
+        let mut one = Vec::new();
+        agg.encode_row(&b, row, t, seq, &mut one);
+        agg.fold_state(&mut state_first, &one, &mut scratch)
+            .expect("fold");
+        let mut out = Vec::new();
+        agg.merge(&expected, &one, &mut out).expect("merge");
+        expected = out;
+        assert_eq!(state_first, expected, "state first, after row {row}");
+    }
+    let mut one = Vec::new();
+    agg.encode_row(&b, 0, 0, 0, &mut one);
+    assert!(agg.fold_state(&mut [1u8, 0], &one, &mut scratch).is_err());
+    assert!(agg
+        .fold_state(&mut state_first, &[1u8], &mut scratch)
+        .is_err());
     let lists = aggregator(vec![AggSpec::collect("x", None, Overflow::DropOldest)], &b);
     assert!(!lists.folds_in_place());
     let mut short = vec![1u8, 0];
