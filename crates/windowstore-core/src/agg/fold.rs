@@ -14,7 +14,7 @@ use arrow_array::RecordBatch;
 use super::aggregator::{kind, Aggregator};
 use super::codec::Reader;
 use super::kind::Kind;
-use super::slot::Op;
+use super::slot::{Op, Slot};
 use super::state::{
     best_is_second, encode, float_term, int_term, keeps_second, merge, OVERFLOWED, SEEN, VERSION,
 };
@@ -59,26 +59,15 @@ impl Aggregator {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
-        let mut at = 1;
-        for slot in &self.slots {
-            let width = fixed_width(&slot.op)
-                .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
-            let seg = state
-                .get_mut(at..at + width)
-                .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
+        self.each_segment(state, |slot, _, seg| {
             let value = match (slot.op, batch.columns().get(slot.index)) {
                 (Op::Count, _) | (_, None) => Value::Null,
                 (op, Some(column)) => {
                     Value::of_row(column.as_ref(), &slot.data_type, kind(&op), row)
                 }
             };
-            fold_segment(&slot.op, value, (time, seq), seg, scratch)?;
-            at += width;
-        }
-        if at != state.len() {
-            return Err(super::codec::corrupt("state longer than its segments"));
-        }
-        Ok(())
+            fold_segment(&slot.op, value, (time, seq), seg, scratch)
+        })
     }
 
     /// Folds `record` (one record's state, [`Self::encode_row`]) into `state` in place:
@@ -100,6 +89,27 @@ impl Aggregator {
         if record.len() != state.len() {
             return Err(super::codec::corrupt("a record of another width"));
         }
+        self.each_segment(state, |slot, at, seg| {
+            // Fixed widths: the record's segment lies where the state's does.
+            let rec = &record[at..at + seg.len()];
+            merged.clear();
+            merge(slot, &mut Reader::new(&*seg), &mut Reader::new(rec), merged)?;
+            if merged.len() != seg.len() {
+                return Err(super::codec::corrupt("a fixed segment changed its width"));
+            }
+            seg.copy_from_slice(merged);
+            Ok(())
+        })
+    }
+
+    /// Calls `f` with each slot, the offset of its segment in `state` and the segment (mutable),
+    /// for a state of fixed-width segments; the walk both folds share. Errors: a segment of no
+    /// fixed width, or a state shorter or longer than its segments.
+    fn each_segment(
+        &self,
+        state: &mut [u8],
+        mut f: impl FnMut(&Slot, usize, &mut [u8]) -> Result<()>,
+    ) -> Result<()> {
         let mut at = 1;
         for slot in &self.slots {
             let width = fixed_width(&slot.op)
@@ -107,14 +117,7 @@ impl Aggregator {
             let seg = state
                 .get_mut(at..at + width)
                 .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
-            // Fixed widths: the record's segment lies where the state's does.
-            let rec = &record[at..at + width];
-            merged.clear();
-            merge(slot, &mut Reader::new(&*seg), &mut Reader::new(rec), merged)?;
-            if merged.len() != width {
-                return Err(super::codec::corrupt("a fixed segment changed its width"));
-            }
-            seg.copy_from_slice(merged);
+            f(slot, at, seg)?;
             at += width;
         }
         if at != state.len() {
