@@ -43,10 +43,12 @@ session_windows(..., gap="30m", grace="1m"), same aggregates. Each run is a fres
 median latency of the small micro-batches (the first excluded as warm-up), the checkpoint bytes
 written per small micro-batch (files under the checkpoint by modification time between commits:
 median and mean, so a periodic snapshot or compaction counts), and the peak resident memory
-(VmHWM) of the JVM and of the largest Python worker.
+(VmHWM) of the JVM and of the largest Python worker. --floor there runs windowstore's plan with
+the provider's operator doing no windowing: with RocksDB a transformWithStateInPandas that
+counts a bucket's rows and rewrites one small value state per call.
 
     python benches/bench_spark_streaming.py --scenario long --sessions 100000,1000000
-        [--batches 10] [--events 20000] [--repeat 2] [--provider rocksdb] [--whole]
+        [--batches 10] [--events 20000] [--repeat 2] [--provider rocksdb] [--whole] [--floor]
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from windowstore import agg
 from windowstore.spark import session_windows
@@ -211,6 +215,7 @@ LONG: dict[str, Callable[[DataFrame], DataFrame]] = {
     "native": native_long,
     "windowstore": ours_long,
     "windowstore-whole": lambda df: with_layout(df, "whole", ours_long),
+    "floor": lambda df: floor_long(df),
 }
 
 
@@ -354,6 +359,7 @@ def long_scenario(a: argparse.Namespace) -> None:
     """The long-session scenario: per number of open sessions, the contenders taking turns,
     each run a child process (:func:`long_child`)."""
     contenders = ["native", "windowstore"] + (["windowstore-whole"] if a.whole else [])
+    contenders += ["floor"] if a.floor else []
     root = Path(tempfile.mkdtemp(prefix="ws-bench-long-"))
     try:
         for sessions in [int(n) for n in a.sessions.split(",")]:
@@ -424,7 +430,7 @@ def session(a: argparse.Namespace, jars: str | None = None) -> SparkSession:
     return spark
 
 
-def floor(df: DataFrame, buckets: int = 8) -> DataFrame:
+def floor(df: DataFrame, buckets: int = 8, delay: str = "30 seconds") -> DataFrame:
     """What windowstore's plan costs without the engine: the same buckets, through an
     applyInPandasWithState that only counts its rows and keeps a byte of state."""
 
@@ -433,15 +439,49 @@ def floor(df: DataFrame, buckets: int = 8) -> DataFrame:
         state.update((b"x",))
         yield pd.DataFrame({"rows": [rows]})
 
-    bucket = F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")
-    micros = F.unix_micros("ts").alias("t", metadata={"spark.watermarkDelayMs": 30_000})
     return (
-        df.withWatermark("ts", "30 seconds")
-        .select(bucket, micros, "k", "x")
+        _bucketed(df, buckets, delay)
         .groupBy("b")
         .applyInPandasWithState(
             count, "rows long", "v binary", "append", GroupStateTimeout.EventTimeTimeout
         )
+    )
+
+
+def _bucketed(df: DataFrame, buckets: int, delay: str) -> DataFrame:
+    """``df`` with a watermark, its bucket column ``b`` and the columns windowstore reads."""
+    bucket = F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")
+    return df.withWatermark("ts", delay).select(bucket, F.unix_micros("ts").alias("t"), "k", "x")
+
+
+class CountRows(StatefulProcessor):
+    """The long scenario's floor with RocksDB: per bucket call, count the rows and rewrite one
+    small value state, the least windowstore's log layout does (it also appends a log entry
+    and sets a timer)."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("v", StructType([StructField("v", BinaryType())]))
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Any:
+        n = sum(len(f) for f in rows)
+        self.state.update((b"x",))
+        yield pd.DataFrame({"rows": [n]})
+
+    def close(self) -> None:
+        pass
+
+
+def floor_long(df: DataFrame) -> DataFrame:
+    """The long scenario's floor: windowstore's plan (watermark, buckets, Spark's Python
+    stateful operator for the provider) with a Python function that only counts its rows."""
+    spark = df.sparkSession
+    buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
+    if ROCKSDB not in (spark.conf.get("spark.sql.streaming.stateStore.providerClass") or ""):
+        return floor(df, buckets, "1 minute")
+    return (
+        _bucketed(df, buckets, "1 minute")
+        .groupBy("b")
+        .transformWithStateInPandas(CountRows(), "rows long", "Append", "EventTime")
     )
 
 

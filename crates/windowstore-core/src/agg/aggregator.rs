@@ -5,12 +5,12 @@ use arrow_schema::{FieldRef, Schema};
 use hashbrown::HashSet;
 
 use super::finish::finish_slot;
+use super::inputs::Inputs;
 use super::ranges::{first_range_overflow, range_slot, Ranges};
 use super::runs::{first_overflow, run_slot};
 use super::slot::{Op, Slot};
 use super::spec::AggSpec;
 use super::state::{encode, merge, open, segment, VERSION};
-use super::value::Value;
 use crate::{Error, Result};
 
 /// Aggregations bound to an input schema.
@@ -85,15 +85,22 @@ impl Aggregator {
         seq: u64,
         out: &mut Vec<u8>,
     ) {
+        self.encode_input(&self.inputs(batch), row, time, seq, out);
+    }
+
+    /// [`Self::encode_row`] for row `row` of a batch whose inputs are resolved
+    /// ([`Self::inputs`]): what the per-record paths call, the inputs resolved once per batch.
+    pub(crate) fn encode_input(
+        &self,
+        inputs: &Inputs,
+        row: usize,
+        time: i64,
+        seq: u64,
+        out: &mut Vec<u8>,
+    ) {
         out.push(VERSION);
-        for slot in &self.slots {
-            let value = match (slot.op, batch.columns().get(slot.index)) {
-                (Op::Count, _) | (_, None) => Value::Null,
-                (_, Some(column)) => {
-                    Value::of_row(column.as_ref(), &slot.data_type, kind(&slot.op), row)
-                }
-            };
-            encode(&slot.op, value, time, seq, out);
+        for (i, slot) in self.slots.iter().enumerate() {
+            encode(&slot.op, inputs.value(i, row), time, seq, out);
         }
     }
 

@@ -9,10 +9,9 @@
 //! an encoded record (the state first, as the sliding step merges a record into each window
 //! that contains it).
 
-use arrow_array::RecordBatch;
-
-use super::aggregator::{kind, Aggregator};
+use super::aggregator::Aggregator;
 use super::codec::Reader;
+use super::inputs::Inputs;
 use super::kind::Kind;
 use super::slot::{Op, Slot};
 use super::state::{
@@ -43,29 +42,26 @@ impl Aggregator {
         self.fixed_width
     }
 
-    /// Folds row `row` of `batch` (time `time`, arrival `seq`) into `state` in place: `state`
-    /// becomes `merge(encode_row(row), state)`. The caller has checked
-    /// [`Self::folds_in_place`]; `scratch` is a buffer reused between calls.
+    /// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
+    /// into `state` in place: `state` becomes `merge(encode_row(row), state)`. The caller has
+    /// checked [`Self::folds_in_place`]; `scratch` is a buffer reused between calls.
     ///
     /// Errors: a state that is not of this aggregator (its length or version is wrong, or a
     /// segment does not decode); `state` may then be partly folded.
     pub(crate) fn fold_row(
         &self,
         state: &mut [u8],
-        (batch, row): (&RecordBatch, usize),
+        (inputs, row): (&Inputs, usize),
         (time, seq): (i64, u64),
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
+        let mut i = 0;
         self.each_segment(state, |slot, _, seg| {
-            let value = match (slot.op, batch.columns().get(slot.index)) {
-                (Op::Count, _) | (_, None) => Value::Null,
-                (op, Some(column)) => {
-                    Value::of_row(column.as_ref(), &slot.data_type, kind(&op), row)
-                }
-            };
+            let value = inputs.value(i, row);
+            i += 1;
             fold_segment(&slot.op, value, (time, seq), seg, scratch)
         })
     }

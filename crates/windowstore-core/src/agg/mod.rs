@@ -29,6 +29,7 @@ pub(crate) mod codec;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;
+pub(crate) mod inputs;
 pub(crate) mod kind;
 pub(crate) mod native;
 pub mod overflow;

@@ -108,7 +108,7 @@ impl<K: WindowKind> Processor<K> {
                         life.observe(t);
                         records.push(Record {
                             key: chunk.keys.rows.row(row).data(),
-                            batch: &chunk.batch,
+                            inputs: &chunk.inputs,
                             row,
                             t,
                             seq,

@@ -32,6 +32,7 @@ pub use any::{restore_any, AnyProcessor};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use step::{Record, Step};
 
+use crate::agg::inputs::Inputs;
 use crate::agg::AggSpec;
 use crate::emit::EmitMode;
 use crate::input::keys::BatchKeys;
@@ -114,6 +115,8 @@ struct Chunk<P> {
     keys: BatchKeys,
     ticks: ScalarBuffer<i64>,
     checked: Vec<std::result::Result<P, Reason>>,
+    /// The batch's aggregate inputs, resolved once.
+    inputs: Inputs,
 }
 
 impl<K: WindowKind> Processor<K> {
@@ -403,6 +406,7 @@ impl<K: WindowKind> Processor<K> {
             }
             offset += batch.num_rows();
             chunks.push(Chunk {
+                inputs: bound.aggs.inputs(&batch),
                 batch,
                 keys,
                 ticks: times.ticks,
@@ -459,7 +463,7 @@ impl<K: WindowKind> Processor<K> {
                 let key = chunk.keys.rows.row(row);
                 let record = Record {
                     key: key.as_ref(),
-                    batch: &chunk.batch,
+                    inputs: &chunk.inputs,
                     row,
                     t,
                     seq,

@@ -2,11 +2,10 @@
 //! aggregates, the call's output so far, and the one rule every kind shares for putting a
 //! window (in `final` mode, windows that close are emitted before a put can expire them).
 
-use arrow_array::RecordBatch;
-
 use super::bound::Bound;
 use super::kind::WindowKind;
 use super::lifecycle::Lifecycle;
+use crate::agg::inputs::Inputs;
 use crate::agg::{fill_overflow, Aggregator};
 use crate::emit::{Change, Changelog, EmitMode};
 use crate::input::KeyCodec;
@@ -18,9 +17,9 @@ use crate::{Result, SessionStore};
 pub struct Record<'a, P> {
     /// The encoded key.
     pub key: &'a [u8],
-    /// The batch the record is in, and its row there.
-    pub batch: &'a RecordBatch,
-    /// The record's row in `batch`.
+    /// The aggregate inputs of the batch the record is in.
+    pub inputs: &'a Inputs,
+    /// The record's row in its batch.
     pub row: usize,
     /// The record's time in ticks.
     pub t: i64,

@@ -307,7 +307,7 @@ impl WindowKind for CappedSessionSpec {
         let mut own_state = std::mem::take(&mut sc.acc);
         own_state.clear();
         step.aggs
-            .encode_row(r.batch, r.row, t, r.seq, &mut own_state);
+            .encode_input(r.inputs, r.row, t, r.seq, &mut own_state);
         let own = Rec {
             t,
             seq: r.seq,

@@ -192,7 +192,8 @@ impl WindowKind for SessionSpec {
             return Ok(false);
         }
         sc.acc.clear();
-        step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+        step.aggs
+            .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
         if let [c] = sc.candidates[..] {
             let place = Place {
                 key: (t, r.seq),

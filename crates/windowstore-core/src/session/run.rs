@@ -79,7 +79,12 @@ pub(super) fn step_run(
         .unwrap_or(first.t);
     sc.held.clear();
     sc.in_store.clear();
-    for s in step.store.find_sessions(key, lowest, highest) {
+    // The key's id, looked up once: it stays the key's while the run works (puts go first).
+    let id = step.store.key_id(key);
+    let found = id
+        .into_iter()
+        .flat_map(|id| step.store.find_sessions_of(id, lowest, highest));
+    for s in found {
         let (end, agg_state) = state::split(s.value);
         let state = if s.value.len() >= BIG_VALUE_BYTES {
             State::Stored
@@ -122,16 +127,23 @@ pub(super) fn step_run(
         {
             sc.value.clear();
             state::join(h.end, state, &mut sc.value);
-            expired(step.store.put_held(key, h.start, h.reach, &sc.value)?)?;
+            let put = match id {
+                Some(id) => step.store.put_held_as(id, key, h.start, h.reach, &sc.value),
+                None => step.store.put_held(key, h.start, h.reach, &sc.value),
+            };
+            expired(put?)?;
         }
     }
-    for &(start, reach) in &sc.in_store {
-        let kept = sc
-            .held
-            .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
-            .is_ok();
-        if !kept {
-            step.store.remove(key, start, reach);
+    // A key with sessions in the store before the run still has them until these removes.
+    if let Some(id) = id {
+        for &(start, reach) in &sc.in_store {
+            let kept = sc
+                .held
+                .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
+                .is_ok();
+            if !kept {
+                step.store.remove_as(id, key, start, reach);
+            }
         }
     }
     Ok(outcome)
@@ -172,7 +184,8 @@ fn apply(
     match sc.met[..] {
         [] => {
             sc.acc.clear();
-            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            step.aggs
+                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             if logs(step) {
                 log_merge(&mut step.changelog, r.key, t, [], ((t, t), sc.acc.clone()));
             }
@@ -183,7 +196,8 @@ fn apply(
         [one] => extend(step, sc, one, r, reach),
         _ => {
             sc.acc.clear();
-            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            step.aggs
+                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             merge_all(step, sc, r, reach)
         }
     }
@@ -214,12 +228,13 @@ fn extend(
     match &mut h.state {
         State::Copied { state, changed } if step.aggs.folds_in_place() => {
             step.aggs
-                .fold_row(state, (r.batch, r.row), (t, r.seq), &mut sc.record)?;
+                .fold_row(state, (r.inputs, r.row), (t, r.seq), &mut sc.record)?;
             *changed = true;
         }
         State::Copied { state, changed } => {
             sc.acc.clear();
-            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            step.aggs
+                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             sc.edits.clear();
             step.aggs.append_edits(
                 (state, &sc.acc),
@@ -233,7 +248,8 @@ fn extend(
         }
         State::Stored => {
             sc.acc.clear();
-            step.aggs.encode_row(r.batch, r.row, t, r.seq, &mut sc.acc);
+            step.aggs
+                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             sc.edits.clear();
             if t > end {
                 sc.edits.push(0, 8, &t.to_le_bytes());

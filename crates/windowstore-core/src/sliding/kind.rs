@@ -132,7 +132,7 @@ impl WindowKind for SlidingSpec {
         sc.read(windows, t, d);
         sc.record.clear();
         step.aggs
-            .encode_row(r.batch, r.row, t, r.seq, &mut sc.record);
+            .encode_input(r.inputs, r.row, t, r.seq, &mut sc.record);
         sc.plan_new(t, d);
         let close = step.close;
         let (closed, landed) = sc.closed_and_landed(t, d, close);

@@ -191,7 +191,7 @@ fn apply(
     let t = r.t;
     sc.record.clear();
     step.aggs
-        .encode_row(r.batch, r.row, t, r.seq, &mut sc.record);
+        .encode_input(r.inputs, r.row, t, r.seq, &mut sc.record);
     // The windows the step reads: ending in [t - D, t + 1 + D], i.e. starting in
     // [t - 2D, t + 1] (a stored end is start + D, which fits).
     let lo = sc.held.partition_point(|h| h.start + d < t - d);

@@ -114,7 +114,7 @@ impl SessionStore {
                     self.remove(key, entry.start, entry.end);
                 }
                 Undo::Put => {
-                    self.insert(key, entry.start, entry.end, old, None)?;
+                    self.insert((key, None), entry.start, entry.end, old, None)?;
                 }
                 Undo::Amend { to } => {
                     let mut inverse = Edits::default();
@@ -172,7 +172,7 @@ impl SessionStore {
     pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
         check_window(start, end)?;
         self.observe(end);
-        self.put_live(key, start, end, value)
+        self.put_live(key, None, start, end, value)
     }
 
     /// [`Self::put`] without moving store time, for a caller that applies many puts as one
@@ -187,7 +187,27 @@ impl SessionStore {
         value: &[u8],
     ) -> Result<PutOutcome> {
         check_window(start, end)?;
-        self.put_live(key, start, end, value)
+        self.put_live(key, None, start, end, value)
+    }
+
+    /// [`Self::put_held`] of a key the store holds under `id` ([`Self::key_id`]): the same
+    /// put without looking the key up again.
+    pub(crate) fn put_held_as(
+        &mut self,
+        id: KeyId,
+        key: &[u8],
+        start: i64,
+        end: i64,
+        value: &[u8],
+    ) -> Result<PutOutcome> {
+        check_window(start, end)?;
+        self.put_live(key, Some(id), start, end, value)
+    }
+
+    /// The id under which the store holds `key`, if it holds a session of it. The id names
+    /// the key while any session of it stays stored (puts before removes keep it).
+    pub(crate) fn key_id(&self, key: &[u8]) -> Option<KeyId> {
+        self.keys.get(key)
     }
 
     /// Advances store time to `t` if it is later, dropping the segments that expire with it
@@ -203,8 +223,16 @@ impl SessionStore {
         self.counters.removes = removes;
     }
 
-    /// The put of a session whose end is at or before store time.
-    fn put_live(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
+    /// The put of a session whose end is at or before store time; `id` is the key's, if the
+    /// caller has it.
+    fn put_live(
+        &mut self,
+        key: &[u8],
+        id: Option<KeyId>,
+        start: i64,
+        end: i64,
+        value: &[u8],
+    ) -> Result<PutOutcome> {
         if end < self.min_live_end() {
             self.counters.expired_puts += 1;
             return Ok(PutOutcome::Expired);
@@ -212,7 +240,7 @@ impl SessionStore {
         // The journal leaves the store for the insert, which records the old value from the
         // same lookup that finds the place to put.
         let mut journal = self.journal.take();
-        let inserted = self.insert(key, start, end, value, journal.as_deref_mut());
+        let inserted = self.insert((key, id), start, end, value, journal.as_deref_mut());
         self.journal = journal;
         self.bytes_written += value.len() as u64;
         let inserted = inserted?;
@@ -352,14 +380,15 @@ impl SessionStore {
     /// what undoes it; no time or counter moves.
     fn insert(
         &mut self,
-        key: &[u8],
+        (key, id): (&[u8], Option<KeyId>),
         start: i64,
         end: i64,
         value: &[u8],
         mut journal: Option<&mut Journal>,
     ) -> Result<bool> {
+        debug_assert!(id.is_none_or(|id| self.keys.bytes(id) == key));
         let segment = self.segments.get_or_create(end);
-        let inserted = match self.keys.get(key) {
+        let inserted = match id.or_else(|| self.keys.get(key)) {
             Some(id) => {
                 let seen = |old: Option<&[u8]>| {
                     if let Some(journal) = journal.as_deref_mut() {
@@ -397,12 +426,18 @@ impl SessionStore {
     ///
     /// A missing or expired session is a no-op. Removing never moves store time.
     pub fn remove(&mut self, key: &[u8], start: i64, end: i64) -> bool {
+        match self.keys.get(key) {
+            Some(id) => self.remove_as(id, key, start, end),
+            None => false,
+        }
+    }
+
+    /// [`Self::remove`] of a key the store holds under `id` ([`Self::key_id`]).
+    pub(crate) fn remove_as(&mut self, id: KeyId, key: &[u8], start: i64, end: i64) -> bool {
+        debug_assert_eq!(self.keys.bytes(id), key);
         if end < self.min_live_end() {
             return false;
         }
-        let Some(id) = self.keys.get(key) else {
-            return false;
-        };
         let Some(segment) = self.segments.get_mut(end) else {
             return false;
         };
@@ -438,11 +473,21 @@ impl SessionStore {
         earliest_end: i64,
         latest_start: i64,
     ) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
-        let bounds = SessionBounds::find(earliest_end, latest_start).live_from(self.min_live_end());
         self.keys
             .get(key)
             .into_iter()
-            .flat_map(move |id| self.scan_key(id, bounds))
+            .flat_map(move |id| self.find_sessions_of(id, earliest_end, latest_start))
+    }
+
+    /// [`Self::find_sessions`] of the key the store holds under `id` ([`Self::key_id`]).
+    pub(crate) fn find_sessions_of(
+        &self,
+        id: KeyId,
+        earliest_end: i64,
+        latest_start: i64,
+    ) -> impl DoubleEndedIterator<Item = Session<'_>> + '_ {
+        let bounds = SessionBounds::find(earliest_end, latest_start).live_from(self.min_live_end());
+        self.scan_key(id, bounds)
     }
 
     /// [`Self::find_sessions`] in reverse order: by end, then start, descending.

@@ -156,7 +156,7 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     merged.clone_from(&folded);
     let mut scratch = Vec::new();
     for &(row, t, seq) in &records[1..] {
-        agg.fold_row(&mut folded, (&b, row), (t, seq), &mut scratch)
+        agg.fold_row(&mut folded, (&agg.inputs(&b), row), (t, seq), &mut scratch)
             .expect("fold");
         let mut one = Vec::new();
         agg.encode_row(&b, row, t, seq, &mut one);
@@ -195,7 +195,7 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     assert!(!lists.folds_in_place());
     let mut short = vec![1u8, 0];
     assert!(agg
-        .fold_row(&mut short, (&b, 0), (0, 0), &mut scratch)
+        .fold_row(&mut short, (&agg.inputs(&b), 0), (0, 0), &mut scratch)
         .is_err());
 }
 
@@ -260,7 +260,7 @@ proptest! {
         let mut scratch = Vec::new();
         for row in 1..rows.len() {
             let (t, seq) = stamp(row);
-            agg.fold_row(&mut folded, (&b, row), (t, seq), &mut scratch).expect("fold");
+            agg.fold_row(&mut folded, (&agg.inputs(&b), row), (t, seq), &mut scratch).expect("fold");
             let mut one = Vec::new();
             agg.encode_row(&b, row, t, seq, &mut one);
             let mut out = Vec::new();
