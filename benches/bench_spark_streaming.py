@@ -449,9 +449,12 @@ def floor(df: DataFrame, buckets: int = 8, delay: str = "30 seconds") -> DataFra
 
 
 def _bucketed(df: DataFrame, buckets: int, delay: str) -> DataFrame:
-    """``df`` with a watermark, its bucket column ``b`` and the columns windowstore reads."""
+    """``df`` with a watermark, its bucket column ``b`` and the columns windowstore reads (the
+    event time as microseconds ``t``, which carries the watermark as windowstore's does)."""
     bucket = F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")
-    return df.withWatermark("ts", delay).select(bucket, F.unix_micros("ts").alias("t"), "k", "x")
+    delay_ms = {"30 seconds": 30_000, "1 minute": 60_000}[delay]
+    micros = F.unix_micros("ts").alias("t", metadata={"spark.watermarkDelayMs": delay_ms})
+    return df.withWatermark("ts", delay).select(bucket, micros, "k", "x")
 
 
 class CountRows(StatefulProcessor):

@@ -18,18 +18,25 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from windowstore import InvalidWindowSpec
+from windowstore import InvalidWindowSpec, SessionWindowProcessor, agg
 from windowstore.spark import session_windows
 from windowstore.spark._bucket import (
     CACHE_CONF,
     COMPACT_CONF,
     LAYOUT_CONF,
     MAX_ENTRY_CONF,
+    REASONS,
+    REJECTED,
+    BucketArgs,
+    count_column,
+    step,
 )
 
 from .compare import assert_same_windows
@@ -297,3 +304,83 @@ def test_the_log_layout_needs_rocksdb(
     with pytest.raises(InvalidWindowSpec, match='"whole"'):
         session_windows(read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="1m",
                         grace="10s")  # fmt: skip
+
+
+def whole_args(cache_entries: int) -> BucketArgs:
+    """A bucket's arguments as the driver makes them (sessions, gap 10 s, grace 5 s)."""
+    schema = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("x", pa.int64())])
+    params = {"key": "k", "time": "ts", "gap": 10_000_000, "grace": 5_000_000,
+              "time_unit": "us", "aggs": [agg.count(), agg.sum("x")]}  # fmt: skip
+    windows = SessionWindowProcessor(**params).process(schema.empty_table()).schema
+    output = pa.schema(
+        [*windows, pa.field(REJECTED, pa.binary())]
+        + [pa.field(count_column(r), pa.int64()) for r in REASONS]
+    )
+    return BucketArgs("sessions", params, "ts", schema, output, 0, "params", False,
+                      cache_entries=cache_entries)  # fmt: skip
+
+
+def whole_calls(n: int) -> list[tuple[int, pd.DataFrame]]:
+    """``n`` calls of a bucket: the watermark (ms) and 50 records on 5 keys, 40 s apart."""
+    rng = np.random.default_rng(3)
+    calls = []
+    for i in range(n):
+        ts = (i * 40_000 + rng.integers(0, 30_000, 50)) * 1000
+        frame = pd.DataFrame({"k": rng.choice(list("abcde"), 50), "ts": ts,
+                              "x": rng.integers(0, 100, 50)})  # fmt: skip
+        calls.append((i * 40_000, frame))
+    return calls
+
+
+def test_the_whole_layout_keeps_the_processor_that_wrote_the_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bucket's next call in the same worker takes the processor that wrote the row it is
+    given instead of restoring the row's bytes; a row it did not write last (a micro-batch
+    retried after a failure) is restored from its bytes. Either way a call gives what it gives
+    on the restored row: the same output, the same next row, the same timer."""
+    restores: list[int] = []
+    restore = BucketArgs.restore
+
+    def counted(self: BucketArgs, params: str, engine: bytes) -> Any:
+        restores.append(len(engine))
+        return restore(self, params, engine)
+
+    monkeypatch.setattr(BucketArgs, "restore", counted)
+
+    def outputs(
+        args: BucketArgs, saved: Any, call: tuple[int, pd.DataFrame]
+    ) -> tuple[list[Any], Any, int | None]:
+        frames, row, timer = step(args, saved, call[0], [call[1]])
+        # As Arrow rows: the count columns' nulls are NaN in pandas, unequal to themselves.
+        return (
+            [pa.Table.from_pandas(f, preserve_index=False).to_pylist() for f in frames],
+            row,
+            timer,
+        )
+
+    calls = whole_calls(6)
+    cached, uncached = whole_args(16), whole_args(0)
+    rows: list[Any] = [None]
+    seen = []
+    for call in calls:
+        frames, row, timer = outputs(cached, rows[-1], call)
+        rows.append(row)
+        seen.append((frames, row[1], timer))
+    assert restores == [], "each call found the processor that wrote its row"
+    assert sum(len(f[0]) if f else 0 for f, _, _ in seen) > 0, "windows closed"
+
+    again = []
+    saved = None
+    for call in calls:
+        frames, saved, timer = outputs(uncached, saved, call)
+        again.append((frames, saved[1], timer))
+    assert len(restores) == len(calls) - 1
+    assert again == seen
+
+    # Call 3 retried from the row before it: not the row this worker wrote last.
+    del restores[:]
+    frames, row, timer = outputs(cached, rows[3], calls[3])
+    assert len(restores) == 1
+    assert (frames, row[1], timer) == seen[3]
+    assert row[2] != rows[4][2], "every row has its own token"

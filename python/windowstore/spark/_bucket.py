@@ -10,7 +10,8 @@ Two layouts of a bucket's state:
 
 - ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
   default provider, whose API has one state value per grouping key): one row, the bytes of
-  :meth:`~windowstore.SessionWindowProcessor.to_bytes`, read and written whole by every call;
+  :meth:`~windowstore.SessionWindowProcessor.to_bytes`, written whole by every call, and read
+  back only by a worker that does not hold the processor that wrote it (:func:`step`);
 - ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
   of the calls since and a meta entry; a call appends to the log, and Python workers keep the
   processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
@@ -88,9 +89,15 @@ BUCKET = "__windowstore_bucket"
 REJECTED = "__windowstore_rejected"
 #: Why a record is rejected (the engine's reasons); each has a count column in the output.
 REASONS = ("late", "invalid_gap", "null_key", "null_time", "time_overflow")
-#: A bucket's state row: the parameters that made it, and the engine's bytes.
+#: A bucket's state row in the whole layout: the parameters that made it, the engine's bytes,
+#: and a random id made with each row (the worker cache's key: a processor a worker kept after
+#: writing the row holds what the row holds).
 STATE_SCHEMA = StructType(
-    [StructField("params", StringType(), False), StructField("engine", BinaryType(), False)]
+    [
+        StructField("params", StringType(), False),
+        StructField("engine", BinaryType(), False),
+        StructField("token", StringType(), False),
+    ]
 )
 
 #: The Spark configuration of the largest state row or entry (bytes), and its default.
@@ -149,7 +156,7 @@ class BucketArgs:
     max_entry_bytes: int = DEFAULT_MAX_ENTRY
     #: The log layout compacts a bucket when its log outgrows this share of its base snapshot.
     compact_ratio: float = DEFAULT_COMPACT_RATIO
-    #: How many restored processors a Python worker keeps (0: none; the log layout).
+    #: How many processors a Python worker keeps between calls (0: none).
     cache_entries: int = DEFAULT_CACHE_ENTRIES
 
     def new_processor(self) -> WindowProcessor:
@@ -197,15 +204,29 @@ def _cast(table: pa.Table, names: Iterable[str], to: pa.DataType) -> pa.Table:
 
 def step(
     args: BucketArgs,
-    saved: tuple[str, bytes] | None,  # a state row (Spark's Row is a tuple)
+    saved: tuple[str, bytes, str] | None,  # a state row (Spark's Row is a tuple)
     watermark_ms: int,
     frames: Iterable[pd.DataFrame],
     now_ms: int | None = None,
-) -> tuple[list[pd.DataFrame], tuple[str, bytes], int | None]:
-    """One call for one bucket: returns the output frames, the new state row and the timer
-    (a watermark in ms, or a processing time in ms if ``args.wall``) of its next call, if
-    any. ``now_ms``: the micro-batch's processing time (read only if ``args.wall``)."""
-    p = args.new_processor() if saved is None else args.restore(*saved)
+) -> tuple[list[pd.DataFrame], tuple[str, bytes, str], int | None]:
+    """One call for one bucket in the whole layout: returns the output frames, the new state
+    row and the timer (a watermark in ms, or a processing time in ms if ``args.wall``) of its
+    next call, if any. ``now_ms``: the micro-batch's processing time (read only if
+    ``args.wall``).
+
+    The worker keeps the processor after the call, under the new row's token: the bucket's
+    next call in this worker finds it and does not restore the row's bytes, if the row it is
+    given is that row (after a failed or retried micro-batch Spark gives the row before it,
+    with another token, which is restored). Not with the wall clock (``args.wall``): a
+    restore there also decides whether the idle period goes on (see
+    :meth:`~windowstore.SessionWindowProcessor._resume_idle`), so every call restores."""
+    if saved is None:
+        p = args.new_processor()
+    else:
+        params, engine, token = saved
+        args.check(params)
+        cached = _WHOLE_CACHE.pop(token, None)
+        p = cached if cached is not None else args.restore(params, engine)
     result = run(args, p, watermark_ms, _records(args, frames), now_ms)
     engine = p.to_bytes()
     if len(engine) > args.max_entry_bytes:
@@ -216,7 +237,24 @@ def step(
             "(buckets=, with a new checkpoint), or use the RocksDB provider, whose state is "
             "split into entries of at most that size"
         )
-    return result, (args.fingerprint, engine), _timer(args, p.next_close(), now_ms)
+    token = _token()
+    _keep(_WHOLE_CACHE, token, p, args.cache_entries if args.wall is None else 0)
+    return result, (args.fingerprint, engine, token), _timer(args, p.next_close(), now_ms)
+
+
+#: The whole layout's processors a worker kept, by the token of the state row each wrote,
+#: least recently used first. An entry is taken out while its call runs: a call that fails
+#: leaves none behind.
+_WHOLE_CACHE: OrderedDict[str, WindowProcessor] = OrderedDict()
+
+
+def _keep(cache: OrderedDict[str, Any], key: str, value: Any, entries: int) -> None:
+    """Puts ``value`` in ``cache`` as its most recent entry, keeping at most ``entries``."""
+    if entries <= 0:
+        return
+    cache[key] = value
+    while len(cache) > entries:
+        cache.popitem(last=False)
 
 
 def run(
@@ -518,10 +556,7 @@ class LogWindowsProcessor(_BucketProcessor):
             self.handle.registerTimer(timer)
         at.timer = timer if timer != fired else None
         self.meta.update((args.fingerprint, *vars(at).values()))
-        if args.cache_entries > 0:
-            _CACHE[at.lineage] = _Cached(at, p)
-            while len(_CACHE) > args.cache_entries:
-                _CACHE.popitem(last=False)
+        _keep(_CACHE, at.lineage, _Cached(at, p), args.cache_entries)
         yield from frames
 
     def _first(self) -> tuple[WindowProcessor, _Position]:
@@ -530,7 +565,7 @@ class LogWindowsProcessor(_BucketProcessor):
         saved = self.whole.get()
         if saved is None:
             return self.args.new_processor(), at
-        p = self.args.restore(*saved)
+        p = self.args.restore(saved[0], saved[1])
         self.whole.clear()
         # Its timer, which the meta entry will keep from now on.
         at.timer = next(iter(self.handle.listTimers()), None)

@@ -89,6 +89,14 @@ impl KeyTable {
         Ok(id)
     }
 
+    /// Makes room for `more` new keys without growing the index on the way.
+    pub fn reserve(&mut self, more: usize) {
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.index
+            .reserve(more, |&id| hasher.hash_one(&*slots[id as usize].bytes));
+        self.slots.reserve(more.saturating_sub(self.free.len()));
+    }
+
     /// Counts one more session under the live key `id`.
     #[inline]
     pub fn retain(&mut self, id: KeyId) {
@@ -129,15 +137,32 @@ impl KeyTable {
 
     /// Ids of the live keys that pass `keep`, in byte order. The table is a hash index, so an
     /// ordered scan costs a sort; it serves the rare cross-key reads, not the per-record path.
+    ///
+    /// The sort compares each key's first 16 bytes as one integer ([`prefix`]) and the bytes
+    /// only when those are equal: a snapshot sorts every key, and a comparison of byte slices
+    /// per step was most of its time.
     fn sorted_where(&self, keep: impl Fn(&[u8]) -> bool) -> Vec<KeyId> {
-        let mut ids: Vec<KeyId> = self
+        let mut ids: Vec<(u128, KeyId)> = self
             .index
             .iter()
-            .copied()
-            .filter(|&id| keep(self.bytes(id)))
+            .filter(|&&id| keep(self.bytes(id)))
+            .map(|&id| (prefix(self.bytes(id)), id))
             .collect();
-        ids.sort_unstable_by(|&a, &b| self.bytes(a).cmp(self.bytes(b)));
-        ids
+        ids.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| self.bytes(a.1).cmp(self.bytes(b.1)))
+        });
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Each id's position among the live keys in byte order (`u32::MAX` for a free id),
+    /// indexed by id.
+    pub fn ranks(&self) -> Vec<u32> {
+        let mut ranks = vec![u32::MAX; self.slots.len()];
+        for (rank, id) in self.sorted().into_iter().enumerate() {
+            ranks[id as usize] = rank as u32;
+        }
+        ranks
     }
 
     /// Number of distinct live keys.
@@ -167,6 +192,17 @@ impl KeyTable {
                 .map(|s| s.bytes.capacity())
                 .sum::<usize>()
     }
+}
+
+/// The first 16 bytes of `key`, zero-padded, as a big-endian integer. Integer order refines
+/// byte order: `prefix(a) < prefix(b)` implies `a < b` (where `a` ends first, its padding
+/// byte 0 is at most `b`'s byte there, and a proper prefix sorts first); equal prefixes say
+/// nothing.
+fn prefix(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -203,5 +239,32 @@ mod tests {
             .map(|id| t.bytes(id))
             .collect();
         assert_eq!(got, vec![&b"aa"[..], b"b", b"c"]);
+    }
+
+    proptest::proptest! {
+        /// The prefix sort gives byte order: keys of few distinct bytes (0 among them, so
+        /// that a key and itself with a 0 appended share a prefix), around 16 bytes long.
+        #[test]
+        fn sorted_is_byte_order(
+            keys in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 255]), 0..20),
+                0..40,
+            ),
+        ) {
+            let mut t = KeyTable::default();
+            for k in &keys {
+                t.acquire(k).unwrap();
+            }
+            let got: Vec<&[u8]> = t.sorted().into_iter().map(|id| t.bytes(id)).collect();
+            let mut want: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            want.sort_unstable();
+            want.dedup();
+            proptest::prop_assert_eq!(&got, &want);
+            let ranks = t.ranks();
+            for (rank, key) in want.iter().enumerate() {
+                let id = t.get(key).unwrap();
+                proptest::prop_assert_eq!(ranks[id as usize], rank as u32);
+            }
+        }
     }
 }

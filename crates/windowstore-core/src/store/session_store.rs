@@ -11,6 +11,7 @@ use super::journal::{decode_inverse, Journal, Undo};
 use super::key_schema::{KeyedSession, Session, SessionBounds};
 use super::keys::{KeyId, KeyTable};
 use super::metrics::{Counters, StoreMetrics};
+use super::segment::{Entry, Segment};
 use super::segments::Segments;
 use crate::{Error, Result};
 
@@ -582,8 +583,47 @@ impl SessionStore {
     }
 
     /// Every live session, ordered by key, then end, then start (what a snapshot holds).
+    ///
+    /// One pass over the segments and one sort of the sessions by (key rank, end, start),
+    /// integers all: a lookup per key and segment cost several times more (a snapshot of a
+    /// large store reads every session).
     pub fn entries(&self) -> Vec<KeyedSession<'_>> {
-        self.sessions_of_keys(self.keys.sorted())
+        let ranks = self.keys.ranks();
+        let live = self.min_live_end();
+        let mut found: Vec<(u32, KeyId, &Entry, &Segment)> =
+            Vec::with_capacity(self.sessions as usize);
+        for (_, segment) in self.segments.iter() {
+            found.extend(
+                segment
+                    .iter()
+                    .filter(|(_, e)| e.end >= live)
+                    .map(|(id, e)| (ranks[id as usize], id, e, segment)),
+            );
+        }
+        found.sort_unstable_by_key(|&(rank, _, e, _)| (rank, e.end, e.start));
+        found
+            .into_iter()
+            .map(|(_, id, e, segment)| KeyedSession {
+                key: self.keys.bytes(id),
+                session: Session {
+                    start: e.start,
+                    end: e.end,
+                    value: segment.value(e),
+                },
+            })
+            .collect()
+    }
+
+    /// Sessions that have expired but are still held, in a segment not dropped yet because
+    /// it also holds live ones. A snapshot leaves them out ([`Self::entries`]) and counts them
+    /// as expired, the count the store reaches once their segment goes: so a store restored
+    /// from a snapshot and the store it was taken from write the same snapshots from then on.
+    pub(crate) fn expired_held(&self) -> u64 {
+        let live = self.min_live_end();
+        self.segments
+            .search(i64::MIN, live.saturating_sub(1))
+            .map(|segment| segment.iter().filter(|(_, e)| e.end < live).count() as u64)
+            .sum()
     }
 
     /// The store's own counters (what a snapshot carries).
@@ -602,6 +642,11 @@ impl SessionStore {
         store.store_time = store_time;
         store.counters = counters;
         Ok(store)
+    }
+
+    /// Makes room for the keys of `sessions` more sessions read back from a snapshot.
+    pub(crate) fn reserve_restored(&mut self, sessions: usize) {
+        self.keys.reserve(sessions);
     }
 
     /// Puts a session read back from a snapshot: no counter moves, and a session the snapshot

@@ -112,7 +112,10 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
         (PUTS, counters.puts.to_string()),
         (REMOVES, counters.removes.to_string()),
         (EXPIRED_PUTS, counters.expired_puts.to_string()),
-        (EXPIRED_SESSIONS, counters.expired_sessions.to_string()),
+        (
+            EXPIRED_SESSIONS,
+            (counters.expired_sessions + store.expired_held()).to_string(),
+        ),
     ] {
         metadata.insert(k.to_string(), v);
     }
@@ -237,6 +240,7 @@ fn restore_batch(store: &mut SessionStore, batch: &RecordBatch) -> Result<(), St
     ) else {
         return Err("columns of unexpected types".into());
     };
+    store.reserve_restored(batch.num_rows());
     for row in 0..batch.num_rows() {
         store.restore_session(
             keys.value(row),
