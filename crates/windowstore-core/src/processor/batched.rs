@@ -23,6 +23,15 @@
 //! - `latest_end` (the largest window end put, which sessions track) is kept by the kind's
 //!   run as its steps keep it.
 //!
+//! A call whose stream time moves more than the retention is applied in slices, each ending
+//! where stream time has moved a retention past the slice's first record ([`slice_end`]), and
+//! each applied as the whole call is above: its keys, then its closed windows emitted and store
+//! time moved. Otherwise a long call would keep every window its records open and close in
+//! the store until its end: with sparse keys, each record a window that closes within the call,
+//! the store then grew to the whole call's windows, and the batched path ran 1.5 times slower
+//! than the record path. The output is the same: windows are emitted in (end, start, key)
+//! order either way, and a run-safe record never touches a window that has closed.
+//!
 //! In the changelog modes, each record's rows are stamped with its arrival number as the kind
 //! pushes them, and the call's changelog is put back in arrival order at the end: coalescing
 //! (`updates`) is per window, hence per key, so it comes out as the record path's.
@@ -40,6 +49,15 @@ use arrow_array::RecordBatch;
 /// Calls with fewer usable records than this take the record path: grouping them costs about
 /// what it saves.
 const MIN_RECORDS: usize = 16;
+
+/// Where the slice of records starting at `from` ends: at the first record once stream time
+/// (`stream_times`, after each record) has moved more than `span` past where it was at `from`,
+/// else at the end.
+fn slice_end(stream_times: &[i64], from: usize, span: i64) -> usize {
+    let start = stream_times[from];
+    let beyond = stream_times[from..].partition_point(|&st| st.saturating_sub(start) <= span);
+    from + beyond.max(1)
+}
 
 impl<K: WindowKind> Processor<K> {
     /// Whether the call of `chunks` (and `advance`) can take the batched path: no advance, a
@@ -95,8 +113,9 @@ impl<K: WindowKind> Processor<K> {
         };
 
         // Per record, what the record path computes as it goes: arrival number, stream time,
-        // rejections; and the usable records grouped by key.
+        // rejections; the usable records, and stream time once each is looked at.
         let mut records = Vec::new();
+        let mut stream_times = Vec::new();
         for chunk in chunks {
             for (row, checked) in chunk.checked.iter().enumerate() {
                 let seq = life.seq;
@@ -105,7 +124,7 @@ impl<K: WindowKind> Processor<K> {
                 match *checked {
                     Ok(prepared) => {
                         let t = chunk.ticks[row];
-                        life.observe(t);
+                        stream_times.push(life.observe(t));
                         records.push(Record {
                             key: chunk.keys.rows.row(row).data(),
                             inputs: &chunk.inputs,
@@ -121,38 +140,46 @@ impl<K: WindowKind> Processor<K> {
             life.rejections.finish_batch(&chunk.batch)?;
         }
         counters.accepted += records.len() as u64;
-        let (order, runs) = group_by_key(records.len(), |i| Some(records[i].key));
-        let grouped: Vec<Record<'_, K::Prepared>> =
-            order.iter().map(|&i| records[i as usize]).collect();
 
         let ticks = bound.ticks;
         let before = bound.store.counters();
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
-        let (mut puts, mut removes, mut max_end) = (0u64, 0u64, None);
-        for run in runs.windows(2) {
-            let outcome = K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
-            puts += outcome.puts;
-            removes += outcome.removes;
-            max_end = max_end.max(outcome.max_end);
-        }
-        step.store
-            .set_change_counts(before.puts + puts, before.removes + removes);
-        let rows = if mode == EmitMode::Final {
-            if let Some(st) = life.stream_time {
-                step.close = st.saturating_sub(K::grace(&ticks));
+        let (mut puts, mut removes) = (0u64, 0u64);
+        let mut from = 0;
+        while from < records.len() {
+            let to = slice_end(&stream_times, from, K::retention(&ticks));
+            let slice = &records[from..to];
+            let (order, runs) = group_by_key(slice.len(), |i| Some(slice[i].key));
+            let grouped: Vec<Record<'_, K::Prepared>> =
+                order.iter().map(|&i| slice[i as usize]).collect();
+            let mut max_end = None;
+            for run in runs.windows(2) {
+                let outcome =
+                    K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
+                puts += outcome.puts;
+                removes += outcome.removes;
+                max_end = max_end.max(outcome.max_end);
+            }
+            step.store
+                .set_change_counts(before.puts + puts, before.removes + removes);
+            if mode == EmitMode::Final {
+                step.close = stream_times[to - 1].saturating_sub(K::grace(&ticks));
                 step.emit_closed();
             }
+            if let Some(end) = max_end {
+                step.store.advance_time(end);
+            }
+            from = to;
+        }
+        let rows = if mode == EmitMode::Final {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
         } else {
             // Each record's changes were stamped with its arrival number: back in record order.
             step.changelog.take()
         };
-        if let Some(end) = max_end {
-            step.store.advance_time(end);
-        }
         life.latest_end = step.latest_end;
         counters.emitted += rows.len() as u64;
         let out = bound.build(&rows)?;

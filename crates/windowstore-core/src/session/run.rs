@@ -127,11 +127,10 @@ pub(super) fn step_run(
         {
             sc.value.clear();
             state::join(h.end, state, &mut sc.value);
-            let put = match id {
-                Some(id) => step.store.put_held_as(id, key, h.start, h.reach, &sc.value),
-                None => step.store.put_held(key, h.start, h.reach, &sc.value),
-            };
-            expired(put?)?;
+            expired(
+                step.store
+                    .put_held((key, id), h.start, h.reach, &sc.value)?,
+            )?;
         }
     }
     // A key with sessions in the store before the run still has them until these removes.

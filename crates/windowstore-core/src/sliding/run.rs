@@ -155,7 +155,11 @@ pub(super) fn step_run(
     for h in sc.held.iter().filter(|h| h.changed && !h.stored) {
         sc.value.clear();
         state::join(h.time, &sc.states[h.at..h.at + h.len], &mut sc.value);
-        if step.store.put_held(key, h.start, h.start + d, &sc.value)? == PutOutcome::Expired {
+        if step
+            .store
+            .put_held((key, None), h.start, h.start + d, &sc.value)?
+            == PutOutcome::Expired
+        {
             return Err(Error::Internal(
                 "a run-safe window expired: the call goes record by record".into(),
             ));

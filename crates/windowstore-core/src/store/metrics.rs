@@ -21,7 +21,8 @@ pub struct StoreMetrics {
     pub removes: u64,
     /// Puts refused because the session had already expired.
     pub expired_puts: u64,
-    /// Sessions dropped by segment expiry.
+    /// Sessions dropped by segment expiry (a snapshot counts those it leaves out as expired:
+    /// see [`crate::SessionStore::snapshot`]).
     pub expired_sessions: u64,
     /// Value bytes written by puts and in-place edits (bytes moved included) since the store
     /// was made or restored. Not in [`Self::pairs`] nor snapshots: a deterministic measure of

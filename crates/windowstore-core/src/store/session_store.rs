@@ -179,30 +179,17 @@ impl SessionStore {
     /// [`Self::put`] without moving store time, for a caller that applies many puts as one
     /// step and moves store time once at the end ([`Self::advance_time`]), so that no segment
     /// expires in between. A session already expired at the current store time is refused
-    /// and counted, as `put` refuses it.
+    /// and counted, as `put` refuses it. `id`: the key's id, if the caller has it
+    /// ([`Self::key_id`]), which spares a lookup.
     pub(crate) fn put_held(
         &mut self,
-        key: &[u8],
+        (key, id): (&[u8], Option<KeyId>),
         start: i64,
         end: i64,
         value: &[u8],
     ) -> Result<PutOutcome> {
         check_window(start, end)?;
-        self.put_live(key, None, start, end, value)
-    }
-
-    /// [`Self::put_held`] of a key the store holds under `id` ([`Self::key_id`]): the same
-    /// put without looking the key up again.
-    pub(crate) fn put_held_as(
-        &mut self,
-        id: KeyId,
-        key: &[u8],
-        start: i64,
-        end: i64,
-        value: &[u8],
-    ) -> Result<PutOutcome> {
-        check_window(start, end)?;
-        self.put_live(key, Some(id), start, end, value)
+        self.put_live(key, id, start, end, value)
     }
 
     /// The id under which the store holds `key`, if it holds a session of it. The id names

@@ -272,6 +272,11 @@ pub fn read(path: &Path) -> Result<(SessionStore, HashMap<String, String>)> {
 
 impl SessionStore {
     /// Writes the store to `path` atomically (see the module docs for the format).
+    ///
+    /// The snapshot holds the live sessions: those that expired in a segment still held for
+    /// its live ones are left out and counted in `expired_sessions`, which the store itself
+    /// counts once their segment goes. So a restored store and its original write the same
+    /// snapshots from then on.
     pub fn snapshot(&self, path: impl AsRef<Path>) -> Result<()> {
         write(self, path.as_ref(), &HashMap::new())
     }
