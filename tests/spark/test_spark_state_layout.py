@@ -309,8 +309,8 @@ def test_the_log_layout_needs_rocksdb(
 def whole_args(cache_entries: int) -> BucketArgs:
     """A bucket's arguments as the driver makes them (sessions, gap 10 s, grace 5 s)."""
     schema = pa.schema([("k", pa.string()), ("ts", pa.int64()), ("x", pa.int64())])
-    params = {"key": "k", "time": "ts", "gap": 10_000_000, "grace": 5_000_000,
-              "time_unit": "us", "aggs": [agg.count(), agg.sum("x")]}  # fmt: skip
+    params: dict[str, Any] = {"key": "k", "time": "ts", "gap": 10_000_000, "grace": 5_000_000,
+                              "time_unit": "us", "aggs": [agg.count(), agg.sum("x")]}  # fmt: skip
     windows = SessionWindowProcessor(**params).process(schema.empty_table()).schema
     output = pa.schema(
         [*windows, pa.field(REJECTED, pa.binary())]
