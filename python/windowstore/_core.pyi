@@ -96,7 +96,7 @@ class SessionStore:
         puts, removes, expired puts, expired sessions, and ``store_time``.
 
         ``live_sessions`` still counts expired sessions whose segment has not been dropped
-        yet."""
+        yet; a snapshot leaves them out and counts them in ``expired_sessions``."""
     def to_arrow(self) -> pa.Table:
         """Every live session as a table ``key, start, end, value``, by key, end, start."""
     def snapshot(self, path: str | PathLike[str]) -> None:
