@@ -47,9 +47,7 @@ def test_round_trip(tmp_path: Path) -> None:
     held_expired = store.metrics()["live_sessions"] - len(rows(store))
     assert held_expired > 0, "the sample has a segment of expired and live sessions"
     assert back.metrics()["live_sessions"] == len(rows(store))
-    assert (
-        back.metrics()["expired_sessions"] == store.metrics()["expired_sessions"] + held_expired
-    )
+    assert back.metrics()["expired_sessions"] == store.metrics()["expired_sessions"] + held_expired
     store.put("later", 2000, 2000, b"")
     back.put("later", 2000, 2000, b"")
     assert back.metrics()["expired_sessions"] == store.metrics()["expired_sessions"]
