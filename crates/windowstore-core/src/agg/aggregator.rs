@@ -77,6 +77,9 @@ impl Aggregator {
     /// Precondition: `batch` has the schema given to [`Aggregator::try_new`] (same column
     /// order and types) and `row < batch.num_rows()`. This is not checked per row (the fast
     /// path checks it per batch); if broken, the affected values read as null — never a panic.
+    ///
+    /// Each call resolves the batch's columns anew; the crate's per-record paths resolve them
+    /// once per batch and call `encode_input`.
     pub fn encode_row(
         &self,
         batch: &RecordBatch,

@@ -58,11 +58,8 @@ impl Aggregator {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
-        let mut i = 0;
-        self.each_segment(state, |slot, _, seg| {
-            let value = inputs.value(i, row);
-            i += 1;
-            fold_segment(&slot.op, value, (time, seq), seg, scratch)
+        self.each_segment(state, |i, slot, _, seg| {
+            fold_segment(&slot.op, inputs.value(i, row), (time, seq), seg, scratch)
         })
     }
 
@@ -85,7 +82,7 @@ impl Aggregator {
         if record.len() != state.len() {
             return Err(super::codec::corrupt("a record of another width"));
         }
-        self.each_segment(state, |slot, at, seg| {
+        self.each_segment(state, |_, slot, at, seg| {
             // Fixed widths: the record's segment lies where the state's does.
             let rec = &record[at..at + seg.len()];
             merged.clear();
@@ -98,22 +95,23 @@ impl Aggregator {
         })
     }
 
-    /// Calls `f` with each slot, the offset of its segment in `state` and the segment (mutable),
+    /// Calls `f` with each slot's index, the slot, the offset of its segment in `state` and the
+    /// segment (mutable),
     /// for a state of fixed-width segments; the walk both folds share. Errors: a segment of no
     /// fixed width, or a state shorter or longer than its segments.
     fn each_segment(
         &self,
         state: &mut [u8],
-        mut f: impl FnMut(&Slot, usize, &mut [u8]) -> Result<()>,
+        mut f: impl FnMut(usize, &Slot, usize, &mut [u8]) -> Result<()>,
     ) -> Result<()> {
         let mut at = 1;
-        for slot in &self.slots {
+        for (i, slot) in self.slots.iter().enumerate() {
             let width = fixed_width(&slot.op)
                 .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
             let seg = state
                 .get_mut(at..at + width)
                 .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
-            f(slot, at, seg)?;
+            f(i, slot, at, seg)?;
             at += width;
         }
         if at != state.len() {
