@@ -5,17 +5,16 @@
 //! `merge(encode_row(record), state)`, the record first as the session step merges it: counts,
 //! sums and means are added where they lie with `merge`'s arithmetic, and a selecting function
 //! (min, max, first, last) keeps the record's encoded segment or the state's by `merge`'s own
-//! rule ([`keeps_second`]). [`Aggregator::fold_state`] gives those of `merge(state, record)` for
-//! an encoded record (the state first, as the sliding step merges a record into each window
-//! that contains it).
+//! rule ([`keeps_second`]). [`Aggregator::fold_row_after`] gives those of
+//! `merge(state, encode_row(record))`, the state first, as the sliding step merges a record
+//! into each window that contains it.
 
 use super::aggregator::Aggregator;
-use super::codec::Reader;
 use super::inputs::Inputs;
 use super::kind::Kind;
 use super::slot::{Op, Slot};
 use super::state::{
-    best_is_second, encode, float_term, int_term, keeps_second, merge, OVERFLOWED, SEEN, VERSION,
+    add_f64, best_is_second, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
 };
 use super::value::Value;
 use crate::Result;
@@ -59,39 +58,42 @@ impl Aggregator {
             return Err(super::codec::corrupt("state version"));
         }
         self.each_segment(state, |i, slot, _, seg| {
-            fold_segment(&slot.op, inputs.value(i, row), (time, seq), seg, scratch)
+            let value = inputs.value(i, row);
+            fold_segment(
+                &slot.op,
+                value,
+                (time, seq),
+                seg,
+                scratch,
+                Order::RecordFirst,
+            )
         })
     }
 
-    /// Folds `record` (one record's state, [`Self::encode_row`]) into `state` in place:
-    /// `state` becomes `merge(state, record)`, the state first (min/max ties keep the state's
-    /// value, as that merge does). The caller has checked [`Self::folds_in_place`]; `merged`
-    /// is a buffer reused between calls.
-    ///
-    /// Errors: a state or record that is not of this aggregator; `state` may then be partly
-    /// folded.
-    pub(crate) fn fold_state(
+    /// As [`Self::fold_row`], with the state first: `state` becomes
+    /// `merge(state, encode_row(row))` (the sliding step's order; the two differ in which sum
+    /// an overflowed integer sum keeps, and in which of two equal min/max/first/last values
+    /// the merge keeps).
+    pub(crate) fn fold_row_after(
         &self,
         state: &mut [u8],
-        record: &[u8],
-        merged: &mut Vec<u8>,
+        (inputs, row): (&Inputs, usize),
+        (time, seq): (i64, u64),
+        scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        if state.first() != Some(&VERSION) || record.first() != Some(&VERSION) {
+        if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
-        if record.len() != state.len() {
-            return Err(super::codec::corrupt("a record of another width"));
-        }
-        self.each_segment(state, |_, slot, at, seg| {
-            // Fixed widths: the record's segment lies where the state's does.
-            let rec = &record[at..at + seg.len()];
-            merged.clear();
-            merge(slot, &mut Reader::new(&*seg), &mut Reader::new(rec), merged)?;
-            if merged.len() != seg.len() {
-                return Err(super::codec::corrupt("a fixed segment changed its width"));
-            }
-            seg.copy_from_slice(merged);
-            Ok(())
+        self.each_segment(state, |i, slot, _, seg| {
+            let value = inputs.value(i, row);
+            fold_segment(
+                &slot.op,
+                value,
+                (time, seq),
+                seg,
+                scratch,
+                Order::StateFirst,
+            )
         })
     }
 
@@ -121,15 +123,26 @@ impl Aggregator {
     }
 }
 
+/// Which operand of `merge` the record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// `merge(record, state)`.
+    RecordFirst,
+    /// `merge(state, record)`.
+    StateFirst,
+}
+
 /// Folds one record (value `value`, stamp `(time, seq)`) into `seg`, a segment of `op` of
-/// fixed width, in place; `record` is a reused buffer.
+/// fixed width, in place, with `merge`'s arithmetic in `order`; `record` is a reused buffer.
 fn fold_segment(
     op: &Op,
     value: Value<'_>,
     (time, seq): (i64, u64),
     seg: &mut [u8],
     record: &mut Vec<u8>,
+    order: Order,
 ) -> Result<()> {
+    let state_first = order == Order::StateFirst;
     let word = match value {
         Value::Word(w) => Some(w),
         _ => None,
@@ -145,9 +158,10 @@ fn fold_segment(
                 word.map_or(0, |w| int_term(kind, w)),
             );
             let (fb, sb) = (seg[0], i128_at(seg, 1)?);
+            // An overflowed merge keeps its first operand's sum.
             let (flags, sum) = match sa.checked_add(sb) {
                 Some(sum) => (fa | fb, sum),
-                None => (fa | fb | OVERFLOWED, sa),
+                None => (fa | fb | OVERFLOWED, if state_first { sb } else { sa }),
             };
             seg[0] = flags & (SEEN | OVERFLOWED);
             seg[1..17].copy_from_slice(&sum.to_le_bytes());
@@ -159,7 +173,8 @@ fn fold_segment(
             );
             let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
             seg[0] = (fa | fb) & SEEN;
-            seg[1..9].copy_from_slice(&(sa + sb).to_le_bytes());
+            let sum = add_f64(sa, sb);
+            seg[1..9].copy_from_slice(&sum.to_le_bytes());
         }
         Op::Mean(kind) if kind.is_integer() => {
             let sa = word.map_or(0, |w| int_term(kind, w));
@@ -171,7 +186,8 @@ fn fold_segment(
         Op::Mean(kind) => {
             let sa = word.map_or(-0.0, |w| float_term(kind, w));
             let (sb, nb) = (f64::from_bits(u64_at(seg, 0)?), u64_at(seg, 8)?);
-            seg[..8].copy_from_slice(&(sa + sb).to_le_bytes());
+            let sum = add_f64(sa, sb);
+            seg[..8].copy_from_slice(&sum.to_le_bytes());
             let n = u64::from(word.is_some()).saturating_add(nb);
             seg[8..16].copy_from_slice(&n.to_le_bytes());
         }
@@ -182,7 +198,12 @@ fn fold_segment(
                 0 => Value::Null,
                 _ => Value::Word(u64_at(seg, 1)?),
             };
-            if !best_is_second(op, kind, a, b) {
+            let record_wins = if state_first {
+                best_is_second(op, kind, b, a)
+            } else {
+                !best_is_second(op, kind, a, b)
+            };
+            if record_wins {
                 seg[0] = u8::from(word.is_some());
                 seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
             }
@@ -193,7 +214,12 @@ fn fold_segment(
             if record.len() != seg.len() {
                 return Err(super::codec::corrupt("a fixed segment changed its width"));
             }
-            if !keeps_second(op, record, seg)? {
+            let record_wins = if state_first {
+                keeps_second(op, seg, record)?
+            } else {
+                !keeps_second(op, record, seg)?
+            };
+            if record_wins {
                 seg.copy_from_slice(record);
             }
         }

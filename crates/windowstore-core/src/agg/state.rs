@@ -302,6 +302,20 @@ pub(crate) fn keeps_second(op: &Op, a: &[u8], b: &[u8]) -> Result<bool> {
     })
 }
 
+/// `a + b`, with every NaN result written as the one NaN [`f64::NAN`]. Rust leaves the sign and
+/// payload of a NaN result to the compiler (it may swap the operands of an addition), so two
+/// code paths adding the same operands could give different NaN bytes, and states are compared
+/// byte for byte (the batched path against the record path, snapshots).
+#[inline]
+pub(crate) fn add_f64(a: f64, b: f64) -> f64 {
+    let sum = a + b;
+    if sum.is_nan() {
+        f64::NAN
+    } else {
+        sum
+    }
+}
+
 /// Appends the merge of the next segments of `slot` in `a` and `b`.
 pub(crate) fn merge<'a>(
     slot: &Slot,
@@ -325,7 +339,7 @@ pub(crate) fn merge<'a>(
             let (fa, sa) = (a.u8()?, a.f64()?);
             let (fb, sb) = (b.u8()?, b.f64()?);
             out.push((fa | fb) & SEEN);
-            put_f64(out, sa + sb);
+            put_f64(out, add_f64(sa, sb));
         }
         Op::Mean(kind) if kind.is_integer() => {
             let (sa, na) = (a.i128()?, a.u64()?);
@@ -336,7 +350,7 @@ pub(crate) fn merge<'a>(
         Op::Mean(_) => {
             let (sa, na) = (a.f64()?, a.u64()?);
             let (sb, nb) = (b.f64()?, b.u64()?);
-            put_f64(out, sa + sb);
+            put_f64(out, add_f64(sa, sb));
             put_u64(out, na.saturating_add(nb));
         }
         Op::Min(_) | Op::Max(_) | Op::First(_) | Op::Last(_) => {

@@ -151,7 +151,7 @@ impl WindowKind for SlidingSpec {
             step.emit_closed();
         }
         // The existing windows containing t first, in start order, then the new ones.
-        sc.update(step, key, t, close)?;
+        sc.update(step, &r, close)?;
         sc.fill(step, key, d)?;
         sc.put_new(step, key, d)?;
         Ok(true)

@@ -10,7 +10,7 @@
 use super::spec::SlidingSpec;
 use crate::agg::fill_overflow;
 use crate::emit::{Change, EmitMode};
-use crate::processor::Step;
+use crate::processor::{Record, Step};
 use crate::state;
 use crate::store::session_store::PutOutcome;
 use crate::store::Session;
@@ -64,6 +64,7 @@ pub struct Scratch {
     pub(super) record: Vec<u8>,
     puts: Vec<Put>,
     value: Vec<u8>,
+    merged: Vec<u8>,
     /// The batched path's buffers (`super::run`).
     pub(super) run: super::run::RunScratch,
 }
@@ -235,8 +236,7 @@ impl Scratch {
     pub(super) fn update(
         &mut self,
         step: &mut Step<'_, SlidingSpec>,
-        key: &[u8],
-        t: i64,
+        r: &Record<'_, ()>,
         close: i64,
     ) -> Result<()> {
         if self.plan.updates.is_empty() {
@@ -250,14 +250,22 @@ impl Scratch {
             changelog,
             ..
         } = step;
-        let record = &self.record;
+        let (key, t) = (r.key, r.t);
+        let (record, merged) = (&self.record, &mut self.merged);
+        let folds = aggs.folds_in_place();
         let rewritten =
             store.rewrite_sessions(key, t, t, &mut self.value, |start, end, old, out| {
                 let (time, agg_state) = state::split(old);
                 let time = time.max(t);
                 out.extend_from_slice(&time.to_le_bytes());
-                aggs.merge(agg_state, record, out)
-                    .map_err(|e| fill_overflow(e, keys.render(key), start, end))?;
+                let merge = if folds {
+                    // merge(window, record), folded in place (the same bytes).
+                    out.extend_from_slice(agg_state);
+                    aggs.fold_row_after(&mut out[8..], (r.inputs, r.row), (t, r.seq), merged)
+                } else {
+                    aggs.merge(agg_state, record, out)
+                };
+                merge.map_err(|e| fill_overflow(e, keys.render(key), start, end))?;
                 if end >= close && *mode != EmitMode::Final {
                     let change = Change {
                         key: key.to_vec(),

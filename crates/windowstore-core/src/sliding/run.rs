@@ -292,7 +292,7 @@ fn apply(
         let state = &mut sc.states[h.at..h.at + h.len];
         if folds {
             step.aggs
-                .fold_state(state, &sc.record, &mut sc.merged)
+                .fold_row_after(state, (r.inputs, r.row), (t, r.seq), &mut sc.merged)
                 .map_err(|e| {
                     crate::agg::fill_overflow(e, step.keys.render(r.key), h.start, h.start + d)
                 })?;

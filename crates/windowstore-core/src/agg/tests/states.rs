@@ -178,18 +178,24 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     for &(row, t, seq) in &records[1..] {
         let mut one = Vec::new();
         agg.encode_row(&b, row, t, seq, &mut one);
-        agg.fold_state(&mut state_first, &one, &mut scratch)
-            .expect("fold");
+        agg.fold_row_after(
+            &mut state_first,
+            (&agg.inputs(&b), row),
+            (t, seq),
+            &mut scratch,
+        )
+        .expect("fold");
         let mut out = Vec::new();
         agg.merge(&expected, &one, &mut out).expect("merge");
         expected = out;
         assert_eq!(state_first, expected, "state first, after row {row}");
     }
-    let mut one = Vec::new();
-    agg.encode_row(&b, 0, 0, 0, &mut one);
-    assert!(agg.fold_state(&mut [1u8, 0], &one, &mut scratch).is_err());
+    let inputs = agg.inputs(&b);
     assert!(agg
-        .fold_state(&mut state_first, &[1u8], &mut scratch)
+        .fold_row_after(&mut [1u8, 0], (&inputs, 0), (0, 0), &mut scratch)
+        .is_err());
+    assert!(agg
+        .fold_row_after(&mut [0u8], (&inputs, 0), (0, 0), &mut scratch)
         .is_err());
     let lists = aggregator(vec![AggSpec::collect("x", None, Overflow::DropOldest)], &b);
     assert!(!lists.folds_in_place());
@@ -257,16 +263,24 @@ proptest! {
         let (mut folded, mut merged) = (Vec::new(), Vec::new());
         agg.encode_row(&b, 0, stamp(0).0, stamp(0).1, &mut folded);
         merged.clone_from(&folded);
+        // The state first (the sliding step's order), from the same first row.
+        let (mut after, mut merged_after) = (folded.clone(), folded.clone());
         let mut scratch = Vec::new();
+        let inputs = agg.inputs(&b);
         for row in 1..rows.len() {
             let (t, seq) = stamp(row);
-            agg.fold_row(&mut folded, (&agg.inputs(&b), row), (t, seq), &mut scratch).expect("fold");
+            agg.fold_row(&mut folded, (&inputs, row), (t, seq), &mut scratch).expect("fold");
+            agg.fold_row_after(&mut after, (&inputs, row), (t, seq), &mut scratch).expect("fold");
             let mut one = Vec::new();
             agg.encode_row(&b, row, t, seq, &mut one);
             let mut out = Vec::new();
             agg.merge(&one, &merged, &mut out).expect("merge");
             merged = out;
             prop_assert_eq!(&folded, &merged, "after row {}", row);
+            let mut out = Vec::new();
+            agg.merge(&merged_after, &one, &mut out).expect("merge");
+            merged_after = out;
+            prop_assert_eq!(&after, &merged_after, "state first, after row {}", row);
         }
     }
 }
