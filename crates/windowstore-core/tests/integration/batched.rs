@@ -192,13 +192,19 @@ fn compare_kind<K: WindowKind>(
     Ok(batched)
 }
 
-/// Records of a few keys, time mostly advancing, some delayed within `grace`, a few delayed
-/// beyond it (late) in half the streams, a few with a null time or an unusable gap.
+/// Records of a few keys (in a quarter of the streams, of many: nearly every record its own
+/// key, so that the batched path applies most slices record by record), time mostly
+/// advancing, some delayed within `grace`, a few delayed beyond it (late) in half the streams,
+/// a few with a null time or an unusable gap.
 fn stream(grace: i64) -> impl Strategy<Value = Vec<Rec>> {
-    (any::<bool>(), records(grace)).prop_map(move |(late, mut recs)| {
-        if !late {
-            for r in &mut recs {
+    let wide = prop_oneof![3 => Just(false), 1 => Just(true)];
+    (any::<bool>(), wide, records(grace)).prop_map(move |(late, wide, mut recs)| {
+        for (i, r) in recs.iter_mut().enumerate() {
+            if !late {
                 r.1 = r.1.map(|t| t.max(r.4 - grace));
+            }
+            if wide {
+                r.0 = r.0.wrapping_add((i as u8).wrapping_mul(37));
             }
         }
         recs.into_iter().map(|r| (r.0, r.1, r.2, r.3)).collect()
@@ -291,6 +297,22 @@ fn records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
             assert_eq!(
                 batched, 6,
                 "every call of 500 records in time order is batched ({emit:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn records_of_sparse_keys_take_the_batched_path_and_equal_the_record_path() {
+    // 250 keys, each once in 250 ticks, gap 20: every slice (a retention of stream time) holds
+    // each of its keys once, and is applied with the record path's step.
+    let recs = in_order(3_000, 250);
+    for emit in [EmitMode::Final, EmitMode::Updates, EmitMode::Changes] {
+        for fixed in [false, true] {
+            let batched = compare(&recs, &[500], gap_spec(false, 20), 0, (emit, fixed), 3).unwrap();
+            assert_eq!(
+                batched, 6,
+                "every call of sparse keys is batched ({emit:?})"
             );
         }
     }
