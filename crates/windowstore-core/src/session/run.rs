@@ -38,10 +38,14 @@ struct Held {
     state: State,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum State {
-    /// A copy, to be put at the end if `changed`.
-    Copied { state: Vec<u8>, changed: bool },
+    /// A copy, `states[at..at + len]` of the scratch, to be put at the end if `changed`.
+    Copied {
+        at: usize,
+        len: usize,
+        changed: bool,
+    },
     /// In the store under the held window, edited there.
     Stored,
 }
@@ -50,6 +54,9 @@ enum State {
 #[derive(Debug, Default)]
 pub(super) struct RunScratch {
     held: Vec<Held>,
+    /// The copied states of the held sessions, one after the other (a state that changes
+    /// length is appended again; the old bytes stay until the next key).
+    states: Vec<u8>,
     /// The key's windows the store holds among those read or written here.
     in_store: Vec<(i64, i64)>,
     met: Vec<usize>,
@@ -78,6 +85,7 @@ pub(super) fn step_run(
         .max()
         .unwrap_or(first.t);
     sc.held.clear();
+    sc.states.clear();
     sc.in_store.clear();
     // The key's id, looked up once: it stays the key's while the run works (puts go first).
     let id = step.store.key_id(key);
@@ -89,8 +97,11 @@ pub(super) fn step_run(
         let state = if s.value.len() >= BIG_VALUE_BYTES {
             State::Stored
         } else {
+            let at = sc.states.len();
+            sc.states.extend_from_slice(agg_state);
             State::Copied {
-                state: agg_state.to_vec(),
+                at,
+                len: agg_state.len(),
                 changed: false,
             }
         };
@@ -121,12 +132,13 @@ pub(super) fn step_run(
     // Puts first, so that the key stays interned while its old sessions go.
     for h in &sc.held {
         if let State::Copied {
-            state,
+            at,
+            len,
             changed: true,
-        } = &h.state
+        } = h.state
         {
             sc.value.clear();
-            state::join(h.end, state, &mut sc.value);
+            state::join(h.end, &sc.states[at..at + len], &mut sc.value);
             expired(
                 step.store
                     .put_held((key, id), h.start, h.reach, &sc.value)?,
@@ -188,8 +200,7 @@ fn apply(
             if logs(step) {
                 log_merge(&mut step.changelog, r.key, t, [], ((t, t), sc.acc.clone()));
             }
-            let state = std::mem::take(&mut sc.acc);
-            insert(&mut sc.held, (t, t, reach), state);
+            insert(sc, (t, t, reach));
             Ok((0, reach))
         }
         [one] => extend(step, sc, one, r, reach),
@@ -219,30 +230,36 @@ fn extend(
     // not forward: the merged window is the record's own `[t, t]`) needs none.
     let delete =
         if logs(step) && merged != (t, t) && step.changelog.keeps_delete(r.key, from.0, end) {
-            held_state(step, r.key, &sc.held[i])?
+            held_state(step, r.key, &sc.held[i], &sc.states)?
         } else {
             Vec::new()
         };
     let h = &mut sc.held[i];
     match &mut h.state {
-        State::Copied { state, changed } if step.aggs.folds_in_place() => {
+        State::Copied { at, len, changed } if step.aggs.folds_in_place() => {
+            let state = &mut sc.states[*at..*at + *len];
             step.aggs
                 .fold_row(state, (r.inputs, r.row), (t, r.seq), &mut sc.record)?;
             *changed = true;
         }
-        State::Copied { state, changed } => {
+        State::Copied { at, len, changed } => {
             sc.acc.clear();
             step.aggs
                 .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             sc.edits.clear();
             step.aggs.append_edits(
-                (state, &sc.acc),
+                (&sc.states[*at..*at + *len], &sc.acc),
                 place(r, end),
                 0,
                 &mut sc.edits,
                 &mut sc.merged,
             )?;
-            sc.edits.apply(state);
+            // The edited state goes to the end of the arena (its length may change).
+            sc.value.clear();
+            sc.value.extend_from_slice(&sc.states[*at..*at + *len]);
+            sc.edits.apply(&mut sc.value);
+            (*at, *len) = (sc.states.len(), sc.value.len());
+            sc.states.extend_from_slice(&sc.value);
             *changed = true;
         }
         State::Stored => {
@@ -278,7 +295,7 @@ fn extend(
     let h = &mut sc.held[i];
     (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
     if logs(step) {
-        let state = held_state(step, r.key, &sc.held[i])?;
+        let state = held_state(step, r.key, &sc.held[i], &sc.states)?;
         let met = [((from.0, end), delete)];
         log_merge(&mut step.changelog, r.key, t, met, (merged, state));
     }
@@ -294,10 +311,15 @@ fn logs(step: &Step<'_, SessionSpec>) -> bool {
     step.mode != EmitMode::Final
 }
 
-/// A copy of the aggregate state of held session `h` of `key`.
-fn held_state(step: &Step<'_, SessionSpec>, key: &[u8], h: &Held) -> Result<Vec<u8>> {
-    match &h.state {
-        State::Copied { state, .. } => Ok(state.clone()),
+/// A copy of the aggregate state of held session `h` of `key` (a copied one in `states`).
+fn held_state(
+    step: &Step<'_, SessionSpec>,
+    key: &[u8],
+    h: &Held,
+    states: &[u8],
+) -> Result<Vec<u8>> {
+    match h.state {
+        State::Copied { at, len, .. } => Ok(states[at..at + len].to_vec()),
         State::Stored => step
             .store
             .fetch_session(key, h.start, h.reach)
@@ -332,8 +354,8 @@ fn merge_all(
     }
     for &i in &sc.met {
         let h = &sc.held[i];
-        let state = match &h.state {
-            State::Copied { state, .. } => &state[..],
+        let state = match h.state {
+            State::Copied { at, len, .. } => &sc.states[at..at + len],
             State::Stored => step
                 .store
                 .fetch_session(r.key, h.start, h.reach)
@@ -351,7 +373,7 @@ fn merge_all(
             .map(|&i| {
                 Ok((
                     (sc.held[i].start, sc.held[i].end),
-                    held_state(step, r.key, &sc.held[i])?,
+                    held_state(step, r.key, &sc.held[i], &sc.states)?,
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -371,20 +393,23 @@ fn merge_all(
     for &i in sc.met.iter().rev() {
         sc.held.remove(i);
     }
-    let state = std::mem::take(&mut sc.acc);
-    insert(&mut sc.held, (m_start, m_end, m_reach), state);
+    insert(sc, (m_start, m_end, m_reach));
     Ok((removes, m_reach))
 }
 
-/// Adds a new (changed) session `[start, end]` reaching `reach` with `state` at its place in
-/// (reach, start) order.
-fn insert(held: &mut Vec<Held>, (start, end, reach): (i64, i64, i64), state: Vec<u8>) {
-    let at = held.partition_point(|h| (h.reach, h.start) < (reach, start));
+/// Adds a new (changed) session `[start, end]` reaching `reach`, with the state in `sc.acc`,
+/// at its place in (reach, start) order.
+fn insert(sc: &mut RunScratch, (start, end, reach): (i64, i64, i64)) {
     let state = State::Copied {
-        state,
+        at: sc.states.len(),
+        len: sc.acc.len(),
         changed: true,
     };
-    held.insert(
+    sc.states.extend_from_slice(&sc.acc);
+    let at = sc
+        .held
+        .partition_point(|h| (h.reach, h.start) < (reach, start));
+    sc.held.insert(
         at,
         Held {
             start,
