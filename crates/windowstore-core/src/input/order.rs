@@ -69,3 +69,57 @@ pub(crate) fn group_by_key<'a>(
     }
     (order, runs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The model: groups in order of first appearance, indices in order, by a linear search.
+    fn model(keys: &[Option<Vec<u8>>]) -> (Vec<u32>, Vec<usize>) {
+        let mut groups: Vec<(&[u8], Vec<u32>)> = Vec::new();
+        for (row, key) in keys.iter().enumerate() {
+            let Some(key) = key else { continue };
+            match groups.iter_mut().find(|(k, _)| *k == key.as_slice()) {
+                Some((_, rows)) => rows.push(row as u32),
+                None => groups.push((key, vec![row as u32])),
+            }
+        }
+        let mut runs = vec![0];
+        let mut order = Vec::new();
+        for (_, rows) in groups {
+            order.extend(rows);
+            runs.push(order.len());
+        }
+        (order, runs)
+    }
+
+    #[test]
+    fn keys_that_differ_by_length_or_trailing_zeros_are_apart() {
+        let keys: Vec<Option<Vec<u8>>> = [&b""[..], b"\0", b"a", b"a\0", b"a", b"\0", b""]
+            .iter()
+            .map(|k| Some(k.to_vec()))
+            .collect();
+        let got = group_by_key(keys.len(), |r| keys[r].as_deref());
+        assert_eq!(got, (vec![0, 6, 1, 5, 2, 4, 3], vec![0, 2, 4, 6, 7]));
+    }
+
+    proptest! {
+        #[test]
+        fn grouping_equals_the_model(
+            keys in proptest::collection::vec(
+                proptest::option::weighted(
+                    0.9,
+                    prop_oneof![
+                        4 => proptest::collection::vec(0u8..3, 0..4),
+                        1 => proptest::collection::vec(0u8..3, 14..18),
+                    ],
+                ),
+                0..60,
+            ),
+        ) {
+            let got = group_by_key(keys.len(), |r| keys[r].as_deref());
+            prop_assert_eq!(got, model(&keys));
+        }
+    }
+}
