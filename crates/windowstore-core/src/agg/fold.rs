@@ -5,7 +5,7 @@
 //! `merge(encode_row(record), state)`, the record first as the session step merges it: counts,
 //! sums and means are added where they lie with `merge`'s arithmetic, and a selecting function
 //! (min, max, first, last) keeps the record's encoded segment or the state's by `merge`'s own
-//! rule ([`keeps_second`]). [`Aggregator::fold_row_after`] gives those of
+//! rule ([`keeps_second`]). [`Aggregator::fold_row`] with [`Order::StateFirst`] gives those of
 //! `merge(state, encode_row(record))`, the state first, as the sliding step merges a record
 //! into each window that contains it.
 
@@ -42,8 +42,12 @@ impl Aggregator {
     }
 
     /// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
-    /// into `state` in place: `state` becomes `merge(encode_row(row), state)`. The caller has
-    /// checked [`Self::folds_in_place`]; `scratch` is a buffer reused between calls.
+    /// into `state` in place: `state` becomes `merge(encode_row(row), state)` with
+    /// [`Order::RecordFirst`] (the session step's order), `merge(state, encode_row(row))` with
+    /// [`Order::StateFirst`] (the sliding step's; the two differ in which sum an overflowed
+    /// integer sum keeps, and in which of two equal min/max/first/last values the merge
+    /// keeps). The caller has checked [`Self::folds_in_place`]; `scratch` is a buffer reused
+    /// between calls.
     ///
     /// Errors: a state that is not of this aggregator (its length or version is wrong, or a
     /// segment does not decode); `state` may then be partly folded.
@@ -51,49 +55,16 @@ impl Aggregator {
         &self,
         state: &mut [u8],
         (inputs, row): (&Inputs, usize),
-        (time, seq): (i64, u64),
+        stamp: (i64, u64),
         scratch: &mut Vec<u8>,
+        order: Order,
     ) -> Result<()> {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
         self.each_segment(state, |i, slot, _, seg| {
             let value = inputs.value(i, row);
-            fold_segment(
-                &slot.op,
-                value,
-                (time, seq),
-                seg,
-                scratch,
-                Order::RecordFirst,
-            )
-        })
-    }
-
-    /// As [`Self::fold_row`], with the state first: `state` becomes
-    /// `merge(state, encode_row(row))` (the sliding step's order; the two differ in which sum
-    /// an overflowed integer sum keeps, and in which of two equal min/max/first/last values
-    /// the merge keeps).
-    pub(crate) fn fold_row_after(
-        &self,
-        state: &mut [u8],
-        (inputs, row): (&Inputs, usize),
-        (time, seq): (i64, u64),
-        scratch: &mut Vec<u8>,
-    ) -> Result<()> {
-        if state.first() != Some(&VERSION) {
-            return Err(super::codec::corrupt("state version"));
-        }
-        self.each_segment(state, |i, slot, _, seg| {
-            let value = inputs.value(i, row);
-            fold_segment(
-                &slot.op,
-                value,
-                (time, seq),
-                seg,
-                scratch,
-                Order::StateFirst,
-            )
+            fold_segment(&slot.op, value, stamp, seg, scratch, order)
         })
     }
 
@@ -123,9 +94,9 @@ impl Aggregator {
     }
 }
 
-/// Which operand of `merge` the record is.
+/// Which operand of `merge` a folded record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Order {
+pub(crate) enum Order {
     /// `merge(record, state)`.
     RecordFirst,
     /// `merge(state, record)`.

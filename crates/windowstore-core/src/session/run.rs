@@ -21,6 +21,7 @@
 use super::kind::log_merge;
 use super::SessionSpec;
 use crate::agg::append::Place;
+use crate::agg::fold::Order;
 use crate::emit::EmitMode;
 use crate::processor::{Record, RunOutcome, Step};
 use crate::state;
@@ -238,8 +239,13 @@ fn extend(
     match &mut h.state {
         State::Copied { at, len, changed } if step.aggs.folds_in_place() => {
             let state = &mut sc.states[*at..*at + *len];
-            step.aggs
-                .fold_row(state, (r.inputs, r.row), (t, r.seq), &mut sc.record)?;
+            step.aggs.fold_row(
+                state,
+                (r.inputs, r.row),
+                (t, r.seq),
+                &mut sc.record,
+                Order::RecordFirst,
+            )?;
             *changed = true;
         }
         State::Copied { at, len, changed } => {

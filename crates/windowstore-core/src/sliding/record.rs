@@ -9,6 +9,7 @@
 
 use super::spec::SlidingSpec;
 use crate::agg::fill_overflow;
+use crate::agg::fold::Order;
 use crate::emit::{Change, EmitMode};
 use crate::processor::{Record, Step};
 use crate::state;
@@ -261,7 +262,13 @@ impl Scratch {
                 let merge = if folds {
                     // merge(window, record), folded in place (the same bytes).
                     out.extend_from_slice(agg_state);
-                    aggs.fold_row_after(&mut out[8..], (r.inputs, r.row), (t, r.seq), merged)
+                    aggs.fold_row(
+                        &mut out[8..],
+                        (r.inputs, r.row),
+                        (t, r.seq),
+                        merged,
+                        Order::StateFirst,
+                    )
                 } else {
                     aggs.merge(agg_state, record, out)
                 };

@@ -42,6 +42,7 @@
 //! record's right window is the record's left window, as the step puts it twice), no removes.
 
 use super::spec::SlidingSpec;
+use crate::agg::fold::Order;
 use crate::processor::{Record, RunOutcome, Step};
 use crate::state;
 use crate::store::session_store::PutOutcome;
@@ -292,7 +293,13 @@ fn apply(
         let state = &mut sc.states[h.at..h.at + h.len];
         if folds {
             step.aggs
-                .fold_row_after(state, (r.inputs, r.row), (t, r.seq), &mut sc.merged)
+                .fold_row(
+                    state,
+                    (r.inputs, r.row),
+                    (t, r.seq),
+                    &mut sc.merged,
+                    Order::StateFirst,
+                )
                 .map_err(|e| {
                     crate::agg::fill_overflow(e, step.keys.render(r.key), h.start, h.start + d)
                 })?;

@@ -9,6 +9,7 @@ use arrow_array::{
 use proptest::prelude::*;
 
 use super::{aggregator, batch, fold};
+use crate::agg::fold::Order;
 use crate::agg::{AggSpec, Aggregator, Overflow};
 use crate::Error;
 
@@ -156,8 +157,15 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     merged.clone_from(&folded);
     let mut scratch = Vec::new();
     for &(row, t, seq) in &records[1..] {
-        agg.fold_row(&mut folded, (&agg.inputs(&b), row), (t, seq), &mut scratch)
-            .expect("fold");
+        let input = (&agg.inputs(&b), row);
+        agg.fold_row(
+            &mut folded,
+            input,
+            (t, seq),
+            &mut scratch,
+            Order::RecordFirst,
+        )
+        .expect("fold");
         let mut one = Vec::new();
         agg.encode_row(&b, row, t, seq, &mut one);
         let mut out = Vec::new();
@@ -178,11 +186,13 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     for &(row, t, seq) in &records[1..] {
         let mut one = Vec::new();
         agg.encode_row(&b, row, t, seq, &mut one);
-        agg.fold_row_after(
+        let input = (&agg.inputs(&b), row);
+        agg.fold_row(
             &mut state_first,
-            (&agg.inputs(&b), row),
+            input,
             (t, seq),
             &mut scratch,
+            Order::StateFirst,
         )
         .expect("fold");
         let mut out = Vec::new();
@@ -192,16 +202,34 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     }
     let inputs = agg.inputs(&b);
     assert!(agg
-        .fold_row_after(&mut [1u8, 0], (&inputs, 0), (0, 0), &mut scratch)
+        .fold_row(
+            &mut [1u8, 0],
+            (&inputs, 0),
+            (0, 0),
+            &mut scratch,
+            Order::StateFirst
+        )
         .is_err());
     assert!(agg
-        .fold_row_after(&mut [0u8], (&inputs, 0), (0, 0), &mut scratch)
+        .fold_row(
+            &mut [0u8],
+            (&inputs, 0),
+            (0, 0),
+            &mut scratch,
+            Order::StateFirst
+        )
         .is_err());
     let lists = aggregator(vec![AggSpec::collect("x", None, Overflow::DropOldest)], &b);
     assert!(!lists.folds_in_place());
     let mut short = vec![1u8, 0];
     assert!(agg
-        .fold_row(&mut short, (&agg.inputs(&b), 0), (0, 0), &mut scratch)
+        .fold_row(
+            &mut short,
+            (&inputs, 0),
+            (0, 0),
+            &mut scratch,
+            Order::RecordFirst
+        )
         .is_err());
 }
 
@@ -269,8 +297,8 @@ proptest! {
         let inputs = agg.inputs(&b);
         for row in 1..rows.len() {
             let (t, seq) = stamp(row);
-            agg.fold_row(&mut folded, (&inputs, row), (t, seq), &mut scratch).expect("fold");
-            agg.fold_row_after(&mut after, (&inputs, row), (t, seq), &mut scratch).expect("fold");
+            agg.fold_row(&mut folded, (&inputs, row), (t, seq), &mut scratch, Order::RecordFirst).expect("fold");
+            agg.fold_row(&mut after, (&inputs, row), (t, seq), &mut scratch, Order::StateFirst).expect("fold");
             let mut one = Vec::new();
             agg.encode_row(&b, row, t, seq, &mut one);
             let mut out = Vec::new();
