@@ -348,10 +348,17 @@ fn check_ranges<'a>(order: &'a [u32], lo: &'a [u32], hi: &'a [u32]) -> Result<Ra
     if lo.len() != hi.len() {
         return bad("lo and hi differ in length");
     }
-    if lo.windows(2).any(|w| w[0] > w[1]) || hi.windows(2).any(|w| w[0] > w[1]) {
+    // One pass, no early exit: the loop vectorizes.
+    let (mut decreasing, mut inverted, mut last) = (false, false, (0u32, 0u32));
+    for (&l, &h) in lo.iter().zip(hi) {
+        decreasing |= l < last.0 || h < last.1;
+        inverted |= l > h;
+        last = (l, h);
+    }
+    if decreasing {
         return bad("range bounds must not decrease");
     }
-    if lo.iter().zip(hi).any(|(l, h)| l > h) {
+    if inverted {
         return bad("a range starts after it ends");
     }
     if hi.last().is_some_and(|&h| h as usize > order.len()) {

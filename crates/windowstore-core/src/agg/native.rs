@@ -13,6 +13,8 @@ pub(crate) trait Num: ArrowNativeType {
     type Key: Ord + Copy;
     /// The total-order key of `self`.
     fn key(self) -> Self::Key;
+    /// The canonical value of a key: `from_key(v.key()) == v.canon()` bit for bit.
+    fn from_key(key: Self::Key) -> Self;
     /// `self`, with any NaN replaced by the canonical NaN.
     fn canon(self) -> Self;
     /// The value as a state word (see [`super::kind::Kind`]).
@@ -32,6 +34,10 @@ macro_rules! impl_int {
             #[inline(always)]
             fn key(self) -> $key {
                 self as $key
+            }
+            #[inline(always)]
+            fn from_key(key: $key) -> Self {
+                key as $t
             }
             #[inline(always)]
             fn canon(self) -> Self {
@@ -82,6 +88,11 @@ impl Num for f64 {
         f64_key(self)
     }
     #[inline(always)]
+    fn from_key(key: i64) -> Self {
+        // The key's transform is its own inverse.
+        f64::from_bits((key ^ (((key >> 63) as u64) >> 1) as i64) as u64)
+    }
+    #[inline(always)]
     fn canon(self) -> Self {
         if self.is_nan() {
             f64::NAN
@@ -112,6 +123,10 @@ impl Num for f32 {
     #[inline(always)]
     fn key(self) -> i32 {
         f32_key(self)
+    }
+    #[inline(always)]
+    fn from_key(key: i32) -> Self {
+        f32::from_bits((key ^ (((key >> 31) as u32) >> 1) as i32) as u32)
     }
     #[inline(always)]
     fn canon(self) -> Self {
@@ -284,3 +299,39 @@ macro_rules! dispatch_numeric {
 }
 
 pub(crate) use {dispatch_numeric, dispatch_word};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Min and max fold keys and emit `from_key`: it must give back the canonical value.
+        #[test]
+        fn a_key_gives_back_its_canonical_value(bits in any::<u64>(), int in any::<i64>()) {
+            let x = f64::from_bits(bits);
+            prop_assert_eq!(f64::from_key(x.key()).to_bits(), x.canon().to_bits());
+            let y = f32::from_bits(bits as u32);
+            prop_assert_eq!(f32::from_key(y.key()).to_bits(), y.canon().to_bits());
+            prop_assert_eq!(i64::from_key(int.key()), int);
+            prop_assert_eq!(i8::from_key((int as i8).key()), int as i8);
+            prop_assert_eq!(u64::from_key((int as u64).key()), int as u64);
+            prop_assert_eq!(u16::from_key((int as u16).key()), int as u16);
+        }
+    }
+
+    #[test]
+    fn keys_of_special_floats_round_trip() {
+        for x in [
+            0.0,
+            -0.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::MIN_POSITIVE,
+        ] {
+            assert_eq!(f64::from_key(x.key()).to_bits(), x.canon().to_bits());
+        }
+    }
+}

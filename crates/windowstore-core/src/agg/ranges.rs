@@ -46,13 +46,29 @@ impl Ranges<'_> {
             .zip(self.hi)
             .map(|(&l, &h)| (l as usize, h as usize))
     }
+
+    /// The validity of each window's aggregate of a column without nulls: null only where the
+    /// window is empty (`None` when none is, as for sliding windows).
+    fn nonempty(&self) -> Option<NullBuffer> {
+        let mut bounds = self.bounds();
+        if bounds.all(|(l, h)| l < h) {
+            return None;
+        }
+        Some(NullBuffer::from_iter(self.bounds().map(|(l, h)| l < h)))
+    }
 }
 
 /// Folds every range of `ranges` with the associative `combine` (identity `id`, element `i`
 /// of `order` turned into an accumulator by `elem`) and hands each result to `emit`, in
-/// O(elements + ranges) combines: the two-stacks queue. The back of the window is a running
-/// fold; the front holds suffix folds, rebuilt from the back whenever the window's start passes
-/// the boundary between them. Each element enters the back once and the front at most once.
+/// O(elements + ranges) combines: the two-stacks queue, laid out as arrays.
+///
+/// The queue's front is rebuilt whenever a window's start passes the previous boundary `mid`:
+/// the window `[l, h)` becomes the block `[l, mid = h)`. Every later window until the next
+/// rebuild starts in that block and ends at or after `mid`, so its fold is `front[l]` (the
+/// fold of `[l, mid)`) combined with `back[h - 1]` (the fold of `[mid, h)`, nothing when
+/// `h = mid`). Both arrays take one pass each, and the pass over the windows then has no
+/// branch that depends on the data: a queue that pops and pushes per window mispredicts about
+/// once a window, which cost more than the combines.
 #[inline(always)]
 fn fold_monotone<A: Copy>(
     ranges: Ranges<'_>,
@@ -62,31 +78,44 @@ fn fold_monotone<A: Copy>(
     mut emit: impl FnMut(A),
 ) {
     let order = ranges.order;
-    // suffix[j - front] = fold of order[j..mid]; back = fold of order[mid..back_end].
-    let mut suffix: Vec<A> = Vec::new();
-    let (mut front, mut mid, mut back_end) = (0usize, 0usize, 0usize);
-    let mut back = id;
+    // The blocks [start, mid), by the queue's rule.
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    let mut mid = 0usize;
     for (l, h) in ranges.bounds() {
-        while back_end < h {
-            back = combine(back, elem(order[back_end]));
-            back_end += 1;
+        if l >= mid && l < h {
+            blocks.push((l, h));
+            mid = h;
         }
-        if l >= mid {
-            // The front is used up: the window's part of the back becomes the new front.
-            suffix.clear();
-            suffix.resize(h.saturating_sub(l), id);
-            let mut acc = id;
-            for j in (l..h).rev() {
-                acc = combine(elem(order[j]), acc);
-                suffix[j - l] = acc;
-            }
-            (front, mid, back) = (l, h.max(l), id);
+    }
+    // front[p]: the fold of [p, end of p's block); back[p]: the fold from the boundary before
+    // p through p (up to the next boundary).
+    let mut front = vec![id; order.len()];
+    let mut back = vec![id; order.len()];
+    for (b, &(start, end)) in blocks.iter().enumerate() {
+        let mut acc = id;
+        for p in (start..end).rev() {
+            acc = combine(elem(order[p]), acc);
+            front[p] = acc;
         }
-        emit(if l < h {
-            combine(suffix[l - front], back)
-        } else {
-            id
-        });
+        let next = blocks.get(b + 1).map_or(order.len(), |&(_, e)| e);
+        let mut acc = id;
+        for p in end..next {
+            acc = combine(acc, elem(order[p]));
+            back[p] = acc;
+        }
+    }
+    let mut mid = 0usize;
+    for (l, h) in ranges.bounds() {
+        if l >= mid && l < h {
+            mid = h;
+        }
+        if l == h {
+            emit(id);
+            continue;
+        }
+        // Both loads happen, and a select picks: no branch on where the window ends.
+        let rest = back[h - 1];
+        emit(combine(front[l], if h > mid { rest } else { id }));
     }
 }
 
@@ -135,6 +164,14 @@ where
     T::Native: Num,
 {
     let (values, nulls) = (a.values(), validity(a));
+    if nulls.is_none() {
+        if let Some(sums) = sum_int_within_i64(values, ranges) {
+            return Ok(Arc::new(Int64Array::new(
+                ScalarBuffer::from(sums),
+                ranges.nonempty(),
+            )));
+        }
+    }
     let mut sums = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
     let mut overflow = None;
@@ -169,6 +206,36 @@ where
         ScalarBuffer::from(sums),
         valid.finish(),
     )))
+}
+
+/// The window sums of an integer column without nulls, when no window's sum can leave `i64`
+/// (the largest magnitude times the longest window fits): then differences of prefix sums in
+/// wrapping `i64` arithmetic are every window's exact sum, with no branch per window. `None`
+/// when a sum might not fit (the caller then sums in `i128` and checks each).
+fn sum_int_within_i64<T: Num>(values: &[T], ranges: Ranges<'_>) -> Option<Vec<i64>> {
+    let longest = ranges.bounds().map(|(l, h)| h - l).max().unwrap_or(0);
+    let largest = values
+        .iter()
+        .map(|v| v.to_i128().unsigned_abs())
+        .max()
+        .unwrap_or(0);
+    if largest.checked_mul(longest as u128)? > i64::MAX as u128 {
+        return None;
+    }
+    let mut prefix = Vec::with_capacity(ranges.order.len() + 1);
+    let mut acc = 0i64;
+    prefix.push(acc);
+    for &i in ranges.order {
+        // In range: |v| <= largest <= i64::MAX.
+        acc = acc.wrapping_add(values[i as usize].to_i128() as i64);
+        prefix.push(acc);
+    }
+    Some(
+        ranges
+            .bounds()
+            .map(|(l, h)| prefix[h].wrapping_sub(prefix[l]))
+            .collect(),
+    )
 }
 
 /// `sum` (`MEAN = false`) or `mean` of a float column, in `f64` from `-0.0`.
@@ -299,7 +366,10 @@ fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UIn
     UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
 }
 
-/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`].
+/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`]
+/// (of equal keys the earliest row wins, as in [`best_rows`]). Picking the better of two is
+/// associative, so the windows fold with the two-stacks queue: no deque, and no branch that
+/// depends on the values (the choice compiles to a conditional move).
 fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
     data_type: &DataType,
     a: &PrimitiveArray<T>,
@@ -308,23 +378,75 @@ fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
 where
     T::Native: Num,
 {
-    let values = a.values();
-    let rows = best_rows(validity(a), ranges, |x, y| {
-        let (kx, ky) = (values[x as usize].key(), values[y as usize].key());
+    /// The row of an empty fold.
+    const NONE: u32 = u32::MAX;
+    let beats = |y: T::Native, x: T::Native| {
         if MAX {
-            kx > ky
+            y.key() > x.key()
         } else {
-            kx < ky
+            y.key() < x.key()
+        }
+    };
+    let (values, nulls) = (a.values(), validity(a));
+    let mut best = Vec::with_capacity(ranges.len());
+    // Without nulls the fold needs no empty state: the column's worst value is an identity (it
+    // loses or ties to every value, and values of equal keys are equal once canonical).
+    let worst = (0..values.len() as u32).reduce(|x, y| {
+        match beats(values[x as usize], values[y as usize]) {
+            true => y,
+            false => x,
         }
     });
-    let best: Vec<T::Native> = rows
-        .values()
-        .iter()
-        .map(|&r| values[r as usize].canon())
-        .collect();
+    if let (None, Some(worst)) = (nulls, worst) {
+        // Keys alone: `max`/`min` of words is a conditional move, and the key gives the value
+        // back canonical.
+        let key = |i: u32| values[i as usize].key();
+        fold_monotone(
+            ranges,
+            key(worst),
+            key,
+            |x, y| if MAX { x.max(y) } else { x.min(y) },
+            |k| best.push(T::Native::from_key(k)),
+        );
+        return Arc::new(
+            PrimitiveArray::<T>::new(ScalarBuffer::from(best), ranges.nonempty())
+                .with_data_type(data_type.clone()),
+        );
+    }
+    let mut valid = NullBufferBuilder::new(ranges.len());
+    let none = (T::Native::default().key(), NONE);
+    fold_monotone(
+        ranges,
+        none,
+        |i| match is_valid(nulls, i) {
+            true => (values[i as usize].key(), i),
+            false => none,
+        },
+        // `x` holds earlier rows than `y`.
+        |x, y| {
+            let beats = if MAX { y.0 > x.0 } else { y.0 < x.0 };
+            if x.1 == NONE || (y.1 != NONE && beats) {
+                y
+            } else {
+                x
+            }
+        },
+        |(_, row)| {
+            best.push(match row {
+                NONE => T::Native::default(),
+                row => values[row as usize].canon(),
+            });
+            if nulls.is_some() {
+                valid.append(row != NONE);
+            }
+        },
+    );
+    let valid = match nulls {
+        Some(_) => valid.finish(),
+        None => ranges.nonempty(),
+    };
     Arc::new(
-        PrimitiveArray::<T>::new(ScalarBuffer::from(best), rows.nulls().cloned())
-            .with_data_type(data_type.clone()),
+        PrimitiveArray::<T>::new(ScalarBuffer::from(best), valid).with_data_type(data_type.clone()),
     )
 }
 
@@ -541,44 +663,118 @@ pub(crate) fn first_range_overflow(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    /// The two-stacks fold equals a direct fold of every range, for ranges of every shape.
-    #[test]
-    fn fold_monotone_equals_direct_folds() {
-        let order: Vec<u32> = (0..40).collect();
-        let mut lo = Vec::new();
-        let mut hi = Vec::new();
+    /// Monotone ranges over `0..n` from random steps of both ends (empty ranges, jumps, ranges
+    /// that end where a block ends).
+    fn monotone(n: u32, steps: &[(u32, u32)]) -> (Vec<u32>, Vec<u32>) {
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
         let (mut l, mut h) = (0u32, 0u32);
-        for step in 0..60u32 {
-            h = (h + step % 3).min(40);
-            l = (l + (step * 7) % 4).min(h);
+        for &(dh, dl) in steps {
+            h = (h + dh).min(n);
+            l = (l + dl).min(h);
             lo.push(l);
             hi.push(h);
         }
-        let ranges = Ranges {
-            order: &order,
-            lo: &lo,
-            hi: &hi,
-        };
-        // A non-commutative fold (string concatenation) catches grouping and order mistakes.
-        let mut got = Vec::new();
-        fold_monotone(
-            ranges,
-            (0u64, 0u32),
-            |i| (u64::from(i) + 1, 1),
-            |(a, n), (b, m)| (a.wrapping_mul(41u64.wrapping_pow(m)).wrapping_add(b), n + m),
-            |(v, _)| got.push(v),
-        );
-        let want: Vec<u64> = lo
-            .iter()
-            .zip(&hi)
-            .map(|(&l, &h)| {
-                (l..h).fold(0u64, |acc, i| {
-                    acc.wrapping_mul(41).wrapping_add(u64::from(i) + 1)
+        (lo, hi)
+    }
+
+    proptest! {
+        /// The two-stacks fold equals a direct fold of every range, for ranges of every shape.
+        /// A non-commutative fold (string concatenation, as a polynomial hash) catches grouping
+        /// and order mistakes.
+        #[test]
+        fn fold_monotone_equals_direct_folds(
+            n in 0u32..50,
+            steps in proptest::collection::vec((0u32..4, 0u32..4), 0..80),
+        ) {
+            let order: Vec<u32> = (0..n).collect();
+            let (lo, hi) = monotone(n, &steps);
+            let ranges = Ranges { order: &order, lo: &lo, hi: &hi };
+            let mut got = Vec::new();
+            fold_monotone(
+                ranges,
+                (0u64, 0u32),
+                |i| (u64::from(i) + 1, 1),
+                |(a, n), (b, m)| (a.wrapping_mul(41u64.wrapping_pow(m)).wrapping_add(b), n + m),
+                |(v, _)| got.push(v),
+            );
+            let want: Vec<u64> = lo
+                .iter()
+                .zip(&hi)
+                .map(|(&l, &h)| {
+                    (l..h).fold(0u64, |acc, i| acc.wrapping_mul(41).wrapping_add(u64::from(i) + 1))
                 })
-            })
-            .collect();
-        assert_eq!(got, want);
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+
+        /// Columns without nulls take their own paths (prefix sums in `i64` when no sum can
+        /// overflow, min and max folded as keys): they equal the runs path, with integers near
+        /// the ends of `i64` (sums that overflow, or that only cancel back in range) and floats
+        /// with NaN, infinities and signed zeros.
+        #[test]
+        fn columns_without_nulls_equal_runs(
+            ints in proptest::collection::vec(prop_oneof![
+                8 => -50i64..50,
+                1 => Just(i64::MAX),
+                1 => Just(i64::MIN + 1),
+            ], 1..40),
+            floats in proptest::collection::vec(prop_oneof![
+                6 => (-8i32..8).prop_map(f64::from),
+                1 => Just(f64::NAN),
+                1 => Just(-0.0),
+                1 => Just(f64::NEG_INFINITY),
+            ], 40),
+            steps in proptest::collection::vec((0u32..4, 0u32..4), 0..60),
+            rotate in 0usize..40,
+        ) {
+            use arrow_array::{Float64Array, RecordBatch};
+            use arrow_schema::{Field, Schema};
+
+            use crate::agg::{AggSpec, Aggregator};
+
+            let n = ints.len();
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("i", DataType::Int64, false),
+                Field::new("f", DataType::Float64, false),
+            ]));
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ints)),
+                    Arc::new(Float64Array::from(floats[..n].to_vec())),
+                ],
+            )
+            .unwrap();
+            let specs: Vec<AggSpec> = ["i", "f"]
+                .iter()
+                .flat_map(|&c| [AggSpec::sum(c), AggSpec::min(c), AggSpec::max(c)])
+                .enumerate()
+                .map(|(i, s)| s.with_alias(format!("a{i}")))
+                .collect();
+            let aggs = Aggregator::try_new(specs, &schema).unwrap();
+            let mut order: Vec<u32> = (0..n as u32).collect();
+            order.rotate_left(rotate % n);
+            let (lo, hi) = monotone(n as u32, &steps);
+            let mut copied = Vec::new();
+            let mut offsets = vec![0usize];
+            for (&l, &h) in lo.iter().zip(&hi) {
+                copied.extend_from_slice(&order[l as usize..h as usize]);
+                offsets.push(copied.len());
+            }
+            let got = aggs.aggregate_ranges(&batch, &order, &lo, &hi);
+            let want = aggs.aggregate_runs(&batch, &vec![0i64; n], &copied, &offsets);
+            match (got, want) {
+                (Ok(got), Ok(want)) => {
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        prop_assert_eq!(g.as_ref(), w.as_ref(), "aggregate a{}", i);
+                    }
+                }
+                (Err(got), Err(want)) => prop_assert_eq!(got.to_string(), want.to_string()),
+                (got, want) => prop_assert!(false, "ranges {:?}, runs {:?}", got.err(), want.err()),
+            }
+        }
     }
 
     /// Every function over monotone ranges equals the runs path over each window's rows

@@ -30,8 +30,62 @@ pub enum KeyView<'a> {
     Utf8View(&'a arrow_array::StringViewArray),
     /// One Binary column.
     Binary(&'a arrow_array::BinaryArray),
+    /// One integer, date or timestamp column: its values as words (see [`Words`]).
+    Words(Words),
     /// Any other key: encoded rows and null flags.
     Rows(BatchKeys),
+}
+
+/// A fixed-width primitive key column (1, 2, 4 or 8 bytes a value): grouping hashes each value
+/// as one integer instead of encoding and comparing byte strings.
+#[derive(Debug)]
+pub struct Words {
+    /// The values' bytes, from the array's first value.
+    values: arrow_buffer::Buffer,
+    /// Bytes per value.
+    width: usize,
+    nulls: Option<arrow_buffer::NullBuffer>,
+}
+
+impl Words {
+    /// The view of `array` if it is a primitive array of 1, 2, 4 or 8 bytes a value.
+    fn of(array: &dyn arrow_array::Array) -> Option<Self> {
+        let width = array.data_type().primitive_width()?;
+        if !matches!(width, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        let data = array.to_data();
+        let values = data.buffers().first()?.slice(data.offset() * width);
+        Some(Self {
+            values,
+            width,
+            nulls: array.logical_nulls(),
+        })
+    }
+
+    /// The bytes a value takes.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The value of `row` as a word, for a width of `W` bytes (`W` = [`Words::width`]): equal
+    /// words are equal keys.
+    #[inline(always)]
+    pub fn word<const W: usize>(&self, row: usize) -> u64 {
+        let mut word = [0u8; 8];
+        word[..W].copy_from_slice(&self.values[row * W..row * W + W]);
+        u64::from_le_bytes(word)
+    }
+
+    #[inline]
+    fn bytes(&self, row: usize) -> &[u8] {
+        &self.values[row * self.width..(row + 1) * self.width]
+    }
+
+    #[inline]
+    fn is_null(&self, row: usize) -> bool {
+        self.nulls.as_ref().is_some_and(|n| n.is_null(row))
+    }
 }
 
 impl KeyView<'_> {
@@ -43,6 +97,7 @@ impl KeyView<'_> {
             Self::LargeUtf8(a) => a.value(row).as_bytes(),
             Self::Utf8View(a) => a.value(row).as_bytes(),
             Self::Binary(a) => a.value(row),
+            Self::Words(w) => w.bytes(row),
             Self::Rows(k) => k.rows.row(row).data(),
         }
     }
@@ -56,6 +111,7 @@ impl KeyView<'_> {
             Self::LargeUtf8(a) => a.is_null(row),
             Self::Utf8View(a) => a.is_null(row),
             Self::Binary(a) => a.is_null(row),
+            Self::Words(w) => w.is_null(row),
             Self::Rows(k) => k.null[row],
         }
     }
@@ -150,6 +206,9 @@ impl KeyCodec {
                 DataType::Utf8View => return Ok(KeyView::Utf8View(a.as_string_view())),
                 DataType::Binary => return Ok(KeyView::Binary(a.as_binary::<i32>())),
                 _ => {}
+            }
+            if let Some(words) = Words::of(a.as_ref()) {
+                return Ok(KeyView::Words(words));
             }
         }
         self.encode(batch).map(KeyView::Rows)

@@ -258,11 +258,11 @@ pub(crate) fn cut(
     }
     rejections.finish_batch(&batch)?;
 
-    let (order, runs) = group_by_key_then_time(&keys, &valid, &times.ticks);
+    let grouped = group_by_key_then_time(&keys, &valid, &times.ticks);
+    let (order, runs, sorted) = (grouped.order, grouped.runs, grouped.times);
     let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap_of[row]);
     // Cut each key group into sessions: a record after the running reach, or too long after
     // its session's start, starts a new one.
-    let t = &times.ticks;
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
     offsets.push(0usize);
     let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
@@ -270,19 +270,19 @@ pub(crate) fn cut(
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
         let (mut reach, mut start) = (i64::MIN, i64::MIN);
-        for (i, &row) in order.iter().enumerate().take(hi).skip(lo) {
+        for (i, (&row, &t)) in order.iter().zip(&sorted).enumerate().take(hi).skip(lo) {
             let row = row as usize;
-            let joins = t[row] <= reach;
-            if i == lo || !(joins && t[row] <= start.saturating_add(max_duration)) {
+            let joins = t <= reach;
+            if i == lo || !(joins && t <= start.saturating_add(max_duration)) {
                 if i > lo {
                     max_duration_cuts += u64::from(joins);
                     offsets.push(i);
                     reaches.push(reach);
                 }
                 reach = i64::MIN;
-                start = t[row];
+                start = t;
             }
-            reach = reach.max(t[row] + gap_of(row));
+            reach = reach.max(t + gap_of(row));
         }
         if hi > lo {
             offsets.push(hi);

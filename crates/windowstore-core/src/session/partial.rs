@@ -206,7 +206,8 @@ pub fn merge_session_partials(
             format!("partial session {row} has a null key, time, reach or state"),
         ));
     }
-    let (order, runs) = group_by_key_then_time(&keys, &valid, &starts.ticks);
+    let grouped = group_by_key_then_time(&keys, &valid, &starts.ticks);
+    let (order, runs) = (grouped.order, grouped.runs);
     let (reach, start, end) = (reach.values(), &starts.ticks, &ends.ticks);
     let mut firsts = Vec::new();
     let mut last_ends = Vec::new();

@@ -9,8 +9,6 @@
 //! ([`Aggregator::aggregate_ranges`]). The windows equal what the streaming processor gives for
 //! the same records in time order.
 
-use std::collections::VecDeque;
-
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::SchemaRef;
 
@@ -39,56 +37,71 @@ struct Windows {
     start: Vec<i64>,
     lo: Vec<u32>,
     hi: Vec<u32>,
+    /// Right windows not yet listed (`pending[head..]`), by start.
+    pending: Vec<(i64, u32, u32)>,
 }
 
 impl Windows {
+    /// Room for the windows of `records` records: at most two each.
+    fn with_capacity(records: usize) -> Self {
+        Self {
+            start: Vec::with_capacity(2 * records),
+            lo: Vec::with_capacity(2 * records),
+            hi: Vec::with_capacity(2 * records),
+            pending: Vec::new(),
+        }
+    }
+
+    #[inline]
     fn push(&mut self, start: i64, lo: usize, hi: usize) {
         self.start.push(start);
         self.lo.push(lo as u32);
         self.hi.push(hi as u32);
     }
 
-    /// Adds the windows of one key group: positions `g0..g1` of a time-ordered `times`.
-    fn add_group(&mut self, times: impl Fn(usize) -> i64, g0: usize, g1: usize, d: i64) {
+    /// Adds the windows of one key group: positions `g0..g1` of the time-ordered `times`.
+    fn add_group(&mut self, times: &[i64], g0: usize, g1: usize, d: i64) {
         // Left and right windows each come by increasing start; right windows wait in
         // `pending` until no left window starts before them.
         let (mut left_lo, mut right_hi) = (g0, g0);
-        let mut pending: VecDeque<(i64, usize, usize)> = VecDeque::new();
+        self.pending.clear();
+        let mut head = 0usize;
         let mut a = g0;
         while a < g1 {
-            let u = times(a);
+            let u = times[a];
             let mut b = a + 1;
-            while b < g1 && times(b) == u {
+            while b < g1 && times[b] == u {
                 b += 1;
             }
             // Left window [u - D, u]: from the first record at or after u - D through u.
             let start = u - d;
-            while times(left_lo) < start {
+            while times[left_lo] < start {
                 left_lo += 1;
             }
-            while let Some(&(s, lo, hi)) = pending.front() {
+            while let Some(&(s, lo, hi)) = self.pending.get(head) {
                 if s > start {
                     break;
                 }
                 // A right window starting exactly here is this left window: once only.
                 if s < start {
-                    self.push(s, lo, hi);
+                    self.push(s, lo as usize, hi as usize);
                 }
-                pending.pop_front();
+                head += 1;
             }
             self.push(start, left_lo, b);
             // Right window [u + 1, u + 1 + D]: the records after u up to u + 1 + D, if any.
             right_hi = right_hi.max(b);
-            while right_hi < g1 && times(right_hi) <= u + 1 + d {
+            while right_hi < g1 && times[right_hi] <= u + 1 + d {
                 right_hi += 1;
             }
             if right_hi > b {
-                pending.push_back((u + 1, b, right_hi));
+                self.pending.push((u + 1, b as u32, right_hi as u32));
             }
             a = b;
         }
-        for (s, lo, hi) in pending {
-            self.push(s, lo, hi);
+        for i in head..self.pending.len() {
+            let (s, lo, hi) = self.pending[i];
+            self.push(s, lo as usize, hi as usize);
         }
     }
 }
@@ -150,15 +163,13 @@ pub fn sliding_windows(
     }
     rejections.finish_batch(&batch)?;
 
-    let (order, groups) = group_by_key_then_time(&keys, &valid, &times.ticks);
-    // The times in key-time order: the window passes read them in sequence.
-    let sorted: Vec<i64> = order.iter().map(|&r| times.ticks[r as usize]).collect();
-    let at = |p: usize| sorted[p];
-    let mut windows = Windows::default();
-    let mut group_of = Vec::new();
+    let grouped = group_by_key_then_time(&keys, &valid, &times.ticks);
+    let (order, groups, sorted) = (grouped.order, grouped.runs, grouped.times);
+    let mut windows = Windows::with_capacity(order.len());
+    let mut group_of = Vec::with_capacity(2 * order.len());
     for g in groups.windows(2) {
         let before = windows.start.len();
-        windows.add_group(at, g[0], g[1], d);
+        windows.add_group(&sorted, g[0], g[1], d);
         group_of.resize(windows.start.len(), order[g[0]]);
         debug_assert!(windows.start.len() > before || g[0] == g[1]);
     }
@@ -179,11 +190,11 @@ pub fn sliding_windows(
     };
     // The output is about as large as everything else together: each intermediate goes as
     // soon as its column is built, and the starts move into theirs.
-    let Windows { start, lo, hi } = windows;
+    let Windows { start, lo, hi, .. } = windows;
     drop(lo);
     let time = bound
         .time
-        .to_array(hi.iter().map(|&h| at(h as usize - 1)).collect());
+        .to_array(hi.iter().map(|&h| sorted[h as usize - 1]).collect());
     drop(hi);
     let end = bound.time.to_array(start.iter().map(|s| s + d).collect());
     let start = bound.time.to_array(start);
@@ -210,7 +221,7 @@ mod tests {
 
     fn windows_of(times: &[i64], d: i64) -> Vec<(i64, Vec<i64>)> {
         let mut w = Windows::default();
-        w.add_group(|p| times[p], 0, times.len(), d);
+        w.add_group(times, 0, times.len(), d);
         (0..w.start.len())
             .map(|i| {
                 (
