@@ -186,6 +186,45 @@ mod tests {
             prop_assert_eq!(got, model(&keys));
         }
 
+        /// A binary key column (its own bytes) groups as its arrow-row encoding does, trailing
+        /// zeros and lengths around 16 bytes included.
+        #[test]
+        fn byte_string_keys_group_as_encoded_keys(
+            keys in proptest::collection::vec(
+                proptest::option::weighted(
+                    0.9,
+                    prop_oneof![
+                        4 => proptest::collection::vec(0u8..3, 0..4),
+                        1 => proptest::collection::vec(0u8..3, 13..18),
+                    ],
+                ),
+                0..60,
+            ),
+            times in proptest::collection::vec(-2i64..2, 60),
+        ) {
+            use std::sync::Arc;
+            use arrow_array::{BinaryArray, RecordBatch};
+            use arrow_schema::{DataType, Field, Schema};
+            use super::super::KeyCodec;
+
+            let n = keys.len();
+            let column = BinaryArray::from_iter(keys.iter().map(|k| k.as_deref()));
+            let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Binary, true)]));
+            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap();
+            let codec = KeyCodec::try_new(&["k".to_string()], &schema).unwrap();
+            let bytes = codec.view(&batch).unwrap();
+            prop_assert!(matches!(bytes, KeyView::Binary(_)));
+            let rows = KeyView::Rows(codec.encode(&batch).unwrap());
+            let valid: Vec<bool> = (0..n).map(|r| !rows.is_null(r)).collect();
+            prop_assert_eq!(
+                group_by_key_then_time(&bytes, &valid, &times[..n]),
+                group_by_key_then_time(&rows, &valid, &times[..n])
+            );
+            let (order, runs) = group_by_key(n, |r| keys[r].as_deref());
+            let grouped = group_by_key_then_time(&bytes, &valid, &vec![0; n]);
+            prop_assert_eq!((grouped.order, grouped.runs), (order, runs));
+        }
+
         /// A fixed-width key column (any width, nulls, a slice that starts inside its buffer)
         /// groups as its arrow-row encoding does: words are a shortcut, not another grouping.
         #[test]
