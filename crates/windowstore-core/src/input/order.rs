@@ -168,19 +168,24 @@ mod tests {
         assert_eq!(got, (vec![0, 6, 1, 5, 2, 4, 3], vec![0, 2, 4, 6, 7]));
     }
 
+    /// Byte-string keys (a tenth null): short ones that collide often, and a few around 16 bytes.
+    fn byte_keys() -> impl Strategy<Value = Vec<Option<Vec<u8>>>> {
+        proptest::collection::vec(
+            proptest::option::weighted(
+                0.9,
+                prop_oneof![
+                    4 => proptest::collection::vec(0u8..3, 0..4),
+                    1 => proptest::collection::vec(0u8..3, 13..18),
+                ],
+            ),
+            0..60,
+        )
+    }
+
     proptest! {
         #[test]
         fn grouping_equals_the_model(
-            keys in proptest::collection::vec(
-                proptest::option::weighted(
-                    0.9,
-                    prop_oneof![
-                        4 => proptest::collection::vec(0u8..3, 0..4),
-                        1 => proptest::collection::vec(0u8..3, 14..18),
-                    ],
-                ),
-                0..60,
-            ),
+            keys in byte_keys(),
         ) {
             let got = group_by_key(keys.len(), |r| keys[r].as_deref());
             prop_assert_eq!(got, model(&keys));
@@ -190,16 +195,7 @@ mod tests {
         /// zeros and lengths around 16 bytes included.
         #[test]
         fn byte_string_keys_group_as_encoded_keys(
-            keys in proptest::collection::vec(
-                proptest::option::weighted(
-                    0.9,
-                    prop_oneof![
-                        4 => proptest::collection::vec(0u8..3, 0..4),
-                        1 => proptest::collection::vec(0u8..3, 13..18),
-                    ],
-                ),
-                0..60,
-            ),
+            keys in byte_keys(),
             times in proptest::collection::vec(-2i64..2, 60),
         ) {
             use std::sync::Arc;
