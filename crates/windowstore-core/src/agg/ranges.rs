@@ -366,10 +366,9 @@ fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UIn
     UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
 }
 
-/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`]
-/// (of equal keys the earliest row wins, as in [`best_rows`]). Picking the better of two is
-/// associative, so the windows fold with the two-stacks queue: no deque, and no branch that
-/// depends on the values (the choice compiles to a conditional move).
+/// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`]:
+/// the windows fold keys with the two-stacks queue, and [`Num::from_key`] gives each result
+/// back canonical (values of equal keys are equal once canonical, so no row need be kept).
 fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
     data_type: &DataType,
     a: &PrimitiveArray<T>,
@@ -378,75 +377,42 @@ fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
 where
     T::Native: Num,
 {
-    /// The row of an empty fold.
-    const NONE: u32 = u32::MAX;
-    let beats = |y: T::Native, x: T::Native| {
-        if MAX {
-            y.key() > x.key()
-        } else {
-            y.key() < x.key()
-        }
-    };
+    let better = |x: <T::Native as Num>::Key, y| if MAX { x.max(y) } else { x.min(y) };
     let (values, nulls) = (a.values(), validity(a));
+    let key = |i: u32| values[i as usize].key();
     let mut best = Vec::with_capacity(ranges.len());
-    // Without nulls the fold needs no empty state: the column's worst value is an identity (it
-    // loses or ties to every value, and values of equal keys are equal once canonical).
-    let worst = (0..values.len() as u32).reduce(|x, y| {
-        match beats(values[x as usize], values[y as usize]) {
-            true => y,
-            false => x,
-        }
-    });
+    // Without nulls the fold needs no empty state: the column's worst key is an identity, and
+    // each step is a conditional move.
+    let worst = match MAX {
+        true => values.iter().map(|v| v.key()).min(),
+        false => values.iter().map(|v| v.key()).max(),
+    };
     if let (None, Some(worst)) = (nulls, worst) {
-        // Keys alone: `max`/`min` of words is a conditional move, and the key gives the value
-        // back canonical.
-        let key = |i: u32| values[i as usize].key();
-        fold_monotone(
-            ranges,
-            key(worst),
-            key,
-            |x, y| if MAX { x.max(y) } else { x.min(y) },
-            |k| best.push(T::Native::from_key(k)),
-        );
+        fold_monotone(ranges, worst, key, better, |k| {
+            best.push(T::Native::from_key(k))
+        });
         return Arc::new(
             PrimitiveArray::<T>::new(ScalarBuffer::from(best), ranges.nonempty())
                 .with_data_type(data_type.clone()),
         );
     }
     let mut valid = NullBufferBuilder::new(ranges.len());
-    let none = (T::Native::default().key(), NONE);
     fold_monotone(
         ranges,
-        none,
-        |i| match is_valid(nulls, i) {
-            true => (values[i as usize].key(), i),
-            false => none,
+        None,
+        |i| is_valid(nulls, i).then(|| key(i)),
+        |x, y| match (x, y) {
+            (Some(x), Some(y)) => Some(better(x, y)),
+            (x, y) => x.or(y),
         },
-        // `x` holds earlier rows than `y`.
-        |x, y| {
-            let beats = if MAX { y.0 > x.0 } else { y.0 < x.0 };
-            if x.1 == NONE || (y.1 != NONE && beats) {
-                y
-            } else {
-                x
-            }
-        },
-        |(_, row)| {
-            best.push(match row {
-                NONE => T::Native::default(),
-                row => values[row as usize].canon(),
-            });
-            if nulls.is_some() {
-                valid.append(row != NONE);
-            }
+        |k| {
+            best.push(k.map_or_else(T::Native::default, T::Native::from_key));
+            valid.append(k.is_some());
         },
     );
-    let valid = match nulls {
-        Some(_) => valid.finish(),
-        None => ranges.nonempty(),
-    };
     Arc::new(
-        PrimitiveArray::<T>::new(ScalarBuffer::from(best), valid).with_data_type(data_type.clone()),
+        PrimitiveArray::<T>::new(ScalarBuffer::from(best), valid.finish())
+            .with_data_type(data_type.clone()),
     )
 }
 
