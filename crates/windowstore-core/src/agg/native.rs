@@ -65,6 +65,17 @@ macro_rules! impl_int {
 
 impl_int!(i8 => i64, i16 => i64, i32 => i64, i64 => i64, u8 => u64, u16 => u64, u32 => u64, u64 => u64);
 
+/// The better of two keys: the greater for `max` (`MAX`), the lesser for `min` (a conditional
+/// move, where a compare-and-branch mispredicts on unordered data).
+#[inline(always)]
+pub(crate) fn better_key<K: Ord, const MAX: bool>(x: K, y: K) -> K {
+    if MAX {
+        x.max(y)
+    } else {
+        x.min(y)
+    }
+}
+
 /// The total-order key of an `f64` (NaN canonical, hence greatest).
 #[inline(always)]
 pub(crate) fn f64_key(x: f64) -> i64 {

@@ -17,7 +17,7 @@ use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::finish::{list_array, list_offset, sum_overflow};
-use super::native::{dispatch_numeric, dispatch_word, Num};
+use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::spec::Overflow;
 use super::state::overflow_error;
@@ -377,7 +377,7 @@ fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
 where
     T::Native: Num,
 {
-    let better = |x: <T::Native as Num>::Key, y| if MAX { x.max(y) } else { x.min(y) };
+    let better = better_key::<<T::Native as Num>::Key, MAX>;
     let (values, nulls) = (a.values(), validity(a));
     let key = |i: u32| values[i as usize].key();
     let mut best = Vec::with_capacity(ranges.len());

@@ -15,7 +15,7 @@ use arrow_schema::DataType;
 
 use super::finish::{list_array, list_offset, sum_overflow};
 use super::kind::Kind;
-use super::native::{dispatch_numeric, dispatch_word, Num};
+use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::spec::Overflow;
 use super::state::overflow_error;
@@ -186,8 +186,7 @@ where
 {
     let mut best = Vec::with_capacity(windows(offsets));
     if a.null_count() == 0 {
-        // Keys alone, from each run's first: `max`/`min` of words is a conditional move where
-        // a compare-and-branch per value mispredicts on unordered data.
+        // Keys alone, from each run's first (see `better_key`).
         let values = a.values();
         let key = |i: u32| values[i as usize].key();
         let mut empty = false;
@@ -197,16 +196,9 @@ where
                 best.push(T::Native::default());
                 continue;
             };
-            let k = rest.iter().fold(
-                key(first),
-                |k, &i| {
-                    if MAX {
-                        k.max(key(i))
-                    } else {
-                        k.min(key(i))
-                    }
-                },
-            );
+            let k = rest
+                .iter()
+                .fold(key(first), |k, &i| better_key::<_, MAX>(k, key(i)));
             best.push(T::Native::from_key(k));
         }
         let valid = empty.then(|| offsets.windows(2).map(|w| w[0] < w[1]).collect());

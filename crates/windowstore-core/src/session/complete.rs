@@ -270,7 +270,7 @@ pub(crate) fn cut(
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
         let (mut reach, mut start) = (i64::MIN, i64::MIN);
-        for (i, (&row, &t)) in order.iter().zip(&sorted).enumerate().take(hi).skip(lo) {
+        for (i, (&row, &t)) in (lo..hi).zip(order[lo..hi].iter().zip(&sorted[lo..hi])) {
             let row = row as usize;
             let joins = t <= reach;
             if i == lo || !(joins && t <= start.saturating_add(max_duration)) {
