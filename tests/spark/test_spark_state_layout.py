@@ -36,7 +36,9 @@ from windowstore.spark._bucket import (
     REJECTED,
     BucketArgs,
     count_column,
+    pack,
     step,
+    unpack,
 )
 
 from .compare import assert_same_windows
@@ -158,7 +160,7 @@ def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
     run_to_noop(read_stream(spark, tmp_path / "in"), tmp_path / "ck-whole")
     whole = changes(spark, tmp_path / "ck-whole", WHOLE)
     assert per_batch(whole) == {0: 4, 1: 1, 2: touched}
-    rewritten = whole.filter("batch_id = 1").selectExpr("length(value.engine) as n").first()
+    rewritten = whole.filter("batch_id = 1").selectExpr("value.engine as engine").first()
     logged = (
         changes(spark, tmp_path / "ck", LOG)
         .filter("batch_id = 1")
@@ -167,8 +169,10 @@ def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
     )
     assert rewritten is not None
     assert logged is not None
-    # A bucket of 500 open sessions, rewritten, against one record's log entry.
-    assert rewritten["n"] > 10 * logged["n"]
+    # A bucket of 500 open sessions, rewritten (packed: about 4x smaller than the snapshot),
+    # against one record's log entry.
+    assert len(rewritten["engine"]) > 5 * logged["n"]
+    assert len(unpack(bytes(rewritten["engine"]))) > 20 * logged["n"]
 
 
 def test_state_entries_stay_within_the_bound(
@@ -384,3 +388,30 @@ def test_the_whole_layout_keeps_the_processor_that_wrote_the_row(
     assert len(restores) == 1
     assert (frames, row[1], timer) == seen[3]
     assert row[2] != rows[4][2], "every row has its own token"
+
+
+def test_state_rows_hold_packed_snapshots_and_bare_ones_still_restore() -> None:
+    """A state row holds the engine's snapshot compressed (several times smaller here); a row
+    of the bare snapshot (as written before packing) restores the same processor: the next
+    call gives the same output, row bytes and timer from either."""
+    args = whole_args(0)
+    calls = whole_calls(4)
+    saved = None
+    for call in calls[:3]:
+        _, saved, _ = step(args, saved, call[0], [call[1]])
+    assert saved is not None
+    snapshot = unpack(saved[1])
+    assert snapshot.startswith(b"WSSNAP")
+    assert saved[1] == pack(snapshot), "packing is deterministic"
+    assert len(saved[1]) * 2 < len(snapshot)
+    assert unpack(snapshot) == snapshot, "a bare snapshot passes through"
+
+    def next_call(row: Any) -> tuple[list[Any], bytes, int | None]:
+        frames, after, timer = step(args, row, calls[3][0], [calls[3][1]])
+        # As Arrow rows: the count columns' nulls are NaN in pandas, unequal to themselves.
+        rows = [pa.Table.from_pandas(f, preserve_index=False).to_pylist() for f in frames]
+        return rows, after[1], timer
+
+    packed, bare = next_call(saved), next_call((saved[0], snapshot, saved[2]))
+    assert packed == bare
+    assert packed[0], "windows closed"

@@ -10,8 +10,9 @@ Two layouts of a bucket's state:
 
 - ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
   default provider, whose API has one state value per grouping key): one row, the bytes of
-  :meth:`~windowstore.SessionWindowProcessor.to_bytes`, written whole by every call, and read
-  back only by a worker that does not hold the processor that wrote it (:func:`step`);
+  :meth:`~windowstore.SessionWindowProcessor.to_bytes` compressed (:func:`pack`), written whole
+  by every call, and read back only by a worker that does not hold the processor that wrote
+  it (:func:`step`);
 - ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
   of the calls since and a meta entry; a call appends to the log, and Python workers keep the
   processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
@@ -163,8 +164,12 @@ class BucketArgs:
         return _PROCESSORS[self.kind](**self.params)
 
     def restore(self, params: str, engine: bytes) -> WindowProcessor:
+        """The processor of a state row's ``engine`` bytes (packed or not: :func:`unpack`)."""
         self.check(params)
-        return _PROCESSORS[self.kind].from_bytes(engine, aggs=self.params.get("aggs", ()))
+        return self.from_snapshot(unpack(engine))
+
+    def from_snapshot(self, snapshot: bytes) -> WindowProcessor:
+        return _PROCESSORS[self.kind].from_bytes(snapshot, aggs=self.params.get("aggs", ()))
 
     def check(self, params: str) -> None:
         """Refuses state made with other parameters than this query's."""
@@ -190,6 +195,31 @@ class BucketArgs:
         if not self.timestamps:
             return table
         return _cast(table, (*self.timestamps, "session_start", "session_end"), pa.int64())
+
+
+#: A packed engine snapshot (:func:`pack`) begins with this, then the snapshot's length (8 bytes,
+#: little-endian), then the snapshot compressed with zstd. A bare snapshot begins with the
+#: engine's own magic (``WSSNAP``), so rows written before packing are still read.
+_PACKED = b"WSZSTD01"
+#: Level 1: snapshots shrink about 4x (sorted times and fixed-width states compress well) at
+#: about 3 ms a megabyte, against the cost of a state row's bytes in Spark (measured: about
+#: 30 ms a megabyte per micro-batch with the default provider; docs/benchmarks.md).
+_ZSTD = pa.Codec("zstd", compression_level=1)
+
+
+def pack(snapshot: bytes) -> bytes:
+    """An engine snapshot as a state row or base snapshot holds it: compressed."""
+    compressed = bytes(_ZSTD.compress(snapshot, asbytes=True))
+    return _PACKED + len(snapshot).to_bytes(8, "little") + compressed
+
+
+def unpack(blob: bytes) -> bytes:
+    """The engine snapshot in ``blob``: packed (:func:`pack`) or bare (written before packing)."""
+    if not blob.startswith(_PACKED):
+        return blob
+    size = int.from_bytes(blob[len(_PACKED) : len(_PACKED) + 8], "little")
+    view = memoryview(blob)[len(_PACKED) + 8 :]
+    return bytes(_ZSTD.decompress(view, decompressed_size=size, asbytes=True))
 
 
 def _cast(table: pa.Table, names: Iterable[str], to: pa.DataType) -> pa.Table:
@@ -228,7 +258,7 @@ def step(
         cached = _WHOLE_CACHE.pop(token, None)
         p = cached if cached is not None else args.restore(params, engine)
     result = run(args, p, watermark_ms, _records(args, frames), now_ms)
-    engine = p.to_bytes()
+    engine = pack(p.to_bytes())
     if len(engine) > args.max_entry_bytes:
         raise StoreCapacityError(
             f"a bucket's state row would hold {len(engine):,} bytes, more than the "
@@ -460,7 +490,8 @@ META_SCHEMA = StructType(
         StructField("timer", LongType(), True),
     ]
 )
-#: The base snapshot: the engine's bytes in chunks of at most max_entry_bytes.
+#: The base snapshot: the packed engine snapshot (:func:`pack`) in chunks of at most
+#: max_entry_bytes.
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
 #: The log: one entry per call since the base (or several parts of one call's records), keyed
 #: by number; each names the entry before it (``prev``), so that a cached processor knows
@@ -589,8 +620,7 @@ class LogWindowsProcessor(_BucketProcessor):
                 if all(e is not None for e in entries) and _chained(entries, have.head, at.head):
                     self._replay(cached.processor, entries)
                     return cached.processor
-        engine = b"".join(row[0] for row in self.base.get())
-        p = _PROCESSORS[self.args.kind].from_bytes(engine, aggs=self.args.params.get("aggs", ()))
+        p = self.args.from_snapshot(unpack(b"".join(row[0] for row in self.base.get())))
         log = [entry for _, entry in sorted(self.log.iterator(), key=lambda kv: kv[0][0])]
         if len(log) != at.log_next or not _chained(log, at.base, at.head):
             raise RuntimeError(
@@ -616,14 +646,17 @@ class LogWindowsProcessor(_BucketProcessor):
             p.rejected()  # taken, as the call took them
 
     def _compact(self, p: WindowProcessor, at: _Position) -> None:
-        """Writes ``p`` as the bucket's new base snapshot and clears the log."""
-        engine = p.to_bytes()
+        """Writes ``p`` as the bucket's new base snapshot (packed) and clears the log."""
+        snapshot = p.to_bytes()
+        engine = pack(snapshot)
         size = self.args.max_entry_bytes
         self.base.put([(engine[i : i + size],) for i in range(0, len(engine), size)])
         if at.log_next:
             self.log.clear()
         at.base = at.head = _token()
-        at.base_bytes, at.log_next, at.log_bytes = len(engine), 0, 0
+        # The snapshot's own size: compaction keeps the cadence it had before packing (the log
+        # is replayed on the engine's state, whose size this is).
+        at.base_bytes, at.log_next, at.log_bytes = len(snapshot), 0, 0
 
     def _append(self, at: _Position, watermark: int, records: pa.Table | None) -> None:
         """Appends the call to the log: its records in parts of at most max_entry_bytes."""
