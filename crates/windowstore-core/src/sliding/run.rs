@@ -36,7 +36,8 @@
 //! classification, the same new windows with the same seeds, copied before the record joins
 //! them), the record merged into each window containing it as `merge(window, record)` (folded
 //! in place when every aggregate has a fixed width, which gives the merge's bytes), new windows
-//! built as `merge(seed, record)`, the seed or the record alone. Float sums add up in the
+//! built as `merge(seed, record)` (the seed copied and the record folded in, likewise), the
+//! seed or the record alone. Float sums add up in the
 //! step's order because the merges are the step's, in arrival order. The store counts what the
 //! step counts: a put per window rewritten and per new window put (twice when the previous
 //! record's right window is the record's left window, as the step puts it twice), no removes.
@@ -262,9 +263,26 @@ fn apply(
     }
     sc.fresh.clear();
     sc.fresh_at.clear();
+    let folds = step.aggs.folds_in_place();
     for n in &sc.news {
         let at = sc.fresh.len();
         match (n.seed, n.with_record) {
+            (Some(i), true) if folds => {
+                // The seed copied, then the record folded in: merge(seed, record)'s bytes.
+                let h = sc.held[i];
+                sc.fresh.extend_from_slice(&sc.states[h.at..h.at + h.len]);
+                step.aggs
+                    .fold_row(
+                        &mut sc.fresh[at..],
+                        (r.inputs, r.row),
+                        (t, r.seq),
+                        &mut sc.merged,
+                        Order::StateFirst,
+                    )
+                    .map_err(|e| {
+                        crate::agg::fill_overflow(e, step.keys.render(r.key), n.start, n.start + d)
+                    })?;
+            }
             (Some(i), true) => {
                 let h = sc.held[i];
                 step.merge(
@@ -285,7 +303,6 @@ fn apply(
     }
 
     // The record joins every window containing it, in start order (`Scratch::update`).
-    let folds = step.aggs.folds_in_place();
     for i in from..to {
         let h = &mut sc.held[i];
         h.time = h.time.max(t);
