@@ -271,17 +271,7 @@ fn apply(
                 // The seed copied, then the record folded in: merge(seed, record)'s bytes.
                 let h = sc.held[i];
                 sc.fresh.extend_from_slice(&sc.states[h.at..h.at + h.len]);
-                step.aggs
-                    .fold_row(
-                        &mut sc.fresh[at..],
-                        (r.inputs, r.row),
-                        (t, r.seq),
-                        &mut sc.merged,
-                        Order::StateFirst,
-                    )
-                    .map_err(|e| {
-                        crate::agg::fill_overflow(e, step.keys.render(r.key), n.start, n.start + d)
-                    })?;
+                fold_record(step, r, &mut sc.fresh[at..], &mut sc.merged, (n.start, d))?;
             }
             (Some(i), true) => {
                 let h = sc.held[i];
@@ -309,17 +299,7 @@ fn apply(
         h.changed = true;
         let state = &mut sc.states[h.at..h.at + h.len];
         if folds {
-            step.aggs
-                .fold_row(
-                    state,
-                    (r.inputs, r.row),
-                    (t, r.seq),
-                    &mut sc.merged,
-                    Order::StateFirst,
-                )
-                .map_err(|e| {
-                    crate::agg::fill_overflow(e, step.keys.render(r.key), h.start, h.start + d)
-                })?;
+            fold_record(step, r, state, &mut sc.merged, (h.start, d))?;
             continue;
         }
         sc.merged.clear();
@@ -361,4 +341,25 @@ fn apply(
     }
     outcome.puts += (to.saturating_sub(from) + sc.news.len()) as u64;
     Ok(())
+}
+
+/// Folds record `r` into `state`, the state of window `[start, start + D]` (`window`:
+/// `(start, D)`), in place: `merge(state, record)`'s bytes for fixed-width aggregates. An
+/// overflow names the key and the window.
+fn fold_record(
+    step: &Step<'_, SlidingSpec>,
+    r: &Record<'_, ()>,
+    state: &mut [u8],
+    scratch: &mut Vec<u8>,
+    (start, d): (i64, i64),
+) -> Result<()> {
+    step.aggs
+        .fold_row(
+            state,
+            (r.inputs, r.row),
+            (r.t, r.seq),
+            scratch,
+            Order::StateFirst,
+        )
+        .map_err(|e| crate::agg::fill_overflow(e, step.keys.render(r.key), start, start + d))
 }
