@@ -37,10 +37,10 @@
 //! them), the record merged into each window containing it as `merge(window, record)` (folded
 //! in place when every aggregate has a fixed width, which gives the merge's bytes), new windows
 //! built as `merge(seed, record)` (the seed copied and the record folded in, likewise), the
-//! seed or the record alone. Float sums add up in the
-//! step's order because the merges are the step's, in arrival order. The store counts what the
-//! step counts: a put per window rewritten and per new window put (twice when the previous
-//! record's right window is the record's left window, as the step puts it twice), no removes.
+//! seed or the record alone. Float sums add up in the step's order because the merges are the
+//! step's, in arrival order. The store counts what the step counts: a put per window rewritten
+//! and per new window put (twice when the previous record's right window is the record's left
+//! window, as the step puts it twice), no removes.
 
 use super::spec::SlidingSpec;
 use crate::agg::fold::Order;
@@ -343,9 +343,9 @@ fn apply(
     Ok(())
 }
 
-/// Folds record `r` into `state`, the state of window `[start, start + D]` (`window`:
-/// `(start, D)`), in place: `merge(state, record)`'s bytes for fixed-width aggregates. An
-/// overflow names the key and the window.
+/// Folds record `r` in place into `state`, the state of window `[start, start + d]`: the bytes
+/// of `merge(state, record)`, for fixed-width aggregates. An overflow names the key and the
+/// window.
 fn fold_record(
     step: &Step<'_, SlidingSpec>,
     r: &Record<'_, ()>,
