@@ -23,8 +23,9 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Aggregator {
     pub(crate) slots: Vec<Slot>,
-    /// Whether every segment has a fixed width (see [`Aggregator::folds_in_place`]).
-    pub(crate) fixed_width: bool,
+    /// Each slot's fold in place and segment width, when every segment has a fixed width
+    /// (see [`Aggregator::folds_in_place`]).
+    pub(crate) fixed: Option<Box<[super::fold::Fixed]>>,
 }
 
 impl Aggregator {
@@ -50,10 +51,11 @@ impl Aggregator {
             }
         }
         drop(names);
-        let fixed_width = slots
+        let fixed = slots
             .iter()
-            .all(|s| super::fold::fixed_width(&s.op).is_some());
-        Ok(Self { slots, fixed_width })
+            .map(|s| super::fold::Fixed::of(&s.op))
+            .collect();
+        Ok(Self { slots, fixed })
     }
 
     /// Output fields, one per spec, in spec order (name, type, nullable true except count).

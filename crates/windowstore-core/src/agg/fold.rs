@@ -8,13 +8,17 @@
 //! rule ([`keeps_second`]). [`Aggregator::fold_row`] with [`Order::StateFirst`] gives those of
 //! `merge(state, encode_row(record))`, the state first, as the sliding step merges a record
 //! into each window that contains it.
+//!
+//! Each slot's way of folding is chosen once, when the aggregator is made ([`Fixed`]): count,
+//! sums, and min/max of numbers, times and dates read the record's word and fold it with no
+//! call per slot, which the streaming processors pay per record and per window.
 
 use super::aggregator::Aggregator;
 use super::inputs::Inputs;
 use super::kind::Kind;
-use super::slot::{Op, Slot};
+use super::slot::Op;
 use super::state::{
-    add_f64, best_is_second, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
+    add_f64, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
 };
 use super::value::Value;
 use crate::Result;
@@ -35,10 +39,57 @@ pub(crate) fn fixed_width(op: &Op) -> Option<usize> {
     }
 }
 
+/// How [`Aggregator::fold_row`] folds a record into one slot's segment, chosen once when the
+/// aggregator is made: the common functions get their own arm, read the record's word
+/// directly and compare words, with no [`Value`] and no call per slot; the rest go through
+/// [`fold_segment`]. Both give `merge`'s bytes.
+#[derive(Debug, Clone, Copy)]
+enum FoldOp {
+    Count,
+    /// A sum of an integer kind.
+    SumInt(Kind),
+    /// A sum of a float kind.
+    SumFloat(Kind),
+    /// `min` (`max: false`) or `max` of a word kind.
+    Best {
+        max: bool,
+        kind: Kind,
+    },
+    /// Any other fixed-width function (`mean`, `min`/`max` of booleans, `first`, `last`).
+    Other,
+}
+
+/// One slot of an aggregator whose segments all have a fixed width: its fold and width.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fixed {
+    op: FoldOp,
+    width: usize,
+}
+
+impl Fixed {
+    /// The fold of a slot of `op`, if its segments have a fixed width.
+    pub(crate) fn of(op: &Op) -> Option<Fixed> {
+        let width = fixed_width(op)?;
+        let op = match *op {
+            Op::Count => FoldOp::Count,
+            Op::Sum(kind) if kind.is_integer() => FoldOp::SumInt(kind),
+            Op::Sum(kind) => FoldOp::SumFloat(kind),
+            Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
+                FoldOp::Best {
+                    max: matches!(op, Op::Max(_)),
+                    kind,
+                }
+            }
+            _ => FoldOp::Other,
+        };
+        Some(Fixed { op, width })
+    }
+}
+
 impl Aggregator {
     /// Whether every state of this aggregator has one size ([`Self::fold_row`] applies).
     pub(crate) fn folds_in_place(&self) -> bool {
-        self.fixed_width
+        self.fixed.is_some()
     }
 
     /// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
@@ -62,30 +113,57 @@ impl Aggregator {
         if state.first() != Some(&VERSION) {
             return Err(super::codec::corrupt("state version"));
         }
-        self.each_segment(state, |i, slot, _, seg| {
-            let value = inputs.value(i, row);
-            fold_segment(&slot.op, value, stamp, seg, scratch, order)
-        })
-    }
-
-    /// Calls `f` with each slot's index, the slot, the offset of its segment in `state` and the
-    /// segment (mutable),
-    /// for a state of fixed-width segments; the walk both folds share. Errors: a segment of no
-    /// fixed width, or a state shorter or longer than its segments.
-    fn each_segment(
-        &self,
-        state: &mut [u8],
-        mut f: impl FnMut(usize, &Slot, usize, &mut [u8]) -> Result<()>,
-    ) -> Result<()> {
+        let fixed = self
+            .fixed
+            .as_deref()
+            .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
+        let state_first = order == Order::StateFirst;
         let mut at = 1;
-        for (i, slot) in self.slots.iter().enumerate() {
-            let width = fixed_width(&slot.op)
-                .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
+        for (i, (slot, f)) in self.slots.iter().zip(fixed).enumerate() {
             let seg = state
-                .get_mut(at..at + width)
+                .get_mut(at..at + f.width)
                 .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
-            f(i, slot, at, seg)?;
-            at += width;
+            at += f.width;
+            match f.op {
+                FoldOp::Count => {
+                    let n = u64_at(seg, 0)?;
+                    seg[..8].copy_from_slice(&1u64.saturating_add(n).to_le_bytes());
+                }
+                FoldOp::SumInt(kind) => {
+                    let word = inputs.word(i, row);
+                    fold_int_sum(kind, word, seg, state_first)?;
+                }
+                FoldOp::SumFloat(kind) => {
+                    let word = inputs.word(i, row);
+                    let (fa, sa) = (
+                        if word.is_some() { SEEN } else { 0 },
+                        word.map_or(-0.0, |w| float_term(kind, w)),
+                    );
+                    let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
+                    seg[0] = (fa | fb) & SEEN;
+                    seg[1..9].copy_from_slice(&add_f64(sa, sb).to_le_bytes());
+                }
+                FoldOp::Best { max, kind } => {
+                    let word = inputs.word(i, row);
+                    let held = match seg[0] {
+                        0 => None,
+                        _ => Some(u64_at(seg, 1)?),
+                    };
+                    let record_wins = if state_first {
+                        best_word_is_second(max, kind, held, word)
+                    } else {
+                        !best_word_is_second(max, kind, word, held)
+                    };
+                    if record_wins {
+                        seg[0] = u8::from(word.is_some());
+                        seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
+                    }
+                }
+                FoldOp::Other => {
+                    let value = inputs.value(i, row);
+                    fold_segment(&slot.op, value, stamp, seg, scratch, order)?;
+                }
+            }
         }
         if at != state.len() {
             return Err(super::codec::corrupt("state longer than its segments"));
@@ -104,7 +182,8 @@ pub(crate) enum Order {
 }
 
 /// Folds one record (value `value`, stamp `(time, seq)`) into `seg`, a segment of `op` of
-/// fixed width, in place, with `merge`'s arithmetic in `order`; `record` is a reused buffer.
+/// fixed width that [`FoldOp`] has no arm for (`mean`, `min`/`max` of booleans, `first`,
+/// `last`), in place, with `merge`'s arithmetic in `order`; `record` is a reused buffer.
 fn fold_segment(
     op: &Op,
     value: Value<'_>,
@@ -119,34 +198,6 @@ fn fold_segment(
         _ => None,
     };
     match *op {
-        Op::Count => {
-            let n = u64_at(seg, 0)?;
-            seg[..8].copy_from_slice(&1u64.saturating_add(n).to_le_bytes());
-        }
-        Op::Sum(kind) if kind.is_integer() => {
-            let (fa, sa) = (
-                if word.is_some() { SEEN } else { 0 },
-                word.map_or(0, |w| int_term(kind, w)),
-            );
-            let (fb, sb) = (seg[0], i128_at(seg, 1)?);
-            // An overflowed merge keeps its first operand's sum.
-            let (flags, sum) = match sa.checked_add(sb) {
-                Some(sum) => (fa | fb, sum),
-                None => (fa | fb | OVERFLOWED, if state_first { sb } else { sa }),
-            };
-            seg[0] = flags & (SEEN | OVERFLOWED);
-            seg[1..17].copy_from_slice(&sum.to_le_bytes());
-        }
-        Op::Sum(kind) => {
-            let (fa, sa) = (
-                if word.is_some() { SEEN } else { 0 },
-                word.map_or(-0.0, |w| float_term(kind, w)),
-            );
-            let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
-            seg[0] = (fa | fb) & SEEN;
-            let sum = add_f64(sa, sb);
-            seg[1..9].copy_from_slice(&sum.to_le_bytes());
-        }
         Op::Mean(kind) if kind.is_integer() => {
             let sa = word.map_or(0, |w| int_term(kind, w));
             let (sb, nb) = (i128_at(seg, 0)?, u64_at(seg, 16)?);
@@ -161,23 +212,6 @@ fn fold_segment(
             seg[..8].copy_from_slice(&sum.to_le_bytes());
             let n = u64::from(word.is_some()).saturating_add(nb);
             seg[8..16].copy_from_slice(&n.to_le_bytes());
-        }
-        Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
-            // Segment: `u8` present, the 8-byte word (zeros if absent).
-            let a = word.map_or(Value::Null, Value::Word);
-            let b = match seg[0] {
-                0 => Value::Null,
-                _ => Value::Word(u64_at(seg, 1)?),
-            };
-            let record_wins = if state_first {
-                best_is_second(op, kind, b, a)
-            } else {
-                !best_is_second(op, kind, a, b)
-            };
-            if record_wins {
-                seg[0] = u8::from(word.is_some());
-                seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
-            }
         }
         _ => {
             record.clear();
@@ -196,6 +230,38 @@ fn fold_segment(
         }
     }
     Ok(())
+}
+
+/// Folds a record's word (`None`: null) into `seg`, a segment of an integer sum of `kind`.
+#[inline]
+fn fold_int_sum(kind: Kind, word: Option<u64>, seg: &mut [u8], state_first: bool) -> Result<()> {
+    let (fa, sa) = (
+        if word.is_some() { SEEN } else { 0 },
+        word.map_or(0, |w| int_term(kind, w)),
+    );
+    let (fb, sb) = (seg[0], i128_at(seg, 1)?);
+    // An overflowed merge keeps its first operand's sum.
+    let (flags, sum) = match sa.checked_add(sb) {
+        Some(sum) => (fa | fb, sum),
+        None => (fa | fb | OVERFLOWED, if state_first { sb } else { sa }),
+    };
+    seg[0] = flags & (SEEN | OVERFLOWED);
+    seg[1..17].copy_from_slice(&sum.to_le_bytes());
+    Ok(())
+}
+
+/// [`super::state::best_is_second`] for `min` (`max: false`) or `max` of word kind `kind`, on words (`None`:
+/// null): whether the merge of `a` and `b`, in that order, keeps `b`. A null is never the
+/// best of two; of equal values `max` keeps the second, `min` the first.
+#[inline]
+fn best_word_is_second(max: bool, kind: Kind, a: Option<u64>, b: Option<u64>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) if max => Value::Word(x).less(Value::Word(y), kind),
+        (Some(x), Some(y)) => Value::Word(y).less(Value::Word(x), kind),
+        (None, Some(_)) => true,
+        (None, None) => max,
+        (Some(_), None) => false,
+    }
 }
 
 fn u64_at(seg: &[u8], at: usize) -> Result<u64> {

@@ -10,7 +10,7 @@
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::aggregator::{kind, Aggregator};
@@ -19,18 +19,18 @@ use super::native::{dispatch_word, Num};
 use super::slot::Op;
 use super::value::Value;
 
-/// Reads the word of a row of a primitive column (its native value as [`Num::to_word`]).
-type ReadWord = Box<dyn Fn(usize) -> u64 + Send + Sync>;
-
 /// One slot's input column, resolved.
 enum Input {
     /// `count`, a column the batch lacks, or one of another type: every row reads as null.
     Null,
-    /// A word-kind column: its length, validity and typed values.
+    /// A word-kind column: its length, validity and each row's word ([`Num::to_word`]). A
+    /// column of 8-byte values is its own words (the same bits), shared, not copied; a
+    /// narrower one is widened once per batch. Reading a row is then an index, with no call
+    /// through a pointer per record and slot.
     Word {
         len: usize,
         nulls: Option<NullBuffer>,
-        read: ReadWord,
+        words: ScalarBuffer<u64>,
     },
     /// A boolean column.
     Bool {
@@ -59,6 +59,19 @@ impl std::fmt::Debug for Inputs {
 }
 
 impl Inputs {
+    /// The word of slot `slot` at row `row`, `None` for a null (or a slot that is not of a
+    /// word kind): [`Self::value`] of a word-kind slot, small enough to inline into a fold.
+    #[inline]
+    pub(crate) fn word(&self, slot: usize, row: usize) -> Option<u64> {
+        match self.slots.get(slot) {
+            Some(Input::Word { len, nulls, words }) => {
+                let null = row >= *len || nulls.as_ref().is_some_and(|n| n.is_null(row));
+                (!null).then(|| words[row])
+            }
+            _ => None,
+        }
+    }
+
     /// The value of slot `slot` at row `row` (null for a slot out of range).
     #[inline]
     pub(crate) fn value(&self, slot: usize, row: usize) -> Value<'_> {
@@ -67,11 +80,11 @@ impl Inputs {
         };
         match self.slots.get(slot) {
             None | Some(Input::Null) => Value::Null,
-            Some(Input::Word { len, nulls, read }) => {
+            Some(Input::Word { len, nulls, words }) => {
                 if is_null(*len, nulls) {
                     Value::Null
                 } else {
-                    Value::Word(read(row))
+                    Value::Word(words[row])
                 }
             }
             Some(Input::Bool { values, nulls }) => {
@@ -111,14 +124,11 @@ fn resolve(column: &ArrayRef, data_type: &DataType, kind: Kind) -> Input {
         Kind::Signed | Kind::Unsigned | Kind::F32 | Kind::F64 => dispatch_word!(
             data_type,
             |T| match column.as_primitive_opt::<T>() {
-                Some(a) => {
-                    let values = a.values().clone();
-                    Input::Word {
-                        len: a.len(),
-                        nulls: a.nulls().cloned(),
-                        read: Box::new(move |row| values[row].to_word()),
-                    }
-                }
+                Some(a) => Input::Word {
+                    len: a.len(),
+                    nulls: a.nulls().cloned(),
+                    words: words_of(a.values()),
+                },
                 None => Input::Null,
             },
             _ => Input::Null
@@ -134,5 +144,16 @@ fn resolve(column: &ArrayRef, data_type: &DataType, kind: Kind) -> Input {
             array: column.clone(),
             data_type: data_type.clone(),
         },
+    }
+}
+
+/// The words of `values` ([`Num::to_word`] of each): the same buffer for 8-byte values (an
+/// `i64`, `u64` or `f64` is its word bit for bit), a widened copy for narrower ones.
+fn words_of<T: ArrowNativeType + Num>(values: &ScalarBuffer<T>) -> ScalarBuffer<u64> {
+    if std::mem::size_of::<T>() == 8 {
+        // Sliced to the array already; 8-byte values are 8-byte aligned, as `u64`s need.
+        ScalarBuffer::new(values.inner().clone(), 0, values.len())
+    } else {
+        values.iter().map(|&v| v.to_word()).collect()
     }
 }
