@@ -20,7 +20,7 @@ use super::slot::Op;
 use super::state::{
     add_f64, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
 };
-use super::value::Value;
+use super::value::{word_less, Value};
 use crate::Result;
 
 /// The width of a segment of `op`, if every state of it has the same.
@@ -256,8 +256,8 @@ fn fold_int_sum(kind: Kind, word: Option<u64>, seg: &mut [u8], state_first: bool
 #[inline]
 fn best_word_is_second(max: bool, kind: Kind, a: Option<u64>, b: Option<u64>) -> bool {
     match (a, b) {
-        (Some(x), Some(y)) if max => Value::Word(x).less(Value::Word(y), kind),
-        (Some(x), Some(y)) => Value::Word(y).less(Value::Word(x), kind),
+        (Some(x), Some(y)) if max => word_less(x, y, kind),
+        (Some(x), Some(y)) => word_less(y, x, kind),
         (None, Some(_)) => true,
         (None, None) => max,
         (Some(_), None) => false,

@@ -91,17 +91,24 @@ impl<'a> Value<'a> {
     /// are never before anything; floats as in [`super::native`]).
     pub(crate) fn less(self, other: Self, kind: Kind) -> bool {
         match (self, other) {
-            (Self::Word(a), Self::Word(b)) => match kind {
-                Kind::Unsigned => a < b,
-                Kind::F32 => f32::from_word(a).key() < f32::from_word(b).key(),
-                Kind::F64 => f64::from_word(a).key() < f64::from_word(b).key(),
-                _ => (a as i64) < (b as i64),
-            },
+            (Self::Word(a), Self::Word(b)) => word_less(a, b, kind),
             (Self::Bool(a), Self::Bool(b)) => !a & b,
             (Self::Bytes(a), Self::Bytes(b)) => a < b,
             (Self::Null, _) => false,
             (_, Self::Null) => true,
             _ => false,
         }
+    }
+}
+
+/// Whether word `a` sorts strictly before word `b`, both of word kind `kind` ([`Value::less`]
+/// of two words; floats as in [`super::native`]).
+#[inline]
+pub(crate) fn word_less(a: u64, b: u64, kind: Kind) -> bool {
+    match kind {
+        Kind::Unsigned => a < b,
+        Kind::F32 => f32::from_word(a).key() < f32::from_word(b).key(),
+        Kind::F64 => f64::from_word(a).key() < f64::from_word(b).key(),
+        _ => (a as i64) < (b as i64),
     }
 }
