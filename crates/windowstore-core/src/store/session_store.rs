@@ -563,9 +563,7 @@ impl SessionStore {
                     })
             })
             .collect();
-        found.sort_unstable_by(|a, b| {
-            (a.session.end, a.session.start, a.key).cmp(&(b.session.end, b.session.start, b.key))
-        });
+        sort_by_end(&mut found);
         found
     }
 
@@ -744,6 +742,27 @@ impl SessionStore {
             self.sessions -= n;
             self.counters.expired_sessions += n;
         }
+    }
+}
+
+/// Sorts `sessions` by (end, start, key): by the two integers first, then the key bytes only
+/// within a run of equal windows (rare: sessions of different keys seldom share both ends), so
+/// that the sort's comparisons are of integers, with no call to compare bytes.
+fn sort_by_end(sessions: &mut [KeyedSession<'_>]) {
+    let window = |s: &KeyedSession<'_>| (s.session.end, s.session.start);
+    sessions.sort_unstable_by_key(window);
+    let mut from = 0;
+    while from < sessions.len() {
+        let w = window(&sessions[from]);
+        let to = from
+            + sessions[from..]
+                .iter()
+                .take_while(|s| window(s) == w)
+                .count();
+        if to - from > 1 {
+            sessions[from..to].sort_unstable_by_key(|s| s.key);
+        }
+        from = to;
     }
 }
 
