@@ -546,23 +546,28 @@ impl SessionStore {
     }
 
     fn scan_by_end(&self, bounds: SessionBounds) -> Vec<KeyedSession<'_>> {
-        let mut found: Vec<KeyedSession<'_>> = self
+        // Room for every session of the segments read, at most: growing the vector as it
+        // fills copied it over and over (a call's closing windows number in the 100,000s).
+        let most: usize = self
             .segments
             .search(bounds.earliest_end, bounds.latest_end)
-            .flat_map(|segment| {
-                segment
-                    .iter_by_end(bounds.earliest_end, bounds.latest_end)
-                    .filter(move |(_, e)| bounds.contains(e.start, e.end))
-                    .map(move |(id, e)| KeyedSession {
+            .map(Segment::len)
+            .sum();
+        let mut found: Vec<KeyedSession<'_>> = Vec::with_capacity(most);
+        for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
+            for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
+                if bounds.contains(e.start, e.end) {
+                    found.push(KeyedSession {
                         key: self.keys.bytes(id),
                         session: Session {
                             start: e.start,
                             end: e.end,
                             value: segment.value(e),
                         },
-                    })
-            })
-            .collect();
+                    });
+                }
+            }
+        }
         sort_by_end(&mut found);
         found
     }
