@@ -158,6 +158,18 @@ impl Aggregator {
     /// Errors: an integer `sum` that does not fit Int64 ([`Error::Schema`] naming the column);
     /// an [`Error::InvalidWindowSpec`] with parameter `state` for corrupted states.
     pub fn finish(&self, states: &[&[u8]]) -> Result<Vec<ArrayRef>> {
+        if let Some(fixed) = self.fixed.as_deref() {
+            let width = 1 + fixed.iter().map(|f| f.width()).sum::<usize>();
+            if states.iter().all(|s| s.len() == width && s[0] == VERSION) {
+                return super::finish::finish_fixed(&self.slots, fixed, states);
+            }
+            // A state of another length or version: the walk names what is wrong.
+        }
+        self.finish_walk(states)
+    }
+
+    /// [`Self::finish`] by walking each state's segments in turn, for any aggregator.
+    pub(crate) fn finish_walk(&self, states: &[&[u8]]) -> Result<Vec<ArrayRef>> {
         let mut segments: Vec<Vec<&[u8]>> = self
             .slots
             .iter()

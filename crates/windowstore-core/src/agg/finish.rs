@@ -2,13 +2,17 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, Float64Array, Int64Array, ListArray, PrimitiveArray,
+};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
 use super::build::build;
-use super::codec::Reader;
+use super::codec::{corrupt, Reader};
+use super::fold::Fixed;
 use super::kind::Kind;
+use super::native::{dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::state::{read_best, read_stamped, Stamped, OVERFLOWED, SEEN};
 use super::value::Value;
@@ -24,6 +28,62 @@ pub(crate) fn sum_overflow(slot: &Slot, sum: Option<i128>) -> Error {
              cast the column to Float64 to sum it approximately"
         ),
     )
+}
+
+/// [`super::Aggregator::finish`] of states whose segments all have a fixed width, each state
+/// checked to be of the aggregator's length and version: each slot's segments are cut at
+/// their fixed offsets instead of walked state by state, and `min`/`max` of words build their
+/// array from the words directly. The arrays are those of the walk.
+pub(crate) fn finish_fixed(
+    slots: &[Slot],
+    fixed: &[Fixed],
+    states: &[&[u8]],
+) -> Result<Vec<ArrayRef>> {
+    let mut out = Vec::with_capacity(slots.len());
+    let mut at = 1;
+    for (slot, f) in slots.iter().zip(fixed) {
+        let segments: Vec<&[u8]> = states.iter().map(|s| &s[at..at + f.width()]).collect();
+        at += f.width();
+        out.push(match slot.op {
+            Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
+                best_words(&slot.data_type, &segments)?
+            }
+            _ => finish_slot(slot, &segments)?,
+        });
+    }
+    Ok(out)
+}
+
+/// The array of `min`/`max` segments of a word kind (a presence byte, then the word), of
+/// `data_type`, NaNs canonical: what [`build`] gives from their values.
+fn best_words(data_type: &DataType, segments: &[&[u8]]) -> Result<ArrayRef> {
+    let word = |seg: &[u8]| -> Result<Option<u64>> {
+        match seg {
+            [0, ..] => Ok(None),
+            [_, w @ ..] => {
+                Ok(Some(u64::from_le_bytes(w.try_into().map_err(|_| {
+                    corrupt("a min/max segment of the wrong width")
+                })?)))
+            }
+            [] => Err(corrupt("an empty min/max segment")),
+        }
+    };
+    Ok(dispatch_word!(
+        data_type,
+        |T| {
+            let array = segments
+                .iter()
+                .map(|s| Ok(word(s)?.map(|w| <T as ArrowPrimitiveType>::Native::from_word(w).canon())))
+                .collect::<Result<PrimitiveArray<T>>>()?;
+            Arc::new(array.with_data_type(data_type.clone())) as ArrayRef
+        },
+        _ => {
+            return Err(Error::schema(
+                "",
+                format!("type {data_type} is not an aggregation value type"),
+            ))
+        }
+    ))
 }
 
 /// The output array of `slot`, one row per segment (each a segment of `slot.op`).

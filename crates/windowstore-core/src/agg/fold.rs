@@ -84,6 +84,11 @@ impl Fixed {
         };
         Some(Fixed { op, width })
     }
+
+    /// The width of the slot's segment.
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
 }
 
 impl Aggregator {

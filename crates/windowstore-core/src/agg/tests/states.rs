@@ -238,6 +238,8 @@ fn edgy_f64() -> impl Strategy<Value = Option<f64>> {
     prop_oneof![
         Just(None),
         Just(Some(f64::NAN)),
+        // A NaN of another sign and payload: output arrays carry the canonical one.
+        Just(Some(f64::from_bits(0xfff8_0000_0000_0001))),
         Just(Some(-0.0)),
         Just(Some(0.0)),
         Just(Some(f64::INFINITY)),
@@ -309,6 +311,20 @@ proptest! {
             agg.merge(&merged_after, &one, &mut out).expect("merge");
             merged_after = out;
             prop_assert_eq!(&after, &merged_after, "state first, after row {}", row);
+        }
+        // Finishing cuts fixed states at their offsets: the same arrays (NaN bits included)
+        // or the same error (an integer sum beyond Int64) as walking them.
+        let states = [folded.as_slice(), after.as_slice(), merged.as_slice()];
+        match (agg.finish(&states), agg.finish_walk(&states)) {
+            (Ok(cut), Ok(walked)) => {
+                prop_assert_eq!(cut.len(), walked.len());
+                for (c, w) in cut.iter().zip(&walked) {
+                    let (c, w) = (c.to_data(), w.to_data());
+                    prop_assert_eq!(&c, &w);
+                    prop_assert_eq!(c.buffers(), w.buffers());
+                }
+            }
+            (cut, walked) => prop_assert_eq!(cut.map(|_| ()).map_err(|e| e.to_string()), walked.map(|_| ()).map_err(|e| e.to_string())),
         }
     }
 }
