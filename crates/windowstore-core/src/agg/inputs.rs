@@ -65,8 +65,7 @@ impl Inputs {
     pub(crate) fn word(&self, slot: usize, row: usize) -> Option<u64> {
         match self.slots.get(slot) {
             Some(Input::Word { len, nulls, words }) => {
-                let null = row >= *len || nulls.as_ref().is_some_and(|n| n.is_null(row));
-                (!null).then(|| words[row])
+                (!is_null(row, *len, nulls)).then(|| words[row])
             }
             _ => None,
         }
@@ -75,20 +74,11 @@ impl Inputs {
     /// The value of slot `slot` at row `row` (null for a slot out of range).
     #[inline]
     pub(crate) fn value(&self, slot: usize, row: usize) -> Value<'_> {
-        let is_null = |len: usize, nulls: &Option<NullBuffer>| {
-            row >= len || nulls.as_ref().is_some_and(|n| n.is_null(row))
-        };
         match self.slots.get(slot) {
             None | Some(Input::Null) => Value::Null,
-            Some(Input::Word { len, nulls, words }) => {
-                if is_null(*len, nulls) {
-                    Value::Null
-                } else {
-                    Value::Word(words[row])
-                }
-            }
+            Some(Input::Word { .. }) => self.word(slot, row).map_or(Value::Null, Value::Word),
             Some(Input::Bool { values, nulls }) => {
-                if is_null(values.len(), nulls) {
+                if is_null(row, values.len(), nulls) {
                     Value::Null
                 } else {
                     Value::Bool(values.value(row))
@@ -99,6 +89,13 @@ impl Inputs {
             }
         }
     }
+}
+
+/// Whether `row` of a column of `len` rows with validity `nulls` reads as null (a row past the
+/// end does).
+#[inline]
+fn is_null(row: usize, len: usize, nulls: &Option<NullBuffer>) -> bool {
+    row >= len || nulls.as_ref().is_some_and(|n| n.is_null(row))
 }
 
 impl Aggregator {
