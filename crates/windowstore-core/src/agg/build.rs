@@ -54,30 +54,39 @@ pub(crate) fn build(data_type: &DataType, values: &[Value<'_>], canon: bool) -> 
         DataType::LargeUtf8 => Arc::new(LargeStringArray::from(strings()?)),
         DataType::Binary => Arc::new(values.iter().map(bytes).collect::<BinaryArray>()),
         DataType::LargeBinary => Arc::new(values.iter().map(bytes).collect::<LargeBinaryArray>()),
-        dt => dispatch_word!(
-            dt,
-            |T| {
-                let array: PrimitiveArray<T> = values
-                    .iter()
-                    .map(|v| {
-                        word(v).map(|w| {
-                            let x = <T as arrow_array::ArrowPrimitiveType>::Native::from_word(w);
-                            if canon {
-                                x.canon()
-                            } else {
-                                x
-                            }
-                        })
-                    })
-                    .collect();
-                Arc::new(array.with_data_type(dt.clone())) as ArrayRef
-            },
-            _ => {
-                return Err(Error::schema(
-                    "",
-                    format!("type {dt} is not an aggregation value type"),
-                ))
-            }
-        ),
+        dt => return build_words(dt, values.iter().map(word), canon),
     })
+}
+
+/// An array of word data type `data_type` holding `words` (`None`: null), [`Num::from_word`]
+/// of each; with `canon`, float NaNs as the canonical NaN. Any other data type is an error.
+pub(crate) fn build_words(
+    data_type: &DataType,
+    words: impl Iterator<Item = Option<u64>>,
+    canon: bool,
+) -> Result<ArrayRef> {
+    Ok(dispatch_word!(
+        data_type,
+        |T| {
+            let array: PrimitiveArray<T> = words
+                .map(|w| {
+                    w.map(|w| {
+                        let x = <T as arrow_array::ArrowPrimitiveType>::Native::from_word(w);
+                        if canon {
+                            x.canon()
+                        } else {
+                            x
+                        }
+                    })
+                })
+                .collect();
+            Arc::new(array.with_data_type(data_type.clone())) as ArrayRef
+        },
+        _ => {
+            return Err(Error::schema(
+                "",
+                format!("type {data_type} is not an aggregation value type"),
+            ))
+        }
+    ))
 }

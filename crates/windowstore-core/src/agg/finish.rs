@@ -2,17 +2,14 @@
 
 use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, Float64Array, Int64Array, ListArray, PrimitiveArray,
-};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
-use super::build::build;
-use super::codec::{corrupt, Reader};
+use super::build::{build, build_words};
+use super::codec::Reader;
 use super::fold::Fixed;
 use super::kind::Kind;
-use super::native::{dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::state::{read_best, read_stamped, Stamped, OVERFLOWED, SEEN};
 use super::value::Value;
@@ -45,8 +42,8 @@ pub(crate) fn finish_fixed(
         let segments: Vec<&[u8]> = states.iter().map(|s| &s[at..at + f.width()]).collect();
         at += f.width();
         out.push(match slot.op {
-            Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
-                best_words(&slot.data_type, &segments)?
+            Op::Min(kind) | Op::Max(kind) if f.best_of_words() => {
+                best_words(slot, kind, &segments)?
             }
             _ => finish_slot(slot, &segments)?,
         });
@@ -54,36 +51,17 @@ pub(crate) fn finish_fixed(
     Ok(out)
 }
 
-/// The array of `min`/`max` segments of a word kind (a presence byte, then the word), of
-/// `data_type`, NaNs canonical: what [`build`] gives from their values.
-fn best_words(data_type: &DataType, segments: &[&[u8]]) -> Result<ArrayRef> {
-    let word = |seg: &[u8]| -> Result<Option<u64>> {
-        match seg {
-            [0, ..] => Ok(None),
-            [_, w @ ..] => {
-                Ok(Some(u64::from_le_bytes(w.try_into().map_err(|_| {
-                    corrupt("a min/max segment of the wrong width")
-                })?)))
-            }
-            [] => Err(corrupt("an empty min/max segment")),
-        }
-    };
-    Ok(dispatch_word!(
-        data_type,
-        |T| {
-            let array = segments
-                .iter()
-                .map(|s| Ok(word(s)?.map(|w| <T as ArrowPrimitiveType>::Native::from_word(w).canon())))
-                .collect::<Result<PrimitiveArray<T>>>()?;
-            Arc::new(array.with_data_type(data_type.clone())) as ArrayRef
-        },
-        _ => {
-            return Err(Error::schema(
-                "",
-                format!("type {data_type} is not an aggregation value type"),
-            ))
-        }
-    ))
+/// The array of `min`/`max` segments of word kind `kind`: their words straight into the
+/// array, with no [`Value`] per row in between; what [`finish_slot`] gives.
+fn best_words(slot: &Slot, kind: Kind, segments: &[&[u8]]) -> Result<ArrayRef> {
+    let words = segments
+        .iter()
+        .map(|s| match read_best(kind, &mut Reader::new(s))? {
+            Value::Word(w) => Ok(Some(w)),
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<Option<u64>>>>()?;
+    build_words(&slot.data_type, words.into_iter(), true)
 }
 
 /// The output array of `slot`, one row per segment (each a segment of `slot.op`).

@@ -89,6 +89,12 @@ impl Fixed {
     pub(crate) fn width(&self) -> usize {
         self.width
     }
+
+    /// Whether the slot is `min` or `max` of a word kind (its segment a presence byte and a
+    /// word).
+    pub(crate) fn best_of_words(&self) -> bool {
+        matches!(self.op, FoldOp::Best { .. })
+    }
 }
 
 impl Aggregator {
