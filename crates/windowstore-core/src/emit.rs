@@ -61,6 +61,115 @@ pub struct Change {
     pub delete: bool,
 }
 
+/// A call's output rows, column by column: the keys and states of all rows in one buffer
+/// each, rather than two allocations per row (a call in `final` mode emits one to two sliding
+/// windows per record).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rows {
+    keys: Vec<u8>,
+    /// Where each row's key ends in `keys` (it starts where the previous one ends).
+    key_ends: Vec<usize>,
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+    times: Vec<i64>,
+    states: Vec<u8>,
+    /// Where each row's state ends in `states`.
+    state_ends: Vec<usize>,
+    deletes: Vec<bool>,
+}
+
+impl Rows {
+    /// Room for `n` more rows (their keys and states grow as needed).
+    pub fn reserve(&mut self, n: usize) {
+        self.key_ends.reserve(n);
+        self.starts.reserve(n);
+        self.ends.reserve(n);
+        self.times.reserve(n);
+        self.state_ends.reserve(n);
+        self.deletes.reserve(n);
+    }
+
+    /// Appends a row: window `[start, end]` of `key` with output time `time` and aggregate
+    /// `state`, a delete or an upsert (or a final row).
+    pub fn push(
+        &mut self,
+        key: &[u8],
+        (start, end, time): (i64, i64, i64),
+        state: &[u8],
+        delete: bool,
+    ) {
+        self.keys.extend_from_slice(key);
+        self.key_ends.push(self.keys.len());
+        self.starts.push(start);
+        self.ends.push(end);
+        self.times.push(time);
+        self.states.extend_from_slice(state);
+        self.state_ends.push(self.states.len());
+        self.deletes.push(delete);
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+
+    /// The rows' keys, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        slices(&self.keys, &self.key_ends)
+    }
+
+    /// The rows' aggregate states, in order.
+    pub fn states(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        slices(&self.states, &self.state_ends)
+    }
+
+    /// The window starts.
+    pub fn starts(&self) -> &[i64] {
+        &self.starts
+    }
+
+    /// The window ends.
+    pub fn ends(&self) -> &[i64] {
+        &self.ends
+    }
+
+    /// The output times.
+    pub fn times(&self) -> &[i64] {
+        &self.times
+    }
+
+    /// Which rows are deletes.
+    pub fn deletes(&self) -> &[bool] {
+        &self.deletes
+    }
+}
+
+impl From<Vec<Change>> for Rows {
+    fn from(changes: Vec<Change>) -> Self {
+        let mut rows = Rows::default();
+        rows.reserve(changes.len());
+        for c in &changes {
+            rows.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
+        }
+        rows
+    }
+}
+
+/// The pieces of `bytes` that `ends` cuts it into, in order.
+fn slices<'a>(bytes: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut from = 0;
+    ends.iter().map(move |&to| {
+        let piece = &bytes[from..to];
+        from = to;
+        piece
+    })
+}
+
 type Window = (Vec<u8>, i64, i64);
 
 /// The changes of one batch, in the order they happened: the order of the records that made
@@ -204,5 +313,44 @@ mod tests {
         log.push(change(0, 0, 1, true), false);
         assert_eq!(log.take().len(), 2);
         assert!(EmitMode::parse("eventually").is_err());
+    }
+
+    #[test]
+    fn rows_keep_each_row_whole_and_in_order() {
+        // Keys and states of different lengths, an empty one among them: each row gets its
+        // own bytes back, as the changes they were made from.
+        let changes = vec![
+            Change {
+                key: b"ab".to_vec(),
+                state: vec![],
+                ..change(1, 4, 0, false)
+            },
+            Change {
+                key: vec![],
+                time: 3,
+                ..change(2, 5, 7, true)
+            },
+            Change {
+                key: b"xyz".to_vec(),
+                state: vec![1, 2, 3],
+                ..change(-9, 9, 0, false)
+            },
+        ];
+        let rows = Rows::from(changes.clone());
+        assert_eq!(rows.len(), 3);
+        let keys: Vec<&[u8]> = rows.keys().collect();
+        assert_eq!(keys, [&b"ab"[..], b"", b"xyz"]);
+        let states: Vec<&[u8]> = rows.states().collect();
+        assert_eq!(states, [&[][..], &[7], &[1, 2, 3]]);
+        assert_eq!(rows.starts(), [1, 2, -9]);
+        assert_eq!(rows.ends(), [4, 5, 9]);
+        assert_eq!(rows.times(), [4, 3, 9]);
+        assert_eq!(rows.deletes(), [false, true, false]);
+        let mut pushed = Rows::default();
+        for c in &changes {
+            pushed.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
+        }
+        assert_eq!(pushed, rows);
+        assert!(Rows::default().is_empty());
     }
 }

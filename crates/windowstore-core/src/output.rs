@@ -9,7 +9,7 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 
 use crate::agg::Aggregator;
-use crate::emit::Change;
+use crate::emit::Rows;
 use crate::input::{KeyCodec, TimeColumn};
 use crate::{Error, Result};
 
@@ -85,23 +85,24 @@ impl OutputBuilder {
         keys: &KeyCodec,
         time: &TimeColumn,
         aggs: &Aggregator,
-        rows: &[Change],
+        rows: &Rows,
     ) -> Result<RecordBatch> {
         if rows.is_empty() {
             return Ok(RecordBatch::new_empty(self.schema.clone()));
         }
-        let mut columns: Vec<ArrayRef> = keys.decode(rows.iter().map(|c| c.key.as_slice()))?;
-        columns.push(time.to_array(rows.iter().map(|c| c.start).collect()));
-        columns.push(time.to_array(rows.iter().map(|c| c.end).collect()));
+        let mut columns: Vec<ArrayRef> = keys.decode(rows.keys())?;
+        columns.push(time.to_array(rows.starts().to_vec()));
+        columns.push(time.to_array(rows.ends().to_vec()));
         if self.layout.time.is_some() {
-            columns.push(time.to_array(rows.iter().map(|c| c.time).collect()));
+            columns.push(time.to_array(rows.times().to_vec()));
         }
-        let states: Vec<&[u8]> = rows.iter().map(|c| c.state.as_slice()).collect();
+        let states: Vec<&[u8]> = rows.states().collect();
         columns.extend(aggs.finish(&states)?);
         if self.layout.op {
             columns.push(Arc::new(StringArray::from_iter_values(
-                rows.iter()
-                    .map(|c| if c.delete { "delete" } else { "upsert" }),
+                rows.deletes()
+                    .iter()
+                    .map(|&d| if d { "delete" } else { "upsert" }),
             )));
         }
         RecordBatch::try_new(self.schema.clone(), columns).map_err(Error::arrow("building output"))

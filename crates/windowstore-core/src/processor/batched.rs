@@ -45,7 +45,7 @@
 use super::kind::WindowKind;
 use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
-use crate::emit::EmitMode;
+use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
 use crate::{Error, Result};
 use arrow_array::RecordBatch;
@@ -207,7 +207,7 @@ impl<K: WindowKind> Processor<K> {
             std::mem::take(&mut step.finals)
         } else {
             // Each record's changes were stamped with its arrival number: back in record order.
-            step.changelog.take()
+            Rows::from(step.changelog.take())
         };
         life.latest_end = step.latest_end;
         counters.emitted += rows.len() as u64;

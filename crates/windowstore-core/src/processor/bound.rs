@@ -6,7 +6,7 @@ use arrow_schema::SchemaRef;
 
 use super::kind::WindowKind;
 use crate::agg::{AggSpec, Aggregator};
-use crate::emit::{Change, EmitMode};
+use crate::emit::{EmitMode, Rows};
 use crate::input::{plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::{Error, Result, SessionStore};
@@ -49,7 +49,7 @@ impl<K: WindowKind> Bound<K> {
     }
 
     /// The output batch of `rows`.
-    pub fn build(&self, rows: &[Change]) -> Result<RecordBatch> {
+    pub fn build(&self, rows: &Rows) -> Result<RecordBatch> {
         self.output
             .build(&self.input.keys, &self.input.time, &self.aggs, rows)
     }

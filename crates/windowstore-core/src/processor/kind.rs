@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use arrow_schema::TimeUnit;
 
 use super::step::{Record, Step};
-use crate::emit::{Change, EmitMode};
+use crate::emit::{EmitMode, Rows};
 use crate::input::time::TimeProblem;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
@@ -169,8 +169,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         Ok(())
     }
 
-    /// A held window as a final output row.
-    fn final_row(window: &KeyedSession<'_>) -> Change;
+    /// Appends a held window to `rows` as a final output row.
+    fn final_row(window: &KeyedSession<'_>, rows: &mut Rows);
 
     /// Writes the parameters into snapshot metadata.
     fn write_meta(&self, w: &mut MetaWriter<'_>);

@@ -34,7 +34,7 @@ pub use step::{Record, Step};
 
 use crate::agg::inputs::Inputs;
 use crate::agg::AggSpec;
-use crate::emit::EmitMode;
+use crate::emit::{EmitMode, Rows};
 use crate::input::keys::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
@@ -289,14 +289,14 @@ impl<K: WindowKind> Processor<K> {
             self.life.flushed = true;
             return Ok(None);
         };
-        let rows: Vec<_> = if self.kind.emit() == EmitMode::Final {
-            pending(&bound.store, self.life.emitted_below, i64::MAX)
-                .iter()
-                .map(|(_, window)| K::final_row(window))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let mut rows = Rows::default();
+        if self.kind.emit() == EmitMode::Final {
+            let due = pending(&bound.store, self.life.emitted_below, i64::MAX);
+            rows.reserve(due.len());
+            for (_, window) in &due {
+                K::final_row(window, &mut rows);
+            }
+        }
         let out = bound.build(&rows)?;
         then(&out)?;
         self.life.flushed = true;
@@ -486,7 +486,7 @@ impl<K: WindowKind> Processor<K> {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
         } else {
-            step.changelog.take()
+            Rows::from(step.changelog.take())
         };
         counters.emitted += rows.len() as u64;
         let out = bound.build(&rows)?;

@@ -7,7 +7,7 @@ use super::kind::WindowKind;
 use super::lifecycle::Lifecycle;
 use crate::agg::inputs::Inputs;
 use crate::agg::{fill_overflow, Aggregator};
-use crate::emit::{Change, Changelog, EmitMode};
+use crate::emit::{Changelog, EmitMode, Rows};
 use crate::input::KeyCodec;
 use crate::store::session_store::PutOutcome;
 use crate::{Result, SessionStore};
@@ -45,7 +45,7 @@ pub struct Step<'a, K: WindowKind> {
     /// The changelog of the call (changelog modes).
     pub changelog: Changelog,
     /// Final windows emitted by the call (final mode).
-    pub finals: Vec<Change>,
+    pub finals: Rows,
     /// Every window whose closing bound lies below this has been emitted (final mode).
     pub emitted_below: i64,
     /// The largest window end put so far (see `Lifecycle::latest_end`); a kind that cares
@@ -71,7 +71,7 @@ impl<'a, K: WindowKind> Step<'a, K> {
             mode,
             close: i64::MIN,
             changelog: Changelog::new(mode),
-            finals: Vec::new(),
+            finals: Rows::default(),
             emitted_below: life.emitted_below,
             latest_end: life.latest_end,
             counters,
@@ -94,8 +94,10 @@ impl<'a, K: WindowKind> Step<'a, K> {
             return;
         }
         let due = super::pending(self.store, self.emitted_below, self.close - 1);
-        self.finals
-            .extend(due.iter().map(|(_, window)| K::final_row(window)));
+        self.finals.reserve(due.len());
+        for (_, window) in &due {
+            K::final_row(window, &mut self.finals);
+        }
         self.emitted_below = self.close;
     }
 

@@ -30,7 +30,7 @@ use arrow_schema::TimeUnit;
 use super::complete::capped_ticks;
 use super::kind::{change, SessionCounters};
 use super::spec::{OnInvalid, Resolved, SessionSpec};
-use crate::emit::{Change, EmitMode};
+use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
@@ -424,11 +424,11 @@ impl WindowKind for CappedSessionSpec {
         Ok(())
     }
 
-    fn final_row(s: &KeyedSession<'_>) -> Change {
+    fn final_row(s: &KeyedSession<'_>, rows: &mut Rows) {
         // A value the store holds was written by this kind or checked on restore.
         let (end, state) =
             parse(s.session.value).map_or((s.session.start, &[][..]), |v| (v.end, v.state));
-        change(s.key, s.session.start, end, state.to_vec(), false)
+        rows.push(s.key, (s.session.start, end, end), state, false);
     }
 
     fn write_meta(&self, w: &mut MetaWriter<'_>) {

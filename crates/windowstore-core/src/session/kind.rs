@@ -31,7 +31,7 @@ use super::run::RunScratch;
 use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::agg::append::Place;
 use crate::agg::fill_overflow;
-use crate::emit::{Change, Changelog, EmitMode};
+use crate::emit::{Change, Changelog, EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
@@ -285,9 +285,9 @@ impl WindowKind for SessionSpec {
         Ok(())
     }
 
-    fn final_row(s: &KeyedSession<'_>) -> Change {
+    fn final_row(s: &KeyedSession<'_>, rows: &mut Rows) {
         let (end, agg_state) = state::split(s.session.value);
-        change(s.key, s.session.start, end, agg_state.to_vec(), false)
+        rows.push(s.key, (s.session.start, end, end), agg_state, false);
     }
 
     fn write_meta(&self, w: &mut MetaWriter<'_>) {

@@ -42,7 +42,7 @@ use arrow_schema::TimeUnit;
 
 use super::check_record;
 use super::spec::{Resolved, SlidingSpec};
-use crate::emit::{Change, EmitMode};
+use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
@@ -187,16 +187,14 @@ impl WindowKind for SlidingSpec {
         Ok(())
     }
 
-    fn final_row(s: &KeyedSession<'_>) -> Change {
+    fn final_row(s: &KeyedSession<'_>, rows: &mut Rows) {
         let (time, agg_state) = state::split(s.session.value);
-        Change {
-            key: s.key.to_vec(),
-            start: s.session.start,
-            end: s.session.end,
-            time,
-            state: agg_state.to_vec(),
-            delete: false,
-        }
+        rows.push(
+            s.key,
+            (s.session.start, s.session.end, time),
+            agg_state,
+            false,
+        );
     }
 
     fn write_meta(&self, w: &mut MetaWriter<'_>) {
