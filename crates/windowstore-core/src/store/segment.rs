@@ -434,6 +434,28 @@ impl Segment {
         self.arena.len() - self.garbage
     }
 
+    /// An empty segment with room for the sessions of `like`: the keys it holds and its
+    /// value bytes, so that filling it grows neither its map nor its arena.
+    pub fn sized_like(like: &Segment) -> Self {
+        Self {
+            by_key: HashMap::with_capacity(like.by_key.len()),
+            arena: Vec::with_capacity(like.arena.len()),
+            ..Self::default()
+        }
+    }
+
+    /// Empties the segment as a new one, keeping the memory of its map and arena.
+    pub fn clear(&mut self) {
+        self.by_key.clear();
+        self.arena.clear();
+        self.garbage = 0;
+        self.sessions = 0;
+        self.bigs.clear();
+        self.free_bigs.clear();
+        self.txn = 0;
+        self.fresh_from = 0;
+    }
+
     /// Heap bytes held by the segment.
     pub fn heap_bytes(&self) -> usize {
         let spilled: usize = self
@@ -506,9 +528,11 @@ impl Segment {
         }
     }
 
-    /// Rewrites the arena with live values only.
+    /// Rewrites the arena with live values only, with room for as many bytes again: the garbage
+    /// the next compaction waits for (rewrites append), so that the arena does not grow by
+    /// doubling in between.
     fn compact(&mut self) {
-        let mut arena = Vec::with_capacity(self.arena_bytes());
+        let mut arena = Vec::with_capacity(2 * self.arena_bytes());
         for list in self.by_key.values_mut() {
             for e in list.iter_mut().filter(|e| e.len != BIG) {
                 let at = e.offset as usize;

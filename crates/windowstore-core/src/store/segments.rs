@@ -10,10 +10,17 @@ use std::ops::Bound;
 use super::segment::Segment;
 
 /// Segments indexed by id, each holding the sessions whose end falls in its interval.
+///
+/// New segments are made from the memory of expired ones: in a stream the store drops its
+/// oldest segment about as often as it starts a new one, of about the same size, and filling a
+/// new segment from nothing grew its map and arena again and again (copies, and fresh pages
+/// from the kernel).
 #[derive(Debug)]
 pub struct Segments {
     interval: i64,
     map: BTreeMap<i64, Segment>,
+    /// An expired segment, emptied, for the next new one ([`Self::recycle`]).
+    spare: Option<Segment>,
 }
 
 impl Segments {
@@ -23,6 +30,7 @@ impl Segments {
         Self {
             interval,
             map: BTreeMap::new(),
+            spare: None,
         }
     }
 
@@ -38,10 +46,40 @@ impl Segments {
     }
 
     /// The segment for `end`, created if missing. The caller has checked that `end` is live.
+    ///
+    /// A new segment is the spare one if there is one; else, past the newest segment, one with
+    /// the newest segment's room (the next time bucket of a stream holds about as much).
     #[inline]
     pub fn get_or_create(&mut self, end: i64) -> &mut Segment {
         let id = self.segment_id(end);
-        self.map.entry(id).or_default()
+        if !self.map.contains_key(&id) {
+            let new = match (self.spare.take(), self.map.last_key_value()) {
+                (Some(spare), _) => spare,
+                (None, Some((&newest, like))) if newest < id => Segment::sized_like(like),
+                (None, _) => Segment::default(),
+            };
+            self.map.insert(id, new);
+        }
+        self.map.get_mut(&id).expect("inserted above")
+    }
+
+    /// Keeps an expired `segment`'s memory for the next new one (the larger of it and the
+    /// spare already kept). The store has read and released what it held.
+    pub fn recycle(&mut self, mut segment: Segment) {
+        if self
+            .spare
+            .as_ref()
+            .is_some_and(|spare| spare.heap_bytes() >= segment.heap_bytes())
+        {
+            return;
+        }
+        segment.clear();
+        self.spare = Some(segment);
+    }
+
+    /// Heap bytes of the spare segment.
+    pub fn spare_heap_bytes(&self) -> usize {
+        self.spare.as_ref().map_or(0, Segment::heap_bytes)
     }
 
     /// The segment for `end`, if it exists.
@@ -168,5 +206,32 @@ mod tests {
         assert_eq!(s.expire(24).len(), 0);
         assert_eq!(s.expire(30).len(), 1);
         assert_eq!(s.iter().map(|(id, _)| id).collect::<Vec<_>>(), vec![3]);
+    }
+
+    #[test]
+    fn an_expired_segment_becomes_the_next_new_one_empty() {
+        let mut s = Segments::new(10);
+        for key in 0..100 {
+            s.get_or_create(5).put(key, 0, 5, &[7; 40]).unwrap();
+        }
+        let room = s.get(5).unwrap().heap_bytes();
+        for old in s.expire(10) {
+            s.recycle(old);
+        }
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.spare_heap_bytes(), room, "the spare keeps the memory");
+        // The next new segment is the spare: its memory, none of its sessions.
+        let new = s.get_or_create(25);
+        assert!(new.is_empty());
+        assert_eq!(new.iter().count(), 0);
+        assert_eq!(new.value_bytes(), 0);
+        assert!(new.put(3, 20, 25, b"v").unwrap());
+        assert_eq!(new.len(), 1);
+        assert_eq!(new.sessions_of(3).len(), 1);
+        assert_eq!(new.sessions_of(0).len(), 0);
+        assert_eq!(s.spare_heap_bytes(), 0);
+        // Without a spare, a segment past the newest has the newest one's room.
+        s.get_or_create(35).put(3, 30, 35, b"w").unwrap();
+        assert!(s.get(35).unwrap().heap_bytes() > 0);
     }
 }

@@ -673,7 +673,12 @@ impl SessionStore {
     /// Counters and sizes of the store.
     pub fn metrics(&self) -> StoreMetrics {
         let value_bytes: usize = self.segments.iter().map(|(_, s)| s.value_bytes()).sum();
-        let segment_bytes: usize = self.segments.iter().map(|(_, s)| s.heap_bytes()).sum();
+        let segment_bytes: usize = self
+            .segments
+            .iter()
+            .map(|(_, s)| s.heap_bytes())
+            .sum::<usize>()
+            + self.segments.spare_heap_bytes();
         StoreMetrics {
             live_sessions: self.sessions,
             live_keys: self.keys.len() as u64,
@@ -746,6 +751,7 @@ impl SessionStore {
             let n = segment.len() as u64;
             self.sessions -= n;
             self.counters.expired_sessions += n;
+            self.segments.recycle(segment);
         }
     }
 }
