@@ -18,11 +18,16 @@ Sliding (time difference 5 min, integer ms times; count, sum, min, max):
 - native: the left windows only, as rangeBetween(-D, 0) aggregates over a window by user;
 - windowstore.spark.sliding_windows: Kafka's full window set (left and right windows).
 
+--floor adds each plan without the engine, what Spark costs windowstore before any windowing:
+for sessions, the events read into Python in the input's partitions with nothing returned;
+for sliding, the shuffle by key, the events read into Python and as many rows returned as
+windowstore returns windows, made of the input's columns.
+
 Peak memory: the JVM (driver and executor are one process in local mode) and the Python
 workers, as VmHWM from /proc, reset before each run by writing 5 to /proc/PID/clear_refs.
 
 Run: python benches/bench_spark.py [--events 10000000] [--users 100000] [--repeat 3]
-     [--alternatives] [--batch 100000]
+     [--alternatives] [--batch 100000] [--floor]
 """
 
 from __future__ import annotations
@@ -162,6 +167,52 @@ def ours_sliding(df: DataFrame) -> DataFrame:
     return sliding_windows(df, key="user_id", time="ts_ms", time_difference=D_MS, aggs=AGGS)
 
 
+# ----------------------------------------------------------------------------- floors
+
+
+def _read_only(batches):  # type: ignore[no-untyped-def]
+    """Reads every batch, returns no row: the rows' trip to a Python worker, no engine."""
+    for _batch in batches:
+        pass
+    yield from ()
+
+
+def floor_sessions(df: DataFrame) -> DataFrame:
+    """The session plan's first step without the engine: the events to Python in the input's
+    own partitions (where the partial sessions are computed), nothing back."""
+    return df.mapInArrow(_read_only, "rows long")
+
+
+def _windows_like(per_event: float, batches):  # type: ignore[no-untyped-def]
+    """``per_event`` rows of the sliding windows' schema per input row, made of the input's
+    columns: the windows' trip back to the JVM, no engine."""
+    parts = [b for b in batches if b.num_rows]
+    if not parts:
+        return
+    t = pa.Table.from_batches(parts)
+    ts, amount = t["ts_ms"], t["amount"]
+    out = pa.table(
+        {
+            "user_id": t["user_id"],
+            "window_start": ts,
+            "window_end": ts,
+            "window_time": ts,
+            "count": ts,
+            "sum_amount": amount,
+            "min_amount": amount,
+            "max_amount": amount,
+        }
+    )
+    yield from out.to_batches()
+    yield from out.slice(0, round(out.num_rows * (per_event - 1))).to_batches()
+
+
+def floor_sliding(df: DataFrame, per_event: float, schema: str) -> DataFrame:
+    """The sliding plan without the engine: the shuffle by key, the events to Python, and as
+    many rows back as windowstore returns windows (``per_event`` per event)."""
+    return df.repartition("user_id").mapInArrow(partial(_windows_like, per_event), schema)
+
+
 # ----------------------------------------------------------------------------- checks
 
 
@@ -256,6 +307,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100_000, help="maxRecordsPerBatch")
     parser.add_argument("--alternatives", action="store_true", help="also designs (a), (b)")
     parser.add_argument("--no-sliding", action="store_true")
+    parser.add_argument(
+        "--floor", action="store_true", help="also each plan's Spark cost without the engine"
+    )
     args = parser.parse_args()
     os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
 
@@ -296,6 +350,8 @@ def main() -> None:
             ("native session_window", lambda: native_sessions(sessions_df)),
             ("windowstore (c: partials, shuffle, merge)", lambda: ours_sessions(sessions_df)),
         ]
+        if args.floor:
+            contenders.append(("floor: events to Python only", lambda: floor_sessions(sessions_df)))
         if args.alternatives:
             schema = ours_sessions(sessions_df).schema.simpleString()
             schema = schema[len("struct<") : -1].replace(":", " ")
@@ -307,7 +363,8 @@ def main() -> None:
                 contenders.append((name, partial(make, sessions_df, schema)))
         medians = timed(contenders, args.repeat, peaks)
         for (name, _), t in zip(contenders[1:], medians[1:], strict=True):
-            print(f"  ratio {name.split(' (')[0].split(' ')[0]} / native: {t / medians[0]:.2f}")
+            label = name.split(" (")[0].split(" ")[0].rstrip(":")
+            print(f"  ratio {label} / native: {t / medians[0]:.2f}")
         if args.alternatives:
             for batch in (10_000, 1_000_000):
                 spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch))
@@ -330,18 +387,23 @@ def main() -> None:
                 f"sliding (D = {D_MS // 60000} min): {full:,} windows (full set) from windowstore, "
                 f"{left:,} left windows from Spark, left windows equal"
             )
-            native, ours = timed(
-                [
+            contenders = [
+                ("native rangeBetween(-D, 0), left windows", lambda: native_sliding(sliding_df)),
+                ("windowstore sliding_windows, full set", lambda: ours_sliding(sliding_df)),
+            ]
+            if args.floor:
+                schema = ours_sliding(sliding_df).schema.simpleString()
+                schema = schema[len("struct<") : -1].replace(":", " ")
+                contenders.append(
                     (
-                        "native rangeBetween(-D, 0), left windows",
-                        lambda: native_sliding(sliding_df),
-                    ),
-                    ("windowstore sliding_windows, full set", lambda: ours_sliding(sliding_df)),
-                ],
-                args.repeat,
-                peaks,
-            )
-            print(f"  ratio windowstore / native: {ours / native:.2f}")
+                        "floor: shuffle, to Python, windows back",
+                        lambda: floor_sliding(sliding_df, full / args.events, schema),
+                    )
+                )
+            medians = timed(contenders, args.repeat, peaks)
+            print(f"  ratio windowstore / native: {medians[1] / medians[0]:.2f}")
+            if args.floor:
+                print(f"  ratio floor / native: {medians[2] / medians[0]:.2f}")
         spark.stop()
 
 
