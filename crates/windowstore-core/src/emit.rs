@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Error, Result};
+use crate::{Error, KeyedSession, Result};
 
 /// When windows are emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +79,10 @@ pub struct Rows {
 }
 
 impl Rows {
-    /// Room for `n` more rows (their keys and states grow as needed).
-    pub fn reserve(&mut self, n: usize) {
+    /// Room for `n` more rows, with `key_bytes` of keys and `state_bytes` of states in all.
+    pub fn reserve(&mut self, n: usize, key_bytes: usize, state_bytes: usize) {
+        self.keys.reserve(key_bytes);
+        self.states.reserve(state_bytes);
         self.key_ends.reserve(n);
         self.starts.reserve(n);
         self.ends.reserve(n);
@@ -147,12 +149,23 @@ impl Rows {
     pub fn deletes(&self) -> &[bool] {
         &self.deletes
     }
+
+    /// Room for the final rows of `windows`, held windows whose values are their states after
+    /// a prefix (the room of the prefixes is spare).
+    pub fn reserve_for<'a>(&mut self, windows: impl Iterator<Item = &'a KeyedSession<'a>>) {
+        let (n, key_bytes, value_bytes) = windows.fold((0, 0, 0), |(n, k, v), w| {
+            (n + 1, k + w.key.len(), v + w.session.value.len())
+        });
+        self.reserve(n, key_bytes, value_bytes);
+    }
 }
 
 impl From<Vec<Change>> for Rows {
     fn from(changes: Vec<Change>) -> Self {
         let mut rows = Rows::default();
-        rows.reserve(changes.len());
+        let key_bytes = changes.iter().map(|c| c.key.len()).sum();
+        let state_bytes = changes.iter().map(|c| c.state.len()).sum();
+        rows.reserve(changes.len(), key_bytes, state_bytes);
         for c in &changes {
             rows.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
         }

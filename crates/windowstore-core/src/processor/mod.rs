@@ -292,7 +292,7 @@ impl<K: WindowKind> Processor<K> {
         let mut rows = Rows::default();
         if self.kind.emit() == EmitMode::Final {
             let due = pending(&bound.store, self.life.emitted_below, i64::MAX);
-            rows.reserve(due.len());
+            rows.reserve_for(due.iter().map(|(_, w)| w));
             for (_, window) in &due {
                 K::final_row(window, &mut rows);
             }

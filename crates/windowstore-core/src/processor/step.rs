@@ -94,7 +94,7 @@ impl<'a, K: WindowKind> Step<'a, K> {
             return;
         }
         let due = super::pending(self.store, self.emitted_below, self.close - 1);
-        self.finals.reserve(due.len());
+        self.finals.reserve_for(due.iter().map(|(_, w)| w));
         for (_, window) in &due {
             K::final_row(window, &mut self.finals);
         }
