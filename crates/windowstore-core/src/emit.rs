@@ -160,19 +160,6 @@ impl Rows {
     }
 }
 
-impl From<Vec<Change>> for Rows {
-    fn from(changes: Vec<Change>) -> Self {
-        let mut rows = Rows::default();
-        let key_bytes = changes.iter().map(|c| c.key.len()).sum();
-        let state_bytes = changes.iter().map(|c| c.state.len()).sum();
-        rows.reserve(changes.len(), key_bytes, state_bytes);
-        for c in &changes {
-            rows.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
-        }
-        rows
-    }
-}
-
 /// The pieces of `bytes` that `ends` cuts it into, in order.
 fn slices<'a>(bytes: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
     let mut from = 0;
@@ -252,8 +239,9 @@ impl Changelog {
         !matches!(self.last.get(&(key.to_vec(), start, end)), Some(&(_, true)))
     }
 
-    /// The batch's changes, in order (coalesced in `updates` mode); empties the log.
-    pub fn take(&mut self) -> Vec<Change> {
+    /// The batch's changes as output rows, in order (coalesced in `updates` mode); empties the
+    /// log.
+    pub fn take(&mut self) -> Rows {
         self.last.clear();
         self.seq = 0;
         let mut changes: Vec<(u64, Change)> = self.changes.drain(..).flatten().collect();
@@ -261,13 +249,29 @@ impl Changelog {
             // Stable: a record's own changes keep the order they were pushed in.
             changes.sort_by_key(|(seq, _)| *seq);
         }
-        changes.into_iter().map(|(_, change)| change).collect()
+        let mut rows = Rows::default();
+        let key_bytes = changes.iter().map(|(_, c)| c.key.len()).sum();
+        let state_bytes = changes.iter().map(|(_, c)| c.state.len()).sum();
+        rows.reserve(changes.len(), key_bytes, state_bytes);
+        for (_, c) in &changes {
+            rows.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
+        }
+        rows
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `changes` as output rows, pushed one by one.
+    fn rows(changes: &[Change]) -> Rows {
+        let mut rows = Rows::default();
+        for c in changes {
+            rows.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
+        }
+        rows
+    }
 
     fn change(start: i64, end: i64, state: u8, delete: bool) -> Change {
         Change {
@@ -289,7 +293,7 @@ mod tests {
         log.push(change(9, 9, 1, true), false); // existed before the batch: kept
         log.push(change(0, 5, 3, false), false);
         let got = log.take();
-        assert_eq!(got, vec![change(9, 9, 1, true), change(0, 5, 3, false)]);
+        assert_eq!(got, rows(&[change(9, 9, 1, true), change(0, 5, 3, false)]));
         assert!(log.take().is_empty());
     }
 
@@ -349,21 +353,22 @@ mod tests {
                 ..change(-9, 9, 0, false)
             },
         ];
-        let rows = Rows::from(changes.clone());
-        assert_eq!(rows.len(), 3);
-        let keys: Vec<&[u8]> = rows.keys().collect();
-        assert_eq!(keys, [&b"ab"[..], b"", b"xyz"]);
-        let states: Vec<&[u8]> = rows.states().collect();
-        assert_eq!(states, [&[][..], &[7], &[1, 2, 3]]);
-        assert_eq!(rows.starts(), [1, 2, -9]);
-        assert_eq!(rows.ends(), [4, 5, 9]);
-        assert_eq!(rows.times(), [4, 3, 9]);
-        assert_eq!(rows.deletes(), [false, true, false]);
-        let mut pushed = Rows::default();
+        // In `changes` mode the log gives back every change as it was pushed.
+        let mut log = Changelog::new(EmitMode::Changes);
         for c in &changes {
-            pushed.push(&c.key, (c.start, c.end, c.time), &c.state, c.delete);
+            log.push(c.clone(), true);
         }
-        assert_eq!(pushed, rows);
+        let taken = log.take();
+        assert_eq!(taken, rows(&changes));
+        assert_eq!(taken.len(), 3);
+        let keys: Vec<&[u8]> = taken.keys().collect();
+        assert_eq!(keys, [&b"ab"[..], b"", b"xyz"]);
+        let states: Vec<&[u8]> = taken.states().collect();
+        assert_eq!(states, [&[][..], &[7], &[1, 2, 3]]);
+        assert_eq!(taken.starts(), [1, 2, -9]);
+        assert_eq!(taken.ends(), [4, 5, 9]);
+        assert_eq!(taken.times(), [4, 3, 9]);
+        assert_eq!(taken.deletes(), [false, true, false]);
         assert!(Rows::default().is_empty());
     }
 }

@@ -207,7 +207,7 @@ impl<K: WindowKind> Processor<K> {
             std::mem::take(&mut step.finals)
         } else {
             // Each record's changes were stamped with its arrival number: back in record order.
-            Rows::from(step.changelog.take())
+            step.changelog.take()
         };
         life.latest_end = step.latest_end;
         counters.emitted += rows.len() as u64;

@@ -486,7 +486,7 @@ impl<K: WindowKind> Processor<K> {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
         } else {
-            Rows::from(step.changelog.take())
+            step.changelog.take()
         };
         counters.emitted += rows.len() as u64;
         let out = bound.build(&rows)?;
