@@ -36,6 +36,9 @@ pub struct RunOutcome {
     pub removes: u64,
     /// The largest stored end put (store time must reach it).
     pub max_end: Option<i64>,
+    /// Records that met no window of their key (each made windows of its own): a run of such
+    /// records costs more than their record steps (see `processor::batched`).
+    pub isolated: u64,
 }
 
 /// The counters a window kind keeps beyond the processor's own.

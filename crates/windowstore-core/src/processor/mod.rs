@@ -101,6 +101,9 @@ pub struct Processor<K: WindowKind> {
     /// Calls that took the batched path since the processor was made or restored (not part of
     /// its state: a diagnostic).
     batched_calls: u64,
+    /// Calls left to take the record path because the last batched call found the keys sparse
+    /// (see `batched`; not part of the state: only the time of a call depends on it).
+    sparse_calls: u32,
 }
 
 /// A call's input, bound and checked, with the kind's counters after checking.
@@ -136,6 +139,7 @@ impl<K: WindowKind> Processor<K> {
             counters: Counters::default(),
             batched: true,
             batched_calls: 0,
+            sparse_calls: 0,
         })
     }
 
@@ -337,7 +341,13 @@ impl<K: WindowKind> Processor<K> {
             .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
         bound.store.begin();
-        let mut batched = self.batchable(&chunks, advance);
+        let sparse_calls = self.sparse_calls;
+        let mut batched = if sparse_calls > 0 {
+            self.sparse_calls -= 1;
+            false
+        } else {
+            self.batchable(&chunks, advance)
+        };
         let mut applied = if batched {
             self.apply_batched(&chunks, checked_counters)
         } else {
@@ -368,6 +378,7 @@ impl<K: WindowKind> Processor<K> {
                     b.store.rollback()?;
                 }
                 self.life.rollback(&life);
+                self.sparse_calls = sparse_calls;
                 Err(e)
             }
         }

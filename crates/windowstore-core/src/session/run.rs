@@ -61,6 +61,8 @@ pub(super) struct RunScratch {
     /// The key's windows the store holds among those read or written here.
     in_store: Vec<(i64, i64)>,
     met: Vec<usize>,
+    /// Records of the run that met no session.
+    isolated: u64,
     acc: Vec<u8>,
     merged: Vec<u8>,
     value: Vec<u8>,
@@ -88,6 +90,7 @@ pub(super) fn step_run(
     sc.held.clear();
     sc.states.clear();
     sc.in_store.clear();
+    sc.isolated = 0;
     // The key's id, looked up once: it stays the key's while the run works (puts go first).
     let id = step.store.key_id(key);
     let found = id
@@ -127,6 +130,7 @@ pub(super) fn step_run(
         outcome.removes += removes;
         outcome.max_end = outcome.max_end.max(Some(put_end));
     }
+    outcome.isolated = sc.isolated;
     let latest = records.iter().map(|r| r.t).max();
     step.latest_end = step.latest_end.max(latest);
 
@@ -195,6 +199,7 @@ fn apply(
     );
     match sc.met[..] {
         [] => {
+            sc.isolated += 1;
             sc.acc.clear();
             step.aggs
                 .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);

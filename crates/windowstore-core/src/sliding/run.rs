@@ -340,6 +340,7 @@ fn apply(
         outcome.max_end = outcome.max_end.max(Some(n.start + d));
     }
     outcome.puts += (to.saturating_sub(from) + sc.news.len()) as u64;
+    outcome.isolated += u64::from(to <= from);
     Ok(())
 }
 

@@ -488,3 +488,32 @@ fn an_overflow_in_the_sliding_batched_path_fails_the_call_as_the_record_path_doe
     );
     assert_eq!(fast.to_bytes().unwrap(), model.to_bytes().unwrap());
 }
+
+/// How many of ten calls of 5,000 records (200 keys, a key's records 200 ticks apart) take the
+/// batched path, for sessions with `gap` and sliding windows with `d`, each call's outcome
+/// compared with the record path's.
+fn batched_of_ten_calls(gap: i64, d: i64) -> (u64, u64) {
+    let recs = in_order(50_000, 200);
+    let sessions = compare(
+        &recs,
+        &[5_000],
+        GapSpec::Fixed(Duration::Ticks(gap)),
+        20,
+        (EmitMode::Final, true),
+        usize::MAX,
+    )
+    .unwrap();
+    let make = |batched: bool| sliding(d, 20, EmitMode::Final, batched, aggs(true));
+    let sliding = compare_kind(&recs, &[5_000], make, usize::MAX).unwrap();
+    (sessions, sliding)
+}
+
+#[test]
+fn sparse_keys_send_the_next_calls_down_the_record_path_then_the_batched_path_is_tried_again() {
+    // Each record a window of its own (gap and time difference 10, a key's records 200 apart):
+    // the first call is batched and finds that out, the next seven go record by record, the
+    // ninth is batched again, the tenth record by record.
+    assert_eq!(batched_of_ten_calls(10, 10), (2, 2));
+    // Records that share windows (gap and time difference 1,000): every call is batched.
+    assert_eq!(batched_of_ten_calls(1_000, 1_000), (10, 10));
+}
