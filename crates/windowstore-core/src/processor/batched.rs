@@ -38,9 +38,9 @@
 //!
 //! **Sparse keys.** A run costs a copy of its key's windows and a write-back, which pays only
 //! when its records share windows. When a key's records lie farther apart than the gap (or the
-//! time difference), each record makes windows of its own and the batched path ran 1.15 times
-//! the record path's time (1M records over 10k keys, a record every 100 ms, gap or time
-//! difference 30 s). So after a batched call of at least [`SPARSE_MIN_RECORDS`] records of
+//! time difference), each record makes windows of its own and the batched path ran 1.13 to 1.31
+//! times the record path's time (`benches/bench_sparse.py`: 1M records over 10k keys, a record
+//! every 100 ms, gap or time difference 30 s). So after a batched call of at least [`SPARSE_MIN_RECORDS`] records of
 //! which nearly all met no window of their key (the kinds count them, `RunOutcome::isolated`;
 //! a slice applied record by record counts whole), the next [`SPARSE_CALLS`] calls take the
 //! record path, then the batched path is tried again. Either path gives the same outcome, so

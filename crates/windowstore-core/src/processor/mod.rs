@@ -47,18 +47,20 @@ use lifecycle::Lifecycle;
 /// call back.
 pub type Then<'a> = dyn FnMut(&RecordBatch) -> Result<()> + Send + 'a;
 
-/// The held windows not emitted yet whose closing bound lies in `[emitted_below, latest]`,
-/// with that bound (the stored end: see [`WindowKind`]).
-pub(crate) fn pending(
+/// Appends to `rows`, as final rows, the held windows not emitted yet whose closing bound (the
+/// stored end: see [`WindowKind`]) lies in `[emitted_below, latest]`, in (end, start, key)
+/// order.
+pub(crate) fn emit_pending<K: WindowKind>(
     store: &SessionStore,
     emitted_below: i64,
     latest: i64,
-) -> Vec<(i64, KeyedSession<'_>)> {
-    store
-        .held_sessions_by_end(emitted_below, latest)
-        .into_iter()
-        .map(|s| (s.session.end, s))
-        .collect()
+    rows: &mut Rows,
+) {
+    let due = store.held_sessions_by_end(emitted_below, latest);
+    rows.reserve_for(due.iter());
+    for window in &due {
+        K::final_row(window, rows);
+    }
 }
 
 /// A processor's counters: its own, and its window kind's.
@@ -295,11 +297,7 @@ impl<K: WindowKind> Processor<K> {
         };
         let mut rows = Rows::default();
         if self.kind.emit() == EmitMode::Final {
-            let due = pending(&bound.store, self.life.emitted_below, i64::MAX);
-            rows.reserve_for(due.iter().map(|(_, w)| w));
-            for (_, window) in &due {
-                K::final_row(window, &mut rows);
-            }
+            emit_pending::<K>(&bound.store, self.life.emitted_below, i64::MAX, &mut rows);
         }
         let out = bound.build(&rows)?;
         then(&out)?;

@@ -93,11 +93,12 @@ impl<'a, K: WindowKind> Step<'a, K> {
         if self.close <= self.emitted_below {
             return;
         }
-        let due = super::pending(self.store, self.emitted_below, self.close - 1);
-        self.finals.reserve_for(due.iter().map(|(_, w)| w));
-        for (_, window) in &due {
-            K::final_row(window, &mut self.finals);
-        }
+        super::emit_pending::<K>(
+            self.store,
+            self.emitted_below,
+            self.close - 1,
+            &mut self.finals,
+        );
         self.emitted_below = self.close;
     }
 
