@@ -38,7 +38,7 @@ use crate::emit::{EmitMode, Rows};
 use crate::input::keys::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
-use crate::{Error, KeyedSession, Result, SessionStore, StoreMetrics};
+use crate::{Error, Result, SessionStore, StoreMetrics};
 use bound::Bound;
 use lifecycle::Lifecycle;
 
