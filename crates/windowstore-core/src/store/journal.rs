@@ -4,9 +4,11 @@
 //! must see what the records before it did), and a call can still fail after that (a `collect`
 //! under `fail` overflows, an output column cannot be built). While a journal is open, every
 //! change records its inverse here: a new session is removed again, a replaced or removed
-//! session (also one dropped by expiry) is put back with its old value. Rolling back replays the
-//! inverses newest first and restores store time and the counters, which leaves the store's
-//! contents, and so its snapshot bytes, exactly as they were when the journal was opened.
+//! session is put back with its old value. A segment that expires is not copied here: the store
+//! keeps it whole until the transaction ends, and a rollback puts it back first. Rolling back
+//! replays the inverses newest first and restores store time and the counters, which leaves the
+//! store's contents, and so its snapshot bytes, exactly as they were when the journal was
+//! opened.
 //!
 //! A session edited in place ([`super::SessionStore::amend`]: a record appended to a session)
 //! records only the inverse of the edit: the old bytes of the ranges it spliced and the window

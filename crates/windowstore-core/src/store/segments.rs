@@ -130,17 +130,26 @@ impl Segments {
         self.map.range_mut(range).map(|(_, s)| s)
     }
 
-    /// Removes every segment whose interval lies wholly before `min_live_end` and returns them.
-    pub fn expire(&mut self, min_live_end: i64) -> Vec<Segment> {
+    /// Removes every segment whose interval lies wholly before `min_live_end` and returns
+    /// them with their ids, oldest first.
+    pub fn expire(&mut self, min_live_end: i64) -> Vec<(i64, Segment)> {
         let first_live = self.segment_id(min_live_end);
         match self.map.first_key_value() {
             Some((&first, _)) if first < first_live => {}
             _ => return Vec::new(),
         }
         let live = self.map.split_off(&first_live);
-        std::mem::replace(&mut self.map, live)
-            .into_values()
-            .collect()
+        std::mem::replace(&mut self.map, live).into_iter().collect()
+    }
+
+    /// Puts back segment `id` as [`Self::expire`] returned it (a rolled-back expiry). No
+    /// segment of that id may exist: expiry only moves forward, so none is made after it.
+    pub fn reinstate(&mut self, id: i64, segment: Segment) {
+        let previous = self.map.insert(id, segment);
+        debug_assert!(
+            previous.is_none(),
+            "segment {id} was made again after it expired"
+        );
     }
 
     /// Drops the segment for `end` if it holds no session any more.
@@ -215,7 +224,7 @@ mod tests {
             s.get_or_create(5).put(key, 0, 5, &[7; 40]).unwrap();
         }
         let room = s.get(5).unwrap().heap_bytes();
-        for old in s.expire(10) {
+        for (_, old) in s.expire(10) {
             s.recycle(old);
         }
         assert_eq!(s.len(), 0);

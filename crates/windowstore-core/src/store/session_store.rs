@@ -40,6 +40,12 @@ pub struct SessionStore {
     counters: Counters,
     /// The undo log of the open transaction, if any.
     journal: Option<Box<Journal>>,
+    /// The segments that expired in the open transaction, with their ids, whole: their
+    /// sessions still hold their keys, so that a rollback puts the segments back as they were
+    /// and only a commit releases the keys and recycles the memory. Journaling each expired
+    /// session instead copied every expired value (a sliding stream expires two windows a
+    /// record).
+    expired: Vec<(i64, Segment)>,
     /// Value bytes written by puts and in-place edits, and bytes journaled for undo, since the
     /// store was made (not snapshotted): the cost of the writes, for tests of growth.
     bytes_written: u64,
@@ -74,6 +80,7 @@ impl SessionStore {
             sessions: 0,
             counters: Counters::default(),
             journal: None,
+            expired: Vec::new(),
             spare: None,
             bytes_written: 0,
             bytes_journaled: 0,
@@ -83,6 +90,7 @@ impl SessionStore {
     /// Opens a transaction: from now on every change is journaled until [`Self::commit`] or
     /// [`Self::rollback`]. An open transaction is replaced (its changes become permanent).
     pub fn begin(&mut self) {
+        self.settle_expired();
         let mut journal = self.spare.take().unwrap_or_default();
         journal.reopen(self.store_time, self.sessions, self.counters);
         self.journal = Some(journal);
@@ -92,6 +100,23 @@ impl SessionStore {
     pub fn commit(&mut self) {
         let journal = self.journal.take();
         self.keep_spare(journal);
+        self.settle_expired();
+    }
+
+    /// Makes the expiry of the segments held by the closing transaction final: their keys are
+    /// released and their memory kept for new segments.
+    fn settle_expired(&mut self) {
+        for (_, segment) in std::mem::take(&mut self.expired) {
+            self.release_expired(segment);
+        }
+    }
+
+    /// Releases the keys of an expired segment's sessions and keeps its memory.
+    fn release_expired(&mut self, segment: Segment) {
+        for (id, _) in segment.iter() {
+            self.keys.release(id);
+        }
+        self.segments.recycle(segment);
     }
 
     fn keep_spare(&mut self, journal: Option<Box<Journal>>) {
@@ -107,8 +132,13 @@ impl SessionStore {
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
-        // Store time first, so that what comes back is live again.
+        // Store time first, so that what comes back is live again; then the segments that
+        // expired, as they were when they did: no later change touched them (they were gone),
+        // and the entries older than their expiry undo what the call did to them before.
         self.store_time = journal.store_time;
+        for (id, segment) in std::mem::take(&mut self.expired) {
+            self.segments.reinstate(id, segment);
+        }
         for (entry, key, old) in journal.newest_first() {
             match entry.undo {
                 Undo::Remove => {
@@ -741,17 +771,15 @@ impl SessionStore {
             return;
         }
         self.store_time = Some(end);
-        for segment in self.segments.expire(self.min_live_end()) {
-            for (id, e) in segment.iter() {
-                if let Some(journal) = self.journal.as_deref_mut() {
-                    journal.held(self.keys.bytes(id), e.start, e.end, segment.value(e));
-                }
-                self.keys.release(id);
-            }
+        for (id, segment) in self.segments.expire(self.min_live_end()) {
             let n = segment.len() as u64;
             self.sessions -= n;
             self.counters.expired_sessions += n;
-            self.segments.recycle(segment);
+            if self.journal.is_some() {
+                self.expired.push((id, segment));
+            } else {
+                self.release_expired(segment);
+            }
         }
     }
 }

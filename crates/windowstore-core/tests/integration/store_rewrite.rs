@@ -154,3 +154,110 @@ fn repeated_rewrites_roll_back_to_the_start() {
     store.rollback().unwrap();
     assert_eq!(bytes(&store), before);
 }
+
+/// What a store holds, without its memory figures (a transaction keeps buffers and segments
+/// for reuse): sessions, keys, segments, value bytes and counters.
+fn held(store: &SessionStore) -> [u64; 9] {
+    let m = store.metrics();
+    [
+        m.live_sessions,
+        m.live_keys,
+        m.segments,
+        m.key_bytes,
+        m.value_bytes,
+        m.puts,
+        m.removes,
+        m.expired_puts,
+        m.expired_sessions,
+    ]
+}
+
+/// Applies the non-transaction ops of `ops` to `store`.
+fn apply(store: &mut SessionStore, ops: &[Op]) {
+    let (mut out, mut edits) = (Vec::new(), Edits::default());
+    for op in ops {
+        match op {
+            Op::Put(k, s, e, v) => {
+                store.put(KEYS[*k as usize], *s, *e, v).unwrap();
+            }
+            Op::Remove(k, s, e) => {
+                store.remove(KEYS[*k as usize], *s, *e);
+            }
+            Op::Rewrite(k, earliest_end, latest_start, add, grow) => {
+                store
+                    .rewrite_sessions(
+                        KEYS[*k as usize],
+                        *earliest_end,
+                        *latest_start,
+                        &mut out,
+                        |_, _, old, out| {
+                            rewritten(old, *add, *grow, out);
+                            Ok(())
+                        },
+                    )
+                    .unwrap();
+            }
+            Op::Amend(k, s, e, to, bytes) => {
+                edits.clear();
+                edits.push(0, 1, bytes);
+                store
+                    .amend(KEYS[*k as usize], (*s, *e), (*to, *e), &edits)
+                    .unwrap();
+            }
+            Op::Begin | Op::Commit | Op::Rollback => {}
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(crate::common::cases(1_000))]
+
+    /// Store time jumps within a transaction (`jump`) so that whole segments expire in it:
+    /// a rollback leaves the bytes and everything the store counts as before the transaction
+    /// (the expired segments come back, their keys still known), and a commit leaves what the
+    /// same changes leave without a transaction (the expired sessions' keys forgotten).
+    #[test]
+    fn segments_that_expire_in_a_transaction_come_back_on_rollback_and_go_on_commit(
+        retention in 1i64..150,
+        interval in proptest::option::of(1i64..60),
+        before in proptest::collection::vec(op(), 0..30),
+        during in proptest::collection::vec(op(), 0..30),
+        jump in 0i64..400,
+        after in proptest::collection::vec(op(), 0..10),
+    ) {
+        let mut during = during;
+        // A put far ahead, then more changes (late ones now expired and refused).
+        during.insert(during.len() / 2, Op::Put(1, jump, jump, vec![7]));
+        let mut store = SessionStore::new(retention, interval).unwrap();
+        let mut plain = SessionStore::new(retention, interval).unwrap();
+        apply(&mut store, &before);
+        apply(&mut plain, &before);
+        let (bytes_before, held_before) = (bytes(&store), held(&store));
+
+        store.begin();
+        apply(&mut store, &during);
+        store.rollback().unwrap();
+        prop_assert_eq!(bytes(&store), bytes_before);
+        prop_assert_eq!(held(&store), held_before);
+        // The rolled-back store goes on as the one that never ran the transaction.
+        apply(&mut store, &after);
+        let mut twin = SessionStore::new(retention, interval).unwrap();
+        apply(&mut twin, &before);
+        apply(&mut twin, &after);
+        prop_assert_eq!(bytes(&store), bytes(&twin));
+        prop_assert_eq!(held(&store), held(&twin));
+
+        let mut committed = SessionStore::new(retention, interval).unwrap();
+        apply(&mut committed, &before);
+        committed.begin();
+        apply(&mut committed, &during);
+        committed.commit();
+        apply(&mut plain, &during);
+        prop_assert_eq!(bytes(&committed), bytes(&plain));
+        prop_assert_eq!(held(&committed), held(&plain));
+        apply(&mut committed, &after);
+        apply(&mut plain, &after);
+        prop_assert_eq!(bytes(&committed), bytes(&plain));
+        prop_assert_eq!(held(&committed), held(&plain));
+    }
+}
