@@ -11,10 +11,10 @@
 //! without a copy ([`Segment::detach`] / [`Segment::attach`]).
 //!
 //! [`Segment::rewrite`] replaces the values of a key's sessions in one pass over its list (a
-//! sliding record updates every window of its key that contains it). Under a journal it copies
-//! a value on its first rewrite in a transaction: the old bytes go to the journal once, the new
-//! ones to the end of the arena, past `fresh_from`; a later rewrite in the same transaction
-//! finds the value there, knows the journal already holds what undoes it, and writes in place.
+//! sliding record updates every window of its key that contains it), in place when the length
+//! stays. Under a journal the old bytes of a value go to the journal on its first rewrite in a
+//! transaction only: the entry is then stamped with the transaction, and a later rewrite in it
+//! finds the stamp and knows the journal already holds what undoes it.
 
 use hashbrown::HashMap;
 use smallvec::SmallVec;
@@ -31,7 +31,10 @@ const MIN_COMPACTION_BYTES: usize = 4096;
 pub const BIG_VALUE_BYTES: usize = 256;
 
 /// The `len` of an entry whose value is a buffer of its own (`offset` indexes `bigs`).
-const BIG: u32 = u32::MAX;
+const BIG: u16 = u16::MAX;
+
+// An arena value's length fits an entry's `len` below `BIG`.
+const _: () = assert!(BIG_VALUE_BYTES < BIG as usize);
 
 /// A stored session: its window and where its value lies in the segment's arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +44,10 @@ pub struct Entry {
     /// Session start (inclusive).
     pub start: i64,
     offset: u32,
-    len: u32,
+    len: u16,
+    /// The segment's `stamp` when a rewrite journaled the whole value in the segment's
+    /// transaction (0: never; see [`Segment::rewrite`]).
+    stamp: u16,
 }
 
 /// The sessions of one key in one segment, sorted by `(end, start)`.
@@ -57,13 +63,13 @@ pub struct Segment {
     /// The buffers of large values; a free one is empty and listed in `free_bigs`.
     bigs: Vec<Vec<u8>>,
     free_bigs: Vec<u32>,
-    /// The transaction [`Self::rewrite`] last ran under, and the arena length when it first
-    /// did: a non-empty value of an entry at or past `fresh_from` was written in that transaction by a
-    /// change whose journal entry restores the session whole (a put, or a rewrite). Every
-    /// other way of writing to the arena (in-place edits, attach, compaction) moves
-    /// `fresh_from` to the arena's end, so that nothing it wrote passes for journaled.
+    /// The transaction [`Self::rewrite`] last ran under, and the stamp it gave it: an entry
+    /// stamped with `stamp` had its whole value journaled by a rewrite in that transaction.
+    /// Each new transaction takes the next stamp; when the stamps wrap around, every entry's
+    /// stamp is cleared first, so that no old stamp passes for the new transaction's. An
+    /// in-place edit, journaled as splices, clears its entry's stamp.
     txn: u64,
-    fresh_from: usize,
+    stamp: u16,
 }
 
 /// What [`Segment::rewrite`] did: sessions rewritten and value bytes written.
@@ -127,6 +133,7 @@ impl Segment {
                         start,
                         offset: 0,
                         len: 0,
+                        stamp: 0,
                     },
                 );
                 self.sessions += 1;
@@ -176,6 +183,8 @@ impl Segment {
         let list = self.by_key.get_mut(&key).expect("list exists");
         list[i].offset = offset;
         list[i].len = len;
+        // Journaled as splices, not whole: a later rewrite must journal the value again.
+        list[i].stamp = 0;
         if to != from {
             let mut e = list.remove(i);
             (e.start, e.end) = to;
@@ -184,8 +193,6 @@ impl Segment {
         }
         // After the entry has its new place: compaction moves what the entries address.
         self.compact_if_worth_it();
-        // Journaled as splices, not whole: no value here passes for journaled any more.
-        self.fresh_from = self.arena.len();
         Ok(Some(written))
     }
 
@@ -225,11 +232,10 @@ impl Segment {
                 start,
                 offset,
                 len,
+                stamp: 0,
             },
         );
         self.sessions += 1;
-        // Journaled as splices, not whole (see `fresh_from`).
-        self.fresh_from = self.arena.len();
         Ok(())
     }
 
@@ -274,10 +280,10 @@ impl Segment {
     /// first). What a put of each new value does, without a lookup per session.
     ///
     /// `journal` is the open transaction's number and what records an old value (`None`: no
-    /// journal); it gets the old value of a session before the transaction's first rewrite of it that the journal does not undo
-    /// already (see `fresh_from`); a value so journaled is written to the end of the arena, so
-    /// that the next rewrite in the transaction needs no journal and overwrites it in place.
-    /// An error from `f` stops the rewrite where it is (sessions before it are rewritten).
+    /// journal); it gets the old value of a session on the transaction's first rewrite of it,
+    /// and the entry is stamped so that later rewrites in the transaction journal nothing (a
+    /// large value, in a buffer of its own, is journaled on every rewrite). An error from `f`
+    /// stops the rewrite where it is (sessions before it are rewritten).
     pub fn rewrite(
         &mut self,
         key: KeyId,
@@ -290,8 +296,15 @@ impl Segment {
         let txn = journal.as_ref().map(|(txn, _)| *txn);
         if let Some(txn) = txn.filter(|&t| t != self.txn) {
             self.txn = txn;
-            self.fresh_from = self.arena.len();
+            self.stamp = self.stamp.wrapping_add(1);
+            if self.stamp == 0 {
+                for e in self.by_key.values_mut().flat_map(|l| l.iter_mut()) {
+                    e.stamp = 0;
+                }
+                self.stamp = 1;
+            }
         }
+        let stamp = self.stamp;
         let mut i = match self.by_key.get(&key) {
             Some(list) => list.partition_point(|e| e.end < bounds.earliest_end),
             None => return Ok(()),
@@ -303,14 +316,13 @@ impl Segment {
                 by_key,
                 arena,
                 bigs,
-                fresh_from,
                 ..
             } = self;
             let Some(list) = by_key.get_mut(&key) else {
                 break;
             };
             let mut moving = None;
-            while let Some(e) = list.get(i).copied() {
+            while let Some(e) = list.get_mut(i) {
                 if e.end > bounds.latest_end {
                     break;
                 }
@@ -328,20 +340,19 @@ impl Segment {
                 f(e.start, e.end, old, out)?;
                 done.sessions += 1;
                 done.bytes += out.len() as u64;
-                let undone = match &mut journal {
-                    None => true,
-                    // An empty value sits at the arena's end whenever it was written.
-                    Some(_) if e.len != BIG && e.len > 0 && at >= *fresh_from => true,
-                    Some((_, record)) => {
+                if let Some((_, record)) = &mut journal {
+                    if e.len == BIG || e.stamp != stamp {
                         record(e.start, e.end, old);
-                        false
                     }
-                };
+                    if e.len != BIG {
+                        e.stamp = stamp;
+                    }
+                }
                 if e.len == BIG {
                     let buf = &mut bigs[at];
                     buf.clear();
                     buf.extend_from_slice(out);
-                } else if undone && e.len as usize == out.len() {
+                } else if e.len as usize == out.len() {
                     arena[at..at + out.len()].copy_from_slice(out);
                 } else {
                     moving = Some((i - 1, e.len as usize));
@@ -453,7 +464,7 @@ impl Segment {
         self.bigs.clear();
         self.free_bigs.clear();
         self.txn = 0;
-        self.fresh_from = 0;
+        self.stamp = 0;
     }
 
     /// Heap bytes held by the segment.
@@ -474,17 +485,17 @@ impl Segment {
 
     /// Stores a value: in a buffer of its own if large, else at the end of the arena; returns
     /// the entry's `(offset, len)`.
-    fn store(&mut self, value: &[u8]) -> Result<(u32, u32)> {
+    fn store(&mut self, value: &[u8]) -> Result<(u32, u16)> {
         if value.len() >= BIG_VALUE_BYTES {
             return self.store_owned(value.to_vec());
         }
-        Ok((self.append(value)?, value.len() as u32))
+        Ok((self.append(value)?, value.len() as u16))
     }
 
     /// [`Self::store`] of a value already in a buffer (kept if the value is large).
-    fn store_owned(&mut self, value: Vec<u8>) -> Result<(u32, u32)> {
+    fn store_owned(&mut self, value: Vec<u8>) -> Result<(u32, u16)> {
         if value.len() < BIG_VALUE_BYTES {
-            return Ok((self.append(&value)?, value.len() as u32));
+            return Ok((self.append(&value)?, value.len() as u16));
         }
         if u32::try_from(value.len()).is_err() {
             return Err(Error::Capacity("a session value larger than 4 GiB".into()));
@@ -544,8 +555,6 @@ impl Segment {
         }
         self.arena = arena;
         self.garbage = 0;
-        // Values moved: offsets no longer tell when they were written.
-        self.fresh_from = self.arena.len();
     }
 }
 
@@ -587,6 +596,62 @@ mod tests {
         assert_eq!(
             s.value(&s.sessions_of(0)[0]),
             &vec![1u8; 1 + 9_999 % 50][..]
+        );
+    }
+
+    /// Rewrites `key`'s sessions under transaction `txn` (adding 1 to each byte); returns the
+    /// windows journaled.
+    fn rewrite_all(s: &mut Segment, key: KeyId, txn: u64) -> Vec<(i64, i64)> {
+        let mut journaled = Vec::new();
+        let journal = Some((txn, |start, end, _: &[u8]| journaled.push((start, end))));
+        let mut out = Vec::new();
+        s.rewrite(
+            key,
+            SessionBounds::find(i64::MIN, i64::MAX),
+            journal,
+            &mut out,
+            |_, _, old, out| {
+                out.extend(old.iter().map(|b| b.wrapping_add(1)));
+                Ok(())
+            },
+            &mut Rewritten::default(),
+        )
+        .unwrap();
+        journaled
+    }
+
+    #[test]
+    fn a_value_is_journaled_on_its_first_rewrite_in_each_transaction_also_after_stamps_wrap() {
+        let mut s = Segment::default();
+        s.put(1, 0, 10, b"a").unwrap();
+        s.put(2, 0, 10, b"b").unwrap();
+        assert_eq!(rewrite_all(&mut s, 1, 1), vec![(0, 10)]);
+        assert_eq!(
+            rewrite_all(&mut s, 1, 1),
+            vec![],
+            "journaled once per transaction"
+        );
+        // Key 2 alone through the next 65,534 transactions, the last stamps before they wrap
+        // around; key 1's entry keeps the stamp of transaction 1, which the segment's 65,536th
+        // transaction takes again.
+        for txn in 2..=65_535 {
+            assert_eq!(rewrite_all(&mut s, 2, txn), vec![(0, 10)], "txn {txn}");
+            assert_eq!(rewrite_all(&mut s, 2, txn), vec![]);
+        }
+        for txn in 65_536..65_539 {
+            assert_eq!(rewrite_all(&mut s, 1, txn), vec![(0, 10)], "txn {txn}");
+            assert_eq!(rewrite_all(&mut s, 1, txn), vec![]);
+        }
+        // An in-place edit is journaled as splices: the next rewrite journals the value whole.
+        let mut edits = Edits::default();
+        edits.push(0, 1, b"z");
+        s.amend(1, (0, 10), (0, 10), &edits, |_| {}).unwrap();
+        assert_eq!(rewrite_all(&mut s, 1, 65_538), vec![(0, 10)]);
+        assert_eq!(rewrite_all(&mut s, 1, 65_538), vec![]);
+        assert_eq!(s.value(&s.sessions_of(1)[0]), b"|");
+        assert_eq!(
+            s.value(&s.sessions_of(2)[0]),
+            &[b'b'.wrapping_add((2 * 65_534 % 256) as u8)]
         );
     }
 
