@@ -455,6 +455,13 @@ impl Segment {
         }
     }
 
+    /// Makes room for `keys` more keys and `bytes` more value bytes (the arena's share: large
+    /// values have buffers of their own).
+    pub fn reserve(&mut self, keys: usize, bytes: usize) {
+        self.by_key.reserve(keys);
+        self.arena.reserve(bytes);
+    }
+
     /// Empties the segment as a new one, keeping the memory of its map and arena.
     pub fn clear(&mut self) {
         self.by_key.clear();

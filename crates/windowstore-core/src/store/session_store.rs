@@ -634,6 +634,30 @@ impl SessionStore {
             .collect()
     }
 
+    /// Every live session, in no particular order: [`Self::entries`] without its two sorts,
+    /// for a reader that visits each session once whatever the order (the checks of a
+    /// restore).
+    pub fn entries_unordered(&self) -> Vec<KeyedSession<'_>> {
+        let live = self.min_live_end();
+        let mut found = Vec::with_capacity(self.sessions as usize);
+        for (_, segment) in self.segments.iter() {
+            found.extend(
+                segment
+                    .iter()
+                    .filter(|(_, e)| e.end >= live)
+                    .map(|(id, e)| KeyedSession {
+                        key: self.keys.bytes(id),
+                        session: Session {
+                            start: e.start,
+                            end: e.end,
+                            value: segment.value(e),
+                        },
+                    }),
+            );
+        }
+        found
+    }
+
     /// Sessions that have expired but are still held, in a segment not dropped yet because
     /// it also holds live ones. A snapshot leaves them out ([`Self::entries`]) and counts them
     /// as expired, the count the store reaches once their segment goes: so a store restored
@@ -664,9 +688,23 @@ impl SessionStore {
         Ok(store)
     }
 
-    /// Makes room for the keys of `sessions` more sessions read back from a snapshot.
-    pub(crate) fn reserve_restored(&mut self, sessions: usize) {
-        self.keys.reserve(sessions);
+    /// Makes room for what a batch of snapshot rows will put: `keys` more keys, and per
+    /// segment (by a session end in it) its new keys and value bytes, so that no map or arena
+    /// grows while the rows go in. Only segments that can hold a restored session (live, at
+    /// or before store time) are made: any other row fails the restore.
+    pub(crate) fn reserve_restored(&mut self, keys: usize, segments: &[(i64, usize, usize)]) {
+        self.keys.reserve(keys);
+        let live = self.min_live_end();
+        for &(end, keys, bytes) in segments {
+            if end >= live && self.store_time.is_some_and(|t| end <= t) {
+                self.segments.get_or_create(end).reserve(keys, bytes);
+            }
+        }
+    }
+
+    /// The segment of a session ending at `end`, as an id.
+    pub(crate) fn segment_id(&self, end: i64) -> i64 {
+        self.segments.segment_id(end)
     }
 
     /// Puts a session read back from a snapshot: no counter moves, and a session the snapshot
