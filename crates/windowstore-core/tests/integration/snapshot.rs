@@ -246,3 +246,34 @@ fn empty_store_round_trips() {
     assert_eq!(back.store_time(), None);
     assert_eq!(back.entries().len(), 0);
 }
+
+proptest::proptest! {
+    #![proptest_config(crate::common::cases(500))]
+
+    /// `entries` (what a snapshot writes) is every live session, by key bytes, then end, then
+    /// start: the same as a range scan over all keys, and as sorting what it returns.
+    #[test]
+    fn entries_are_every_live_session_by_key_end_start(
+        puts in proptest::collection::vec(
+            (
+                proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 255]), 0..20),
+                0i64..300,
+                0i64..40,
+            ),
+            0..120,
+        ),
+        retention in 1i64..200,
+        interval in proptest::option::of(1i64..50),
+    ) {
+        let mut store = SessionStore::new(retention, interval).unwrap();
+        for (key, end, len) in &puts {
+            store.put(key, end - len, *end, &end.to_le_bytes()).unwrap();
+        }
+        let entries = common::rows(&store.entries());
+        let mut sorted = entries.clone();
+        sorted.sort_by(|a, b| (&a.0, a.2, a.1).cmp(&(&b.0, b.2, b.1)));
+        proptest::prop_assert_eq!(&entries, &sorted);
+        let scanned = common::rows(&store.fetch_range(&[], &[255; 64]));
+        proptest::prop_assert_eq!(entries, scanned);
+    }
+}
