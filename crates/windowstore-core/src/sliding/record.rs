@@ -151,6 +151,7 @@ impl Scratch {
     /// record's right window if missing and now not empty, the record's left window if
     /// missing, and its right window if it would hold a later record. Each is seeded from an
     /// existing aggregate, never from raw records.
+    #[inline]
     pub(super) fn plan_new(&mut self, t: i64, d: i64) {
         self.puts.clear();
         let plan = &self.plan;
@@ -183,6 +184,7 @@ impl Scratch {
     /// (one count per window: when the previous record's right window is the record's left
     /// window, `p + 1 == t - D`, it is planned twice, as Kafka puts it twice), and whether any
     /// is open (the record's own right window never holds it).
+    #[inline]
     pub(super) fn closed_and_landed(&self, t: i64, d: i64, close: i64) -> (u64, bool) {
         let updates = self.plan.updates.iter().map(|&i| self.found[i].start);
         let closed_updates = updates.clone().filter(|s| s + d < close).count();
@@ -234,6 +236,7 @@ impl Scratch {
     /// Adds the record to every existing window containing `t` in one pass over the store
     /// (the windows [`Self::read`] listed, in start order), logging the open ones at `close`
     /// in the changelog modes.
+    #[inline]
     pub(super) fn update(
         &mut self,
         step: &mut Step<'_, SlidingSpec>,
@@ -326,6 +329,7 @@ impl Scratch {
     /// Puts the new windows (after [`Self::fill`]), logging the open ones at `step.close` in
     /// the changelog modes. In `final` mode everything closed goes out before a closed
     /// window is put, so that it lies below `emitted_below` and is never emitted.
+    #[inline]
     pub(super) fn put_new(
         &mut self,
         step: &mut Step<'_, SlidingSpec>,

@@ -4,8 +4,9 @@
 //! must see what the records before it did), and a call can still fail after that (a `collect`
 //! under `fail` overflows, an output column cannot be built). While a journal is open, every
 //! change records its inverse here: a new session is removed again, a replaced or removed
-//! session is put back with its old value. A segment that expires is not copied here: the store
-//! keeps it whole until the transaction ends, and a rollback puts it back first. Rolling back
+//! session (also one dropped by expiry) is put back with its old value. The first segment that
+//! expires in a transaction is not copied here: the store keeps it whole until the transaction
+//! ends, and a rollback puts it back first. Rolling back
 //! replays the inverses newest first and restores store time and the counters, which leaves the
 //! store's contents, and so its snapshot bytes, exactly as they were when the journal was
 //! opened.
