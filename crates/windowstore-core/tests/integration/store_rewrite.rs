@@ -212,10 +212,11 @@ fn apply(store: &mut SessionStore, ops: &[Op]) {
 proptest! {
     #![proptest_config(crate::common::cases(1_000))]
 
-    /// Store time jumps within a transaction (`jump`) so that whole segments expire in it:
-    /// a rollback leaves the bytes and everything the store counts as before the transaction
-    /// (the expired segments come back, their keys still known), and a commit leaves what the
-    /// same changes leave without a transaction (the expired sessions' keys forgotten).
+    /// Store time jumps within a transaction (`jump`) so that whole segments expire in it
+    /// (the first held whole by the store, any later ones journaled): a rollback leaves the
+    /// bytes and everything the store counts as before the transaction, and a commit leaves
+    /// what the same changes leave without a transaction (the expired sessions' keys
+    /// forgotten).
     #[test]
     fn segments_that_expire_in_a_transaction_come_back_on_rollback_and_go_on_commit(
         retention in 1i64..150,
