@@ -6,10 +6,9 @@
 //! change records its inverse here: a new session is removed again, a replaced or removed
 //! session (also one dropped by expiry) is put back with its old value. The first segment that
 //! expires in a transaction is not copied here: the store keeps it whole until the transaction
-//! ends, and a rollback puts it back first. Rolling back
-//! replays the inverses newest first and restores store time and the counters, which leaves the
-//! store's contents, and so its snapshot bytes, exactly as they were when the journal was
-//! opened.
+//! ends, and a rollback puts it back first. Rolling back replays the inverses newest first and
+//! restores store time and the counters, which leaves the store's contents, and so its snapshot
+//! bytes, exactly as they were when the journal was opened.
 //!
 //! A session edited in place ([`super::SessionStore::amend`]: a record appended to a session)
 //! records only the inverse of the edit: the old bytes of the ranges it spliced and the window
