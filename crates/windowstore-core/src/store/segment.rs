@@ -116,8 +116,9 @@ impl Segment {
                     self.arena[at..at + value.len()].copy_from_slice(value);
                     return Ok(false);
                 }
-                self.garbage += old.len as usize;
                 let (offset, len) = self.store(value)?;
+                // After the store: a compaction there kept the old value, still addressed.
+                self.garbage += old.len as usize;
                 let list = self.by_key.get_mut(&key).expect("list exists");
                 list[i].offset = offset;
                 list[i].len = len;
@@ -126,21 +127,31 @@ impl Segment {
             }
             Err(i) => {
                 seen(None);
+                // The value first: one that cannot be stored (an arena past 4 GiB after a
+                // compaction) must leave no entry, or the store would hold a session whose
+                // key it has let go.
+                let stored = self.store(value);
+                let list = self.by_key.entry(key).or_default();
+                let (offset, len) = match stored {
+                    Ok(stored) => stored,
+                    Err(e) => {
+                        if list.is_empty() {
+                            self.by_key.remove(&key);
+                        }
+                        return Err(e);
+                    }
+                };
                 list.insert(
                     i,
                     Entry {
                         end,
                         start,
-                        offset: 0,
-                        len: 0,
+                        offset,
+                        len,
                         stamp: 0,
                     },
                 );
                 self.sessions += 1;
-                let (offset, len) = self.store(value)?;
-                let list = self.by_key.get_mut(&key).expect("list exists");
-                list[i].offset = offset;
-                list[i].len = len;
                 Ok(true)
             }
         }
