@@ -591,14 +591,7 @@ impl SessionStore {
         for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
             for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
                 if bounds.contains(e.start, e.end) {
-                    found.push(KeyedSession {
-                        key: self.keys.bytes(id),
-                        session: Session {
-                            start: e.start,
-                            end: e.end,
-                            value: segment.value(e),
-                        },
-                    });
+                    found.push(self.keyed(id, e, segment));
                 }
             }
         }
@@ -627,15 +620,20 @@ impl SessionStore {
         found.sort_unstable_by_key(|&(rank, _, e, _)| (rank, e.end, e.start));
         found
             .into_iter()
-            .map(|(_, id, e, segment)| KeyedSession {
-                key: self.keys.bytes(id),
-                session: Session {
-                    start: e.start,
-                    end: e.end,
-                    value: segment.value(e),
-                },
-            })
+            .map(|(_, id, e, segment)| self.keyed(id, e, segment))
             .collect()
+    }
+
+    /// Entry `e` of key `id` in `segment`, with its key bytes and value.
+    fn keyed<'s>(&'s self, id: KeyId, e: &Entry, segment: &'s Segment) -> KeyedSession<'s> {
+        KeyedSession {
+            key: self.keys.bytes(id),
+            session: Session {
+                start: e.start,
+                end: e.end,
+                value: segment.value(e),
+            },
+        }
     }
 
     /// Every live session, in no particular order: [`Self::entries`] without its two sorts,
@@ -649,14 +647,7 @@ impl SessionStore {
                 segment
                     .iter()
                     .filter(|(_, e)| e.end >= live)
-                    .map(|(id, e)| KeyedSession {
-                        key: self.keys.bytes(id),
-                        session: Session {
-                            start: e.start,
-                            end: e.end,
-                            value: segment.value(e),
-                        },
-                    }),
+                    .map(|(id, e)| self.keyed(id, e, segment)),
             );
         }
         found
@@ -692,8 +683,8 @@ impl SessionStore {
         Ok(store)
     }
 
-    /// Makes room for what a batch of snapshot rows will put: `keys` more keys, and per
-    /// segment (by a session end in it) its new keys and value bytes, so that no map or arena
+    /// Makes room for what a snapshot's rows will put: `keys` more keys, and per segment (by
+    /// a session end in it) its new keys and value bytes, so that no map or arena
     /// grows while the rows go in. Only segments that can hold a restored session (live, at
     /// or before store time) are made: any other row fails the restore.
     pub(crate) fn reserve_restored(&mut self, keys: usize, segments: &[(i64, usize, usize)]) {
