@@ -42,7 +42,10 @@ session_windows(..., gap="30m", grace="1m"), same aggregates. Each run is a fres
 (its own JVM), so that its peak memory is its own; the contenders take turns. Per run: the
 median latency of the small micro-batches (the first excluded as warm-up), the checkpoint bytes
 written per small micro-batch (files under the checkpoint by modification time between commits:
-median and mean, so a periodic snapshot or compaction counts), and the peak resident memory
+the mean, which counts RocksDB's compactions where they land, and the median; with RocksDB, how
+many of the micro-batches uploaded a compaction, which rewrites a partition's files whole and
+lands in whichever micro-batch commits after RocksDB's background compaction finishes, so the
+median moves with that race and the mean is the figure to compare), and the peak resident memory
 (VmHWM) of the JVM and of the largest Python worker. --floor there runs windowstore's plan with
 the provider's operator doing no windowing: with RocksDB a transformWithStateInPandas that
 counts a bucket's rows and rewrites one small value state per call.
@@ -64,6 +67,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -323,6 +327,25 @@ def checkpoint_bytes(checkpoint: Path) -> dict[int, int]:
     return out
 
 
+def rocksdb_compactions(checkpoint: Path) -> dict[int, int]:
+    """Per micro-batch, how many partitions' RocksDB stores compacted their files in it: the
+    state version it committed (``<batch + 1>.zip``, whose metadata lists the version's SST
+    files) dropped a file that the previous version held. A compaction rewrites a partition's
+    files whole, so the micro-batch that uploads it writes far more than its own changes; which
+    micro-batch that is depends on when RocksDB's background compaction finishes."""
+    out: dict[int, int] = {}
+    for part in (checkpoint / "state" / "0").iterdir():
+        held: set[str] = set()
+        for z in sorted(part.glob("*.zip"), key=lambda f: int(f.stem)):
+            with zipfile.ZipFile(z) as f:
+                meta = json.loads(f.read("metadata").decode().splitlines()[1])
+            files = {s["dfsSstFileName"] for s in meta.get("sstFiles", [])}
+            if held - files:
+                out[int(z.stem) - 1] = out.get(int(z.stem) - 1, 0) + 1
+            held = files
+    return out
+
+
 def long_child(a: argparse.Namespace) -> None:
     """One run of the long-session scenario in this process: prints its figures as JSON."""
     spark = session(a)
@@ -343,11 +366,13 @@ def long_child(a: argparse.Namespace) -> None:
     small = [p for p in progress if 0 < p["numInputRows"] <= a.events][1:]
     written = checkpoint_bytes(checkpoint)
     measured = [written.get(p["batchId"], 0) for p in small]
+    compactions = rocksdb_compactions(checkpoint) if a.provider == "rocksdb" else {}
     figures = {
         "first_s": progress[0]["durationMs"]["triggerExecution"] / 1000,
         "latency_s": statistics.median(p["durationMs"]["triggerExecution"] / 1000 for p in small),
         "ck_median": statistics.median(measured),
         "ck_mean": statistics.mean(measured),
+        "compacted": sum(1 for p in small if compactions.get(p["batchId"], 0)),
         "jvm": memory.jvm,
         "worker": memory.worker,
     }
@@ -404,7 +429,8 @@ def _long_line(r: dict[str, float]) -> str:
     mib = 1 << 20
     return (
         f"batch {r['latency_s']:.2f} s (first {r['first_s']:.1f} s), checkpoint "
-        f"{r['ck_median'] / mib:.2f} MiB/batch (mean {r['ck_mean'] / mib:.2f}), peak JVM "
+        f"{r['ck_mean'] / mib:.2f} MiB/batch (median {r['ck_median'] / mib:.2f}, "
+        f"{r.get('compacted', 0):.0f} of the batches with a compaction), peak JVM "
         f"{r['jvm'] / mib:,.0f} MiB, largest Python worker {r['worker'] / mib:,.0f} MiB"
     )
 
@@ -537,7 +563,9 @@ def main() -> None:
     parser.add_argument(
         "--floor",
         action="store_true",
-        help="also run the plan without the engine (default provider only)",
+        help="also run windowstore's plan with a Python function that does no windowing "
+        "(short: applyInPandasWithState, the default provider's operator; long: the "
+        "provider's own operator)",
     )
     parser.add_argument(
         "--arrow-batch",

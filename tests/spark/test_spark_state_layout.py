@@ -1,7 +1,8 @@
 """The state layouts of streaming windows on real Spark.
 
 With the RocksDB provider (transformWithStateInPandas) a bucket's state is a base snapshot in
-chunks (list state), a log of the calls since (map state) and a meta entry (value state): a
+chunks (map state: one RocksDB key each), a log of the calls since (map state) and a meta entry
+(value state): a
 micro-batch writes its log entries and the meta entries of the buckets it touches, not their
 snapshots. These tests read what each micro-batch wrote from the checkpoint itself, with Spark's
 state data source and its change feed (RocksDB changelog checkpointing on), and check that
@@ -59,7 +60,8 @@ from .test_spark_streaming import sink_rows
 pytestmark = pytest.mark.spark
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-META, BASE, LOG, WHOLE = "windowstore_meta", "windowstore_base", "windowstore_log", "windowstore"
+META, LOG, WHOLE = "windowstore_meta", "windowstore_log", "windowstore"
+BASE, OLD_BASE, WHOLE_CHUNKS = "windowstore_base_chunks", "windowstore_base", "windowstore_chunks"
 BASE_MS = 1_700_000_000_000
 FRAMES = events(seed=11)
 
@@ -184,12 +186,21 @@ def test_state_entries_stay_within_the_bound(
     df = long_sessions(spark, tmp_path / "in", 2000, [many, ["k1"]])
     run_to_noop(df, tmp_path / "ck")
     chunks = state(spark, tmp_path / "ck", BASE).selectExpr(
-        "key.__windowstore_bucket as b", "length(list_element.chunk) as n"
+        "key.__windowstore_bucket as b",
+        "user_map_key.part as part",
+        "user_map_value.parts as parts",
+        "length(user_map_value.chunk) as n",
     )
-    sizes = [r["n"] for r in chunks.collect()]
-    assert max(sizes) <= 2048
-    # 2,000 sessions in 4 buckets do not fit 4 chunks of 2 KiB.
-    assert len(sizes) > 8
+    rows = chunks.collect()
+    assert max(r["n"] for r in rows) <= 2048
+    # 2,000 sessions in 4 buckets do not fit 4 chunks of 2 KiB; each chunk is an entry (a
+    # RocksDB key) of its own, numbered from 0 in its bucket.
+    assert len(rows) > 8
+    for b in {r["b"] for r in rows}:
+        parts = sorted(r["part"] for r in rows if r["b"] == b)
+        assert parts == list(range(len(parts)))
+        assert {r["parts"] for r in rows if r["b"] == b} == {len(parts)}
+    assert state(spark, tmp_path / "ck", OLD_BASE).count() == 0
     log = state(spark, tmp_path / "ck", LOG).selectExpr(
         "user_map_value.parts as parts", "length(user_map_value.records) as n"
     )
@@ -197,6 +208,24 @@ def test_state_entries_stay_within_the_bound(
     assert max(r["n"] for r in entries) <= 2048
     # The second micro-batch's 250 records a bucket took several entries.
     assert max(r["parts"] for r in entries) > 1
+
+
+def test_the_whole_layout_spills_rows_past_the_bound_into_chunks(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    """With RocksDB the whole layout (what processing time and idle_timeout use) keeps a row
+    past the bound in map entries of at most the bound, and restores from them (no worker
+    cache here): the sink is the batch adapter's windows."""
+    rocksdb[LAYOUT_CONF] = "whole"
+    rocksdb[MAX_ENTRY_CONF] = "1024"
+    rocksdb[CACHE_CONF] = "0"
+    _windows_with(spark, rocksdb, tmp_path, restart_at=6)
+    spilled = changes(spark, tmp_path / "ck", WHOLE).filter("length(value.engine) = 0").count()
+    assert spilled > 0, "rows went past the bound"
+    pieces = changes(spark, tmp_path / "ck", WHOLE_CHUNKS).filter("change_type = 'update'")
+    sizes = [r["n"] for r in pieces.selectExpr("length(user_map_value.chunk) as n").collect()]
+    assert len(sizes) > spilled
+    assert max(sizes) <= 1024
 
 
 def _windows_with(

@@ -12,10 +12,18 @@ Two layouts of a bucket's state:
   default provider, whose API has one state value per grouping key): one row, the bytes of
   :meth:`~windowstore.SessionWindowProcessor.to_bytes` compressed (:func:`pack`), written whole
   by every call, and read back only by a worker that does not hold the processor that wrote
-  it (:func:`step`);
+  it (:func:`step`). With RocksDB a row past ``max_entry_bytes`` holds no bytes and its snapshot
+  goes to a map state in chunks instead (:func:`write_chunks`); the default provider has no
+  other state than the row, so there the query fails, naming the setting;
 - ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
   of the calls since and a meta entry; a call appends to the log, and Python workers keep the
   processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
+
+Chunks are entries of a *map* state, one RocksDB key each, so that no RocksDB value outgrows
+``max_entry_bytes`` at any state size: the elements of a list state are merged under one key
+(Spark's RocksDB store keeps a list as one value, read back as one JVM byte array, which cannot
+pass 2 GiB). Checkpoints whose base snapshot is in the list state of earlier versions
+(``windowstore_base``) are still read, and moved to the map at the bucket's next compaction.
 
 Per call (:func:`step`, :func:`run`):
 
@@ -238,11 +246,14 @@ def step(
     watermark_ms: int,
     frames: Iterable[pd.DataFrame],
     now_ms: int | None = None,
+    *,
+    spills: bool = False,
 ) -> tuple[list[pd.DataFrame], tuple[str, bytes, str], int | None]:
     """One call for one bucket in the whole layout: returns the output frames, the new state
     row and the timer (a watermark in ms, or a processing time in ms if ``args.wall``) of its
     next call, if any. ``now_ms``: the micro-batch's processing time (read only if
-    ``args.wall``).
+    ``args.wall``). A row past ``args.max_entry_bytes`` fails the call unless the caller
+    ``spills`` it into chunks (:class:`WindowsProcessor`, RocksDB).
 
     The worker keeps the processor after the call, under the new row's token: the bucket's
     next call in this worker finds it and does not restore the row's bytes, if the row it is
@@ -259,7 +270,7 @@ def step(
         p = cached if cached is not None else args.restore(params, engine)
     result = run(args, p, watermark_ms, _records(args, frames), now_ms)
     engine = pack(p.to_bytes())
-    if len(engine) > args.max_entry_bytes:
+    if len(engine) > args.max_entry_bytes and not spills:
         raise StoreCapacityError(
             f"a bucket's state row would hold {len(engine):,} bytes, more than the "
             f"{args.max_entry_bytes:,} of {MAX_ENTRY_CONF}: with this state store provider a "
@@ -430,7 +441,9 @@ class _BucketProcessor(StatefulProcessor):
 
 
 class WindowsProcessor(_BucketProcessor):
-    """``transformWithStateInPandas``: a bucket's state in a value state, one event-time timer."""
+    """``transformWithStateInPandas``: a bucket's state in a value state, one timer. A row past
+    ``max_entry_bytes`` holds no engine bytes: they are in the map state ``windowstore_chunks``
+    under the row's token (:func:`write_chunks`)."""
 
     def __init__(self, args: BucketArgs) -> None:
         self.args = args
@@ -438,6 +451,7 @@ class WindowsProcessor(_BucketProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("windowstore", STATE_SCHEMA)
+        self.chunks = handle.getMapState("windowstore_chunks", PART_SCHEMA, PIECE_SCHEMA)
         # The log layout's meta entry: a checkpoint of that layout is not read here.
         self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
 
@@ -452,13 +466,29 @@ class WindowsProcessor(_BucketProcessor):
                 "a new checkpoint location",
                 LAYOUT_CONF,
             )
+        spilled = saved is not None and not saved[1]
+        if saved is not None and spilled and saved[2] not in _WHOLE_CACHE:
+            # Read only when no worker-kept processor wrote the row (step takes that one).
+            engine = read_chunks(self.chunks, saved[2])
+            if engine is None:
+                raise RuntimeError(
+                    "windowstore: a bucket's state row holds its snapshot in chunks, and there "
+                    "are none: the state store does not hold what this query wrote"
+                )
+            saved = (saved[0], engine, saved[2])
         frames, row, timer = step(
             self.args,
             saved,
             timerValues.getCurrentWatermarkInMs(),
             rows,
             timerValues.getCurrentProcessingTimeInMs(),
+            spills=True,
         )
+        if len(row[1]) > self.args.max_entry_bytes:
+            write_chunks(self.chunks, row[2], row[1], self.args.max_entry_bytes)
+            row = (row[0], b"", row[2])
+        elif spilled:
+            self.chunks.clear()
         self.state.update(row)
         # Spark deletes the timer that fired itself, after this call.
         for t in self.handle.listTimers():
@@ -490,9 +520,19 @@ META_SCHEMA = StructType(
         StructField("timer", LongType(), True),
     ]
 )
-#: The base snapshot: the packed engine snapshot (:func:`pack`) in chunks of at most
-#: max_entry_bytes.
+#: The base snapshot as versions before the chunk map kept it: a list state of chunks, all of
+#: them one RocksDB value. Read (and cleared), never written.
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
+#: A snapshot in chunks (:func:`write_chunks`): a map state from the chunk's number to the
+#: snapshot's token, the number of chunks and the chunk's bytes (at most max_entry_bytes).
+PART_SCHEMA = StructType([StructField("part", LongType(), False)])
+PIECE_SCHEMA = StructType(
+    [
+        StructField("token", StringType(), False),
+        StructField("parts", IntegerType(), False),
+        StructField("chunk", BinaryType(), False),
+    ]
+)
 #: The log: one entry per call since the base (or several parts of one call's records), keyed
 #: by number; each names the entry before it (``prev``), so that a cached processor knows
 #: whether the log continues what it has applied.
@@ -543,14 +583,14 @@ _CACHE: OrderedDict[str, _Cached] = OrderedDict()
 
 class LogWindowsProcessor(_BucketProcessor):
     """``transformWithStateInPandas`` with state that scales with the micro-batch: a bucket's
-    state is a base snapshot (list state, in chunks of bounded size) plus a log of the calls
-    since (map state: each call's watermark and records), with a small meta entry (value
-    state) that says where the bucket is. A call appends its records to the log instead of
-    rewriting the snapshot; when the log outgrows ``compact_ratio`` times the snapshot, the
-    call writes a new snapshot and clears the log. A restore replays the log on the snapshot
-    (the engine is deterministic); the worker cache makes restores rare: a processor that a
-    worker kept is used as it is when its position is the meta entry's, or catches up with the
-    entries it misses."""
+    state is a base snapshot (map state, in chunks of bounded size: :func:`write_chunks`) plus a
+    log of the calls since (map state: each call's watermark and records), with a small meta
+    entry (value state) that says where the bucket is. A call appends its records to the log
+    instead of rewriting the snapshot; when the log outgrows ``compact_ratio`` times the
+    snapshot, the call writes a new snapshot and clears the log. A restore replays the log on
+    the snapshot (the engine is deterministic); the worker cache makes restores rare: a
+    processor that a worker kept is used as it is when its position is the meta entry's, or
+    catches up with the entries it misses."""
 
     def __init__(self, args: BucketArgs) -> None:
         self.args = args
@@ -558,11 +598,15 @@ class LogWindowsProcessor(_BucketProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
-        self.base = handle.getListState("windowstore_base", CHUNK_SCHEMA)
+        self.base = handle.getMapState("windowstore_base_chunks", PART_SCHEMA, PIECE_SCHEMA)
         self.log = handle.getMapState("windowstore_log", SEQ_SCHEMA, ENTRY_SCHEMA)
-        # The whole-state layout's row (WindowsProcessor): read once, to carry a checkpoint
-        # of that layout over.
+        # The base snapshot as earlier versions kept it (one list state, one RocksDB value):
+        # read when the map has none, cleared at the next compaction.
+        self.old_base = handle.getListState("windowstore_base", CHUNK_SCHEMA)
+        # The whole-state layout's row and chunks (WindowsProcessor): read once, to carry a
+        # checkpoint of that layout over.
         self.whole = handle.getValueState("windowstore", STATE_SCHEMA)
+        self.whole_chunks = handle.getMapState("windowstore_chunks", PART_SCHEMA, PIECE_SCHEMA)
 
     def _call(
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
@@ -600,8 +644,16 @@ class LogWindowsProcessor(_BucketProcessor):
         saved = self.whole.get()
         if saved is None:
             return self.args.new_processor(), at
-        p = self.args.restore(saved[0], saved[1])
+        engine = saved[1] or read_chunks(self.whole_chunks, saved[2])
+        if not engine:
+            raise RuntimeError(
+                "windowstore: a bucket's state row holds its snapshot in chunks, and there are "
+                "none: the state store does not hold what this query wrote"
+            )
+        p = self.args.restore(saved[0], engine)
         self.whole.clear()
+        if not saved[1]:
+            self.whole_chunks.clear()
         # Its timer, which the meta entry will keep from now on.
         at.timer = next(iter(self.handle.listTimers()), None)
         return p, at
@@ -620,7 +672,15 @@ class LogWindowsProcessor(_BucketProcessor):
                 if all(e is not None for e in entries) and _chained(entries, have.head, at.head):
                     self._replay(cached.processor, entries)
                     return cached.processor
-        p = self.args.from_snapshot(unpack(b"".join(row[0] for row in self.base.get())))
+        base = read_chunks(self.base, at.base)
+        if base is None:
+            base = b"".join(bytes(row[0]) for row in self.old_base.get())
+        if not base:
+            raise RuntimeError(
+                "windowstore: a bucket's meta entry names a base snapshot, and the state holds "
+                "none: the state store does not hold what this query wrote"
+            )
+        p = self.args.from_snapshot(unpack(base))
         log = [entry for _, entry in sorted(self.log.iterator(), key=lambda kv: kv[0][0])]
         if len(log) != at.log_next or not _chained(log, at.base, at.head):
             raise RuntimeError(
@@ -648,12 +708,12 @@ class LogWindowsProcessor(_BucketProcessor):
     def _compact(self, p: WindowProcessor, at: _Position) -> None:
         """Writes ``p`` as the bucket's new base snapshot (packed) and clears the log."""
         snapshot = p.to_bytes()
-        engine = pack(snapshot)
-        size = self.args.max_entry_bytes
-        self.base.put([(engine[i : i + size],) for i in range(0, len(engine), size)])
+        at.base = at.head = _token()
+        write_chunks(self.base, at.base, pack(snapshot), self.args.max_entry_bytes)
         if at.log_next:
             self.log.clear()
-        at.base = at.head = _token()
+        if at.base_bytes and self.old_base.exists():
+            self.old_base.clear()
         # The snapshot's own size: compaction keeps the cadence it had before packing (the log
         # is replayed on the engine's state, whose size this is).
         at.base_bytes, at.log_next, at.log_bytes = len(snapshot), 0, 0
@@ -704,6 +764,34 @@ def _ipc_parts(records: pa.Table, limit: int) -> list[bytes]:
                 "state's log: raise it"
             )
         n *= 2
+
+
+def write_chunks(chunks: Any, token: str, blob: bytes, limit: int) -> None:
+    """Replaces the map state ``chunks`` (:data:`PIECE_SCHEMA`) with ``blob`` in chunks of at
+    most ``limit`` bytes, each its own entry (its own RocksDB key), under ``token``."""
+    pieces = [blob[i : i + limit] for i in range(0, len(blob), limit)] or [b""]
+    chunks.clear()
+    for part, piece in enumerate(pieces):
+        chunks.updateValue((part,), (token, len(pieces), piece))
+
+
+def read_chunks(chunks: Any, token: str) -> bytes | None:
+    """The blob that :func:`write_chunks` wrote under ``token`` to the map state ``chunks``;
+    None if the map is empty. Chunks of another token, or missing ones, fail loudly: the state
+    store does not hold what this query wrote."""
+    entries = sorted(chunks.iterator(), key=lambda kv: kv[0][0])
+    if not entries:
+        return None
+    parts = [part[0] for part, _ in entries]
+    if parts != list(range(len(entries))) or any(
+        value[0] != token or value[1] != len(entries) for _, value in entries
+    ):
+        raise RuntimeError(
+            f"windowstore: a bucket's snapshot chunks ({len(entries)} of them) are not the "
+            f"{entries[0][1][1]} chunks of snapshot {token}: the state store does not hold "
+            "what this query wrote"
+        )
+    return b"".join(bytes(value[2]) for _, value in entries)
 
 
 def apply_in_pandas_with_state(
