@@ -1,15 +1,15 @@
 """The state layouts of streaming windows on real Spark.
 
 With the RocksDB provider (transformWithStateInPandas) a bucket's state is a base snapshot in
-chunks (map state: one RocksDB key each), a log of the calls since (map state) and a meta entry
-(value state): a
-micro-batch writes its log entries and the meta entries of the buckets it touches, not their
-snapshots. These tests read what each micro-batch wrote from the checkpoint itself, with Spark's
-state data source and its change feed (RocksDB changelog checkpointing on), and check that
-entries stay within ``spark.windowstore.state.maxEntryBytes``, that the windows are those of the
-batch adapter however the log is replayed and compacted, and that a checkpoint of the whole-state
-layout carries over. With the default provider a bucket's state stays one row: past the bound,
-the query fails, naming it.
+chunks and a log of the calls since (one map state: the chunks at negative keys, one RocksDB key
+each, the log from 0) and a meta entry (value state): a micro-batch writes its log entries and
+the meta entries of the buckets it touches, not their snapshots. These tests read what each
+micro-batch wrote from the checkpoint itself, with Spark's state data source and its change feed
+(RocksDB changelog checkpointing on), and check that entries stay within
+``spark.windowstore.state.maxEntryBytes``, that the windows are those of the batch adapter
+however the log is replayed and compacted, and that a checkpoint of the whole-state layout
+carries over. With the default provider a bucket's state stays one row: past the bound, the
+query fails, naming it.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ pytestmark = pytest.mark.spark
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 META, LOG, WHOLE = "windowstore_meta", "windowstore_log", "windowstore"
-BASE, OLD_BASE, WHOLE_CHUNKS = "windowstore_base_chunks", "windowstore_base", "windowstore_chunks"
+OLD_BASE = "windowstore_base"
 BASE_MS = 1_700_000_000_000
 FRAMES = events(seed=11)
 
@@ -131,6 +131,16 @@ def changes(spark: SparkSession, checkpoint: Path, var: str) -> DataFrame:
     return state(spark, checkpoint, var, readChangeFeed=True, changeStartBatchId=0)
 
 
+def chunks_of(df: DataFrame) -> DataFrame:
+    """The snapshot chunks of the log map state's rows ``df`` (negative keys)."""
+    return df.filter("user_map_key.seq < 0")
+
+
+def entries_of(df: DataFrame) -> DataFrame:
+    """The log entries of the log map state's rows ``df`` (keys from 0)."""
+    return df.filter("user_map_key.seq >= 0")
+
+
 def per_batch(df: DataFrame) -> dict[int, int]:
     return dict(Counter(r["batch_id"] for r in df.select("batch_id").collect()))
 
@@ -152,9 +162,9 @@ def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
     )
     assert touched >= 2
     # The first micro-batch writes every bucket's snapshot; later ones none, whatever the state.
-    assert per_batch(changes(spark, tmp_path / "ck", BASE)) == {0: 4}
+    assert per_batch(chunks_of(changes(spark, tmp_path / "ck", LOG))) == {0: 4}
     # Each later micro-batch: one log entry and one meta entry per bucket it touches.
-    assert per_batch(changes(spark, tmp_path / "ck", LOG)) == {1: 1, 2: touched}
+    assert per_batch(entries_of(changes(spark, tmp_path / "ck", LOG))) == {1: 1, 2: touched}
     assert per_batch(changes(spark, tmp_path / "ck", META)) == {0: 4, 1: 1, 2: touched}
 
     # The same stream with every bucket's state in one row: each micro-batch rewrites it.
@@ -164,7 +174,7 @@ def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
     assert per_batch(whole) == {0: 4, 1: 1, 2: touched}
     rewritten = whole.filter("batch_id = 1").selectExpr("value.engine as engine").first()
     logged = (
-        changes(spark, tmp_path / "ck", LOG)
+        entries_of(changes(spark, tmp_path / "ck", LOG))
         .filter("batch_id = 1")
         .selectExpr("length(user_map_value.records) as n")
         .first()
@@ -185,11 +195,12 @@ def test_state_entries_stay_within_the_bound(
     many = [f"k{i}" for i in range(0, 2000, 2)]
     df = long_sessions(spark, tmp_path / "in", 2000, [many, ["k1"]])
     run_to_noop(df, tmp_path / "ck")
-    chunks = state(spark, tmp_path / "ck", BASE).selectExpr(
+    chunks = chunks_of(state(spark, tmp_path / "ck", LOG)).selectExpr(
         "key.__windowstore_bucket as b",
-        "user_map_key.part as part",
+        "-1 - user_map_key.seq as part",
+        "user_map_value.part as numbered",
         "user_map_value.parts as parts",
-        "length(user_map_value.chunk) as n",
+        "length(user_map_value.records) as n",
     )
     rows = chunks.collect()
     assert max(r["n"] for r in rows) <= 2048
@@ -199,9 +210,10 @@ def test_state_entries_stay_within_the_bound(
     for b in {r["b"] for r in rows}:
         parts = sorted(r["part"] for r in rows if r["b"] == b)
         assert parts == list(range(len(parts)))
+        assert all(r["numbered"] == r["part"] for r in rows)
         assert {r["parts"] for r in rows if r["b"] == b} == {len(parts)}
     assert state(spark, tmp_path / "ck", OLD_BASE).count() == 0
-    log = state(spark, tmp_path / "ck", LOG).selectExpr(
+    log = entries_of(state(spark, tmp_path / "ck", LOG)).selectExpr(
         "user_map_value.parts as parts", "length(user_map_value.records) as n"
     )
     entries = log.collect()
@@ -222,8 +234,8 @@ def test_the_whole_layout_spills_rows_past_the_bound_into_chunks(
     _windows_with(spark, rocksdb, tmp_path, restart_at=6)
     spilled = changes(spark, tmp_path / "ck", WHOLE).filter("length(value.engine) = 0").count()
     assert spilled > 0, "rows went past the bound"
-    pieces = changes(spark, tmp_path / "ck", WHOLE_CHUNKS).filter("change_type = 'update'")
-    sizes = [r["n"] for r in pieces.selectExpr("length(user_map_value.chunk) as n").collect()]
+    pieces = chunks_of(changes(spark, tmp_path / "ck", LOG)).filter("change_type = 'update'")
+    sizes = [r["n"] for r in pieces.selectExpr("length(user_map_value.records) as n").collect()]
     assert len(sizes) > spilled
     assert max(sizes) <= 1024
 
@@ -253,7 +265,7 @@ def test_the_log_replayed_on_its_snapshot_gives_the_windows(
     rocksdb[CACHE_CONF] = "0"
     rocksdb[COMPACT_CONF] = ratio
     _windows_with(spark, rocksdb, tmp_path, restart_at=6)
-    log = state(spark, tmp_path / "ck", LOG).count()
+    log = entries_of(state(spark, tmp_path / "ck", LOG)).count()
     meta = state(spark, tmp_path / "ck", META).collect()
     if ratio == "0":
         assert log == 0

@@ -13,8 +13,9 @@ Two layouts of a bucket's state:
   :meth:`~windowstore.SessionWindowProcessor.to_bytes` compressed (:func:`pack`), written whole
   by every call, and read back only by a worker that does not hold the processor that wrote
   it (:func:`step`). With RocksDB a row past ``max_entry_bytes`` holds no bytes and its snapshot
-  goes to a map state in chunks instead (:func:`write_chunks`); the default provider has no
-  other state than the row, so there the query fails, naming the setting;
+  goes to the map state ``windowstore_log`` in chunks instead (:func:`write_chunks`); the
+  default provider has no other state than the row, so there the query fails, naming the
+  setting;
 - ``log`` (:class:`LogWindowsProcessor`, RocksDB, event time): a base snapshot in chunks, a log
   of the calls since and a meta entry; a call appends to the log, and Python workers keep the
   processors they ran, so that a call neither reads nor writes the snapshot unless it compacts.
@@ -22,7 +23,10 @@ Two layouts of a bucket's state:
 Chunks are entries of a *map* state, one RocksDB key each, so that no RocksDB value outgrows
 ``max_entry_bytes`` at any state size: the elements of a list state are merged under one key
 (Spark's RocksDB store keeps a list as one value, read back as one JVM byte array, which cannot
-pass 2 GiB). Checkpoints whose base snapshot is in the list state of earlier versions
+pass 2 GiB). They are entries of the log's own map, at negative keys (:func:`write_chunks`),
+not of a map of their own: every state variable a processor registers costs every partition of
+every micro-batch (two more, never written, made a micro-batch 0.2 s slower at 1M open
+sessions). Checkpoints whose base snapshot is in the list state of earlier versions
 (``windowstore_base``) are still read, and moved to the map at the bucket's next compaction.
 
 Per call (:func:`step`, :func:`run`):
@@ -442,8 +446,9 @@ class _BucketProcessor(StatefulProcessor):
 
 class WindowsProcessor(_BucketProcessor):
     """``transformWithStateInPandas``: a bucket's state in a value state, one timer. A row past
-    ``max_entry_bytes`` holds no engine bytes: they are in the map state ``windowstore_chunks``
-    under the row's token (:func:`write_chunks`)."""
+    ``max_entry_bytes`` holds no engine bytes: they are chunks in the map state
+    ``windowstore_log`` under the row's token (:func:`write_chunks`), where the log layout
+    finds them when it carries the checkpoint over."""
 
     def __init__(self, args: BucketArgs) -> None:
         self.args = args
@@ -451,7 +456,8 @@ class WindowsProcessor(_BucketProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
         self.state = handle.getValueState("windowstore", STATE_SCHEMA)
-        self.chunks = handle.getMapState("windowstore_chunks", PART_SCHEMA, PIECE_SCHEMA)
+        # Chunks of a row past the bound, as the log layout keeps its base snapshot.
+        self.log = handle.getMapState("windowstore_log", SEQ_SCHEMA, ENTRY_SCHEMA)
         # The log layout's meta entry: a checkpoint of that layout is not read here.
         self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
 
@@ -469,7 +475,7 @@ class WindowsProcessor(_BucketProcessor):
         spilled = saved is not None and not saved[1]
         if saved is not None and spilled and saved[2] not in _WHOLE_CACHE:
             # Read only when no worker-kept processor wrote the row (step takes that one).
-            engine = read_chunks(self.chunks, saved[2])
+            engine = join_chunks(read_log(self.log)[0], saved[2])
             if engine is None:
                 raise RuntimeError(
                     "windowstore: a bucket's state row holds its snapshot in chunks, and there "
@@ -484,11 +490,11 @@ class WindowsProcessor(_BucketProcessor):
             timerValues.getCurrentProcessingTimeInMs(),
             spills=True,
         )
+        if spilled:
+            self.log.clear()
         if len(row[1]) > self.args.max_entry_bytes:
-            write_chunks(self.chunks, row[2], row[1], self.args.max_entry_bytes)
+            write_chunks(self.log, row[2], row[1], self.args.max_entry_bytes)
             row = (row[0], b"", row[2])
-        elif spilled:
-            self.chunks.clear()
         self.state.update(row)
         # Spark deletes the timer that fired itself, after this call.
         for t in self.handle.listTimers():
@@ -520,22 +526,13 @@ META_SCHEMA = StructType(
         StructField("timer", LongType(), True),
     ]
 )
-#: The base snapshot as versions before the chunk map kept it: a list state of chunks, all of
-#: them one RocksDB value. Read (and cleared), never written.
+#: The base snapshot as earlier versions kept it: a list state of chunks, all of them one
+#: RocksDB value. Read (and cleared), never written.
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
-#: A snapshot in chunks (:func:`write_chunks`): a map state from the chunk's number to the
-#: snapshot's token, the number of chunks and the chunk's bytes (at most max_entry_bytes).
-PART_SCHEMA = StructType([StructField("part", LongType(), False)])
-PIECE_SCHEMA = StructType(
-    [
-        StructField("token", StringType(), False),
-        StructField("parts", IntegerType(), False),
-        StructField("chunk", BinaryType(), False),
-    ]
-)
 #: The log: one entry per call since the base (or several parts of one call's records), keyed
-#: by number; each names the entry before it (``prev``), so that a cached processor knows
-#: whether the log continues what it has applied.
+#: by number from 0; each names the entry before it (``prev``), so that a cached processor knows
+#: whether the log continues what it has applied. The base snapshot's chunks are entries of the
+#: same map at negative keys (:func:`write_chunks`).
 SEQ_SCHEMA = StructType([StructField("seq", LongType(), False)])
 ENTRY_SCHEMA = StructType(
     [
@@ -583,8 +580,8 @@ _CACHE: OrderedDict[str, _Cached] = OrderedDict()
 
 class LogWindowsProcessor(_BucketProcessor):
     """``transformWithStateInPandas`` with state that scales with the micro-batch: a bucket's
-    state is a base snapshot (map state, in chunks of bounded size: :func:`write_chunks`) plus a
-    log of the calls since (map state: each call's watermark and records), with a small meta
+    state is a base snapshot (in chunks of bounded size, :func:`write_chunks`) plus a log of the
+    calls since (one map state holds both: each call's watermark and records), with a small meta
     entry (value state) that says where the bucket is. A call appends its records to the log
     instead of rewriting the snapshot; when the log outgrows ``compact_ratio`` times the
     snapshot, the call writes a new snapshot and clears the log. A restore replays the log on
@@ -597,16 +594,15 @@ class LogWindowsProcessor(_BucketProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
+        # Four state variables, no more: each costs every partition of every micro-batch.
         self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
-        self.base = handle.getMapState("windowstore_base_chunks", PART_SCHEMA, PIECE_SCHEMA)
         self.log = handle.getMapState("windowstore_log", SEQ_SCHEMA, ENTRY_SCHEMA)
         # The base snapshot as earlier versions kept it (one list state, one RocksDB value):
-        # read when the map has none, cleared at the next compaction.
+        # read when the log map has no chunks, cleared at the next compaction.
         self.old_base = handle.getListState("windowstore_base", CHUNK_SCHEMA)
-        # The whole-state layout's row and chunks (WindowsProcessor): read once, to carry a
-        # checkpoint of that layout over.
+        # The whole-state layout's row (WindowsProcessor; its chunks, if it spilled, are in
+        # the log map): read once, to carry a checkpoint of that layout over.
         self.whole = handle.getValueState("windowstore", STATE_SCHEMA)
-        self.whole_chunks = handle.getMapState("windowstore_chunks", PART_SCHEMA, PIECE_SCHEMA)
 
     def _call(
         self, rows: Iterable[pd.DataFrame], timerValues: TimerValues, fired: int | None
@@ -644,7 +640,7 @@ class LogWindowsProcessor(_BucketProcessor):
         saved = self.whole.get()
         if saved is None:
             return self.args.new_processor(), at
-        engine = saved[1] or read_chunks(self.whole_chunks, saved[2])
+        engine = saved[1] or join_chunks(read_log(self.log)[0], saved[2])
         if not engine:
             raise RuntimeError(
                 "windowstore: a bucket's state row holds its snapshot in chunks, and there are "
@@ -653,7 +649,7 @@ class LogWindowsProcessor(_BucketProcessor):
         p = self.args.restore(saved[0], engine)
         self.whole.clear()
         if not saved[1]:
-            self.whole_chunks.clear()
+            self.log.clear()  # the row's chunks
         # Its timer, which the meta entry will keep from now on.
         at.timer = next(iter(self.handle.listTimers()), None)
         return p, at
@@ -672,7 +668,8 @@ class LogWindowsProcessor(_BucketProcessor):
                 if all(e is not None for e in entries) and _chained(entries, have.head, at.head):
                     self._replay(cached.processor, entries)
                     return cached.processor
-        base = read_chunks(self.base, at.base)
+        chunks, log = read_log(self.log)
+        base = join_chunks(chunks, at.base)
         if base is None:
             base = b"".join(bytes(row[0]) for row in self.old_base.get())
         if not base:
@@ -681,7 +678,6 @@ class LogWindowsProcessor(_BucketProcessor):
                 "none: the state store does not hold what this query wrote"
             )
         p = self.args.from_snapshot(unpack(base))
-        log = [entry for _, entry in sorted(self.log.iterator(), key=lambda kv: kv[0][0])]
         if len(log) != at.log_next or not _chained(log, at.base, at.head):
             raise RuntimeError(
                 f"windowstore: a bucket's state log has {len(log)} entries, not the "
@@ -709,9 +705,10 @@ class LogWindowsProcessor(_BucketProcessor):
         """Writes ``p`` as the bucket's new base snapshot (packed) and clears the log."""
         snapshot = p.to_bytes()
         at.base = at.head = _token()
-        write_chunks(self.base, at.base, pack(snapshot), self.args.max_entry_bytes)
-        if at.log_next:
+        # The last base's chunks and the log go (a bucket's first call has neither).
+        if at.base_bytes or at.log_next:
             self.log.clear()
+        write_chunks(self.log, at.base, pack(snapshot), self.args.max_entry_bytes)
         if at.base_bytes and self.old_base.exists():
             self.old_base.clear()
         # The snapshot's own size: compaction keeps the cadence it had before packing (the log
@@ -766,32 +763,39 @@ def _ipc_parts(records: pa.Table, limit: int) -> list[bytes]:
         n *= 2
 
 
-def write_chunks(chunks: Any, token: str, blob: bytes, limit: int) -> None:
-    """Replaces the map state ``chunks`` (:data:`PIECE_SCHEMA`) with ``blob`` in chunks of at
-    most ``limit`` bytes, each its own entry (its own RocksDB key), under ``token``."""
+def write_chunks(log: Any, token: str, blob: bytes, limit: int) -> None:
+    """Puts ``blob`` into the map state ``log`` (:data:`ENTRY_SCHEMA`) in chunks of at most
+    ``limit`` bytes, each its own entry (its own RocksDB key): chunk ``i`` at key ``-1 - i``,
+    with ``token``, its number and their count as ``part`` and ``parts``, its bytes as
+    ``records``. The caller clears the map's earlier chunks first."""
     pieces = [blob[i : i + limit] for i in range(0, len(blob), limit)] or [b""]
-    chunks.clear()
     for part, piece in enumerate(pieces):
-        chunks.updateValue((part,), (token, len(pieces), piece))
+        log.updateValue((-1 - part,), (token, "", 0, part, len(pieces), piece))
 
 
-def read_chunks(chunks: Any, token: str) -> bytes | None:
-    """The blob that :func:`write_chunks` wrote under ``token`` to the map state ``chunks``;
-    None if the map is empty. Chunks of another token, or missing ones, fail loudly: the state
-    store does not hold what this query wrote."""
-    entries = sorted(chunks.iterator(), key=lambda kv: kv[0][0])
-    if not entries:
+def read_log(log: Any) -> tuple[list[Any], list[Any]]:
+    """The map state ``log`` in one pass: its snapshot chunks in order (negative keys, see
+    :func:`write_chunks`) and its log entries in order (keys from 0)."""
+    items = sorted(log.iterator(), key=lambda kv: kv[0][0])
+    chunks = [entry for key, entry in reversed(items) if key[0] < 0]
+    return chunks, [entry for key, entry in items if key[0] >= 0]
+
+
+def join_chunks(chunks: list[Any], token: str) -> bytes | None:
+    """The blob that :func:`write_chunks` wrote under ``token``, from the chunks that
+    :func:`read_log` found; None if there are none. Chunks of another snapshot, or missing
+    ones, fail loudly: the state store does not hold what this query wrote."""
+    if not chunks:
         return None
-    parts = [part[0] for part, _ in entries]
-    if parts != list(range(len(entries))) or any(
-        value[0] != token or value[1] != len(entries) for _, value in entries
+    if [c[3] for c in chunks] != list(range(len(chunks))) or any(
+        c[0] != token or c[4] != len(chunks) for c in chunks
     ):
         raise RuntimeError(
-            f"windowstore: a bucket's snapshot chunks ({len(entries)} of them) are not the "
-            f"{entries[0][1][1]} chunks of snapshot {token}: the state store does not hold "
-            "what this query wrote"
+            f"windowstore: a bucket's snapshot chunks ({len(chunks)} of them) are not the "
+            f"{chunks[0][4]} chunks of snapshot {token}: the state store does not hold what "
+            "this query wrote"
         )
-    return b"".join(bytes(value[2]) for _, value in entries)
+    return b"".join(bytes(c[5]) for c in chunks)
 
 
 def apply_in_pandas_with_state(
