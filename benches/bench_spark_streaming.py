@@ -341,7 +341,8 @@ def rocksdb_compactions(checkpoint: Path) -> dict[int, int]:
                 meta = json.loads(f.read("metadata").decode().splitlines()[1])
             files = {s["dfsSstFileName"] for s in meta.get("sstFiles", [])}
             if held - files:
-                out[int(z.stem) - 1] = out.get(int(z.stem) - 1, 0) + 1
+                batch = int(z.stem) - 1
+                out[batch] = out.get(batch, 0) + 1
             held = files
     return out
 
@@ -430,7 +431,7 @@ def _long_line(r: dict[str, float]) -> str:
     return (
         f"batch {r['latency_s']:.2f} s (first {r['first_s']:.1f} s), checkpoint "
         f"{r['ck_mean'] / mib:.2f} MiB/batch (median {r['ck_median'] / mib:.2f}, "
-        f"{r.get('compacted', 0):.0f} of the batches with a compaction), peak JVM "
+        f"{r['compacted']:.0f} of the batches with a compaction), peak JVM "
         f"{r['jvm'] / mib:,.0f} MiB, largest Python worker {r['worker'] / mib:,.0f} MiB"
     )
 

@@ -475,13 +475,7 @@ class WindowsProcessor(_BucketProcessor):
         spilled = saved is not None and not saved[1]
         if saved is not None and spilled and saved[2] not in _WHOLE_CACHE:
             # Read only when no worker-kept processor wrote the row (step takes that one).
-            engine = join_chunks(read_log(self.log)[0], saved[2])
-            if engine is None:
-                raise RuntimeError(
-                    "windowstore: a bucket's state row holds its snapshot in chunks, and there "
-                    "are none: the state store does not hold what this query wrote"
-                )
-            saved = (saved[0], engine, saved[2])
+            saved = (saved[0], read_spilled(self.log, saved[2]), saved[2])
         frames, row, timer = step(
             self.args,
             saved,
@@ -640,13 +634,7 @@ class LogWindowsProcessor(_BucketProcessor):
         saved = self.whole.get()
         if saved is None:
             return self.args.new_processor(), at
-        engine = saved[1] or join_chunks(read_log(self.log)[0], saved[2])
-        if not engine:
-            raise RuntimeError(
-                "windowstore: a bucket's state row holds its snapshot in chunks, and there are "
-                "none: the state store does not hold what this query wrote"
-            )
-        p = self.args.restore(saved[0], engine)
+        p = self.args.restore(saved[0], saved[1] or read_spilled(self.log, saved[2]))
         self.whole.clear()
         if not saved[1]:
             self.log.clear()  # the row's chunks
@@ -796,6 +784,18 @@ def join_chunks(chunks: list[Any], token: str) -> bytes | None:
             "this query wrote"
         )
     return b"".join(bytes(c[5]) for c in chunks)
+
+
+def read_spilled(log: Any, token: str) -> bytes:
+    """The snapshot of a whole-layout row past the bound (one holding no bytes, its ``token``
+    naming its chunks in the map state ``log``). None there fails loudly."""
+    engine = join_chunks(read_log(log)[0], token)
+    if engine is None:
+        raise RuntimeError(
+            "windowstore: a bucket's state row holds its snapshot in chunks, and there are none: "
+            "the state store does not hold what this query wrote"
+        )
+    return engine
 
 
 def apply_in_pandas_with_state(
