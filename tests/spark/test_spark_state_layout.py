@@ -25,6 +25,8 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import LongType, StructField, StructType
 
 from windowstore import InvalidWindowSpec, SessionWindowProcessor, agg
 from windowstore.spark import session_windows
@@ -301,6 +303,60 @@ def test_a_checkpoint_of_the_whole_layout_carries_over(
     query = start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True)
     with pytest.raises(StreamingQueryException, match='"log" layout'):
         query.awaitTermination()
+
+
+def test_spark_runs_on_a_checkpoint_holding_a_variable_no_longer_registered(
+    spark: SparkSession, rocksdb: dict[str, str], tmp_path: Path
+) -> None:
+    """Why the log layout keeps registering ``windowstore`` and ``windowstore_base``, which only
+    older checkpoints hold: Spark does not refuse a checkpoint with a state variable that the
+    processor no longer registers. A checkpoint of the whole layout would restart empty, with
+    no error, if the log layout stopped registering the whole layout's row."""
+
+    class Counting(StatefulProcessor):  # local: the workers unpickle it by value
+        """Counts a key's rows in value state ``a``; with ``both``, writes value state ``b`` too."""
+
+        def __init__(self, both: bool) -> None:
+            self.both = both
+
+        def init(self, handle: StatefulProcessorHandle) -> None:
+            schema = StructType([StructField("n", LongType())])
+            self.a = handle.getValueState("a", schema)
+            if self.both:
+                self.b = handle.getValueState("b", schema)
+
+        def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Any:
+            n = sum(len(r) for r in rows) + (self.a.get()[0] if self.a.exists() else 0)
+            self.a.update((n,))
+            if self.both:
+                self.b.update((n,))
+            yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+        def close(self) -> None:
+            pass
+
+    source, checkpoint = tmp_path / "in", tmp_path / "ck"
+
+    def run(both: bool) -> None:
+        counted = (
+            read_stream(spark, source)
+            .groupBy("k")
+            .transformWithStateInPandas(Counting(both), "k string, n long", "Append", "None")
+        )
+        query = (
+            counted.writeStream.format("noop")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+
+    write_files([_frame([("a", BASE_MS, 1), ("a", BASE_MS, 2)])], source)
+    run(both=True)
+    assert state(spark, checkpoint, "b").count() == 1
+    write_files([_frame([("a", BASE_MS, 3)])], source, first=1)
+    run(both=False)  # no error
+    assert [r["value"]["n"] for r in state(spark, checkpoint, "a").collect()] == [3]
 
 
 def test_a_restart_with_other_parameters_fails_loudly_with_the_log_layout(
