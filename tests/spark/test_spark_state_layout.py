@@ -326,7 +326,8 @@ def test_spark_runs_on_a_checkpoint_holding_a_variable_no_longer_registered(
                 self.b = handle.getValueState("b", schema)
 
         def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Any:
-            n = sum(len(r) for r in rows) + (self.a.get()[0] if self.a.exists() else 0)
+            seen = self.a.get()
+            n = sum(len(r) for r in rows) + (0 if seen is None else seen[0])
             self.a.update((n,))
             if self.both:
                 self.b.update((n,))
