@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from windowstore import agg
 from windowstore.sessions import SessionWindowProcessor
-from windowstore.spark._bucket import REASONS, REJECTED, BucketArgs, count_column, step
+from windowstore.spark._bucket import BucketArgs, output_schema, step
 
 SCHEMA = pa.schema([("k", pa.int64()), ("ts", pa.int64()), ("x", pa.int64())])
 PARAMS = {
@@ -47,10 +47,7 @@ PARAMS = {
 def bucket_args() -> BucketArgs:
     """A bucket's arguments as the driver makes them for this query (delay 30 s)."""
     windows = SessionWindowProcessor(**PARAMS).process(SCHEMA.empty_table()).schema
-    output = pa.schema(
-        [*windows, pa.field(REJECTED, pa.binary())]
-        + [pa.field(count_column(r), pa.int64()) for r in REASONS]
-    )
+    output = output_schema(windows)
     return BucketArgs("sessions", PARAMS, "ts", SCHEMA, output, 30_000, "bench", False)
 
 

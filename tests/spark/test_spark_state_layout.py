@@ -35,10 +35,8 @@ from windowstore.spark._bucket import (
     COMPACT_CONF,
     LAYOUT_CONF,
     MAX_ENTRY_CONF,
-    REASONS,
-    REJECTED,
     BucketArgs,
-    count_column,
+    output_schema,
     pack,
     step,
     unpack,
@@ -108,16 +106,21 @@ def long_sessions(spark: SparkSession, folder: Path, keys: int, then: list[list[
     return read_stream(spark, folder)
 
 
-def run_to_noop(df: DataFrame, checkpoint: Path) -> None:
-    windows = session_windows(df, key="k", time="ts", gap="10m", grace="20s", aggs=AGGS)
+def drain_to_noop(df: DataFrame, checkpoint: Path) -> None:
+    """Runs the stream ``df`` to Spark's noop sink until its input is drained."""
     query = (
-        windows.writeStream.format("noop")
+        df.writeStream.format("noop")
         .option("checkpointLocation", str(checkpoint))
         .outputMode("append")
         .trigger(availableNow=True)
         .start()
     )
     query.awaitTermination()
+
+
+def run_to_noop(df: DataFrame, checkpoint: Path) -> None:
+    windows = session_windows(df, key="k", time="ts", gap="10m", grace="20s", aggs=AGGS)
+    drain_to_noop(windows, checkpoint)
 
 
 def state(spark: SparkSession, checkpoint: Path, var: str, **options: Any) -> DataFrame:
@@ -212,8 +215,8 @@ def test_state_entries_stay_within_the_bound(
     for b in {r["b"] for r in rows}:
         parts = sorted(r["part"] for r in rows if r["b"] == b)
         assert parts == list(range(len(parts)))
-        assert all(r["numbered"] == r["part"] for r in rows)
         assert {r["parts"] for r in rows if r["b"] == b} == {len(parts)}
+    assert all(r["numbered"] == r["part"] for r in rows)
     assert state(spark, tmp_path / "ck", OLD_BASE).count() == 0
     log = entries_of(state(spark, tmp_path / "ck", LOG)).selectExpr(
         "user_map_value.parts as parts", "length(user_map_value.records) as n"
@@ -344,13 +347,7 @@ def test_spark_runs_on_a_checkpoint_holding_a_variable_no_longer_registered(
             .groupBy("k")
             .transformWithStateInPandas(Counting(both), "k string, n long", "Append", "None")
         )
-        query = (
-            counted.writeStream.format("noop")
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
+        drain_to_noop(counted, checkpoint)
 
     write_files([_frame([("a", BASE_MS, 1), ("a", BASE_MS, 2)])], source)
     run(both=True)
@@ -414,10 +411,7 @@ def whole_args(cache_entries: int) -> BucketArgs:
     params: dict[str, Any] = {"key": "k", "time": "ts", "gap": 10_000_000, "grace": 5_000_000,
                               "time_unit": "us", "aggs": [agg.count(), agg.sum("x")]}  # fmt: skip
     windows = SessionWindowProcessor(**params).process(schema.empty_table()).schema
-    output = pa.schema(
-        [*windows, pa.field(REJECTED, pa.binary())]
-        + [pa.field(count_column(r), pa.int64()) for r in REASONS]
-    )
+    output = output_schema(windows)
     return BucketArgs("sessions", params, "ts", schema, output, 0, "params", False,
                       cache_entries=cache_entries)  # fmt: skip
 

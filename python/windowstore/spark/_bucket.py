@@ -91,6 +91,7 @@ __all__ = [
     "LogWindowsProcessor",
     "WindowsProcessor",
     "apply_in_pandas_with_state",
+    "output_schema",
     "read_rejected",
     "step",
 ]
@@ -133,6 +134,17 @@ _PROCESSORS: dict[str, type[WindowProcessor]] = {
 def count_column(reason: str) -> str:
     """The output column counting the records a call rejected for ``reason``."""
     return f"__windowstore_n_{reason}"
+
+
+def output_schema(windows: pa.Schema) -> pa.Schema:
+    """A call's output: the engine's ``windows`` columns, then REJECTED and the counts."""
+    return pa.schema(
+        [
+            *windows,
+            pa.field(REJECTED, pa.binary()),
+            *[pa.field(count_column(r), pa.int64()) for r in REASONS],
+        ]
+    )
 
 
 @dataclass(frozen=True)

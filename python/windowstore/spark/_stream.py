@@ -161,13 +161,7 @@ def stream_windows(
         probe.process(probe_args.to_engine(input_schema.empty_table()))
     ).schema
     rejected_schema = probe_args.from_engine(probe.rejected()).schema
-    output_schema = pa.schema(
-        [
-            *windows_schema,
-            pa.field(_bucket.REJECTED, pa.binary()),
-            *[pa.field(_bucket.count_column(r), pa.int64()) for r in _bucket.REASONS],
-        ]
-    )
+    output_schema = _bucket.output_schema(windows_schema)
     conf = df.sparkSession.conf
     rocksdb = _ROCKSDB in (conf.get("spark.sql.streaming.stateStore.providerClass") or "")
     layout = _layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
