@@ -673,6 +673,100 @@ mod tests {
         );
     }
 
+    /// What records an old value in [`Segment::rewrite`].
+    type JournalFn = fn(i64, i64, &[u8]);
+
+    /// The segment's accounting against its entries: the sessions counted, and the arena's
+    /// garbage exactly the bytes no entry addresses.
+    fn check_accounting(s: &Segment) {
+        let entries: Vec<&Entry> = s.by_key.values().flat_map(|l| l.iter()).collect();
+        assert!(
+            s.by_key.values().all(|l| !l.is_empty()),
+            "a key without sessions is dropped"
+        );
+        assert_eq!(s.sessions, entries.len());
+        let live: usize = entries
+            .iter()
+            .filter(|e| e.len != BIG)
+            .map(|e| e.len as usize)
+            .sum();
+        assert_eq!(s.arena.len() - s.garbage, live);
+        for e in entries.iter().filter(|e| e.len != BIG) {
+            assert!(e.offset as usize + e.len as usize <= s.arena.len());
+        }
+    }
+
+    proptest::proptest! {
+        /// Puts (small, resized and large values), removes, rewrites and detaches on a few
+        /// keys, against a map of what each session holds: every value reads back, and the
+        /// sessions and garbage counted stay right through compactions.
+        #[test]
+        fn values_and_accounting_survive_any_sequence_of_changes(
+            ops in proptest::collection::vec(
+                (
+                    0u8..4,
+                    0u32..5,
+                    0i64..12,
+                    proptest::sample::select(vec![0usize, 1, 8, 43, 200, 300]),
+                ),
+                1..300,
+            ),
+        ) {
+            let mut s = Segment::default();
+            let mut model = std::collections::BTreeMap::new();
+            for (n, &(op, key, start, len)) in ops.iter().enumerate() {
+                let value = vec![n as u8; len];
+                match op {
+                    0 | 1 => {
+                        let new = s.put(key, start, 20, &value).unwrap();
+                        proptest::prop_assert_eq!(new, model.insert((key, start), value).is_none());
+                    }
+                    2 => {
+                        proptest::prop_assert_eq!(
+                            s.remove(key, start, 20),
+                            model.remove(&(key, start)).is_some()
+                        );
+                    }
+                    _ => {
+                        // Every session of the key rewritten to this value.
+                        let mut out = Vec::new();
+                        let no_journal: Option<(u64, JournalFn)> = None;
+                        s.rewrite(
+                            key,
+                            SessionBounds::find(i64::MIN, i64::MAX),
+                            no_journal,
+                            &mut out,
+                            |_, _, _, out| {
+                                out.extend_from_slice(&value);
+                                Ok(())
+                            },
+                            &mut Rewritten::default(),
+                        )
+                        .unwrap();
+                        for ((k, _), v) in model.iter_mut() {
+                            if *k == key {
+                                v.clone_from(&value);
+                            }
+                        }
+                    }
+                }
+                check_accounting(&s);
+            }
+            proptest::prop_assert_eq!(s.len(), model.len());
+            for (&(key, start), want) in &model {
+                let e = s.sessions_of(key).iter().find(|e| e.start == start).copied();
+                proptest::prop_assert_eq!(e.map(|e| s.value(&e)), Some(&want[..]));
+            }
+            for (&(key, start), want) in &model {
+                let detached = s.detach(key, start, 20);
+                proptest::prop_assert_eq!(detached.as_ref(), Some(want));
+                check_accounting(&s);
+            }
+            proptest::prop_assert!(s.is_empty());
+            proptest::prop_assert_eq!(s.value_bytes(), 0);
+        }
+    }
+
     #[test]
     fn compaction_keeps_values() {
         let mut s = Segment::default();
