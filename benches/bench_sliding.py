@@ -15,6 +15,10 @@ Run: python benches/bench_sliding.py [--records 10000000] [--keys 100000] [--rep
      [--no-streaming]  (complete mode and Polars only: streaming 10M records takes minutes)
      [--only-streaming] (the streaming processor alone, each run's wall time beside the user
                          and system CPU it took: the kernel's share of fresh pages shows there)
+     [--keys-series 20000,50000,100000 [--records-per-key 40]] (the streaming processor
+                         alone over each number of keys, each key --records-per-key records,
+                         ~10 a window: how a record's cost grows with the open state, which
+                         grows with the keys; the state is steady after ~30 records a key)
 """
 
 from __future__ import annotations
@@ -117,6 +121,36 @@ def only_streaming(data: pa.Table, d: int, batch_rows: int, repeat: int) -> None
     print(f"median {median:.2f} s, {n / median / 1e6:.2f} M rec/s")
 
 
+def keys_series(
+    per_key: int, series: list[int], per_window: int, batch_rows: int, repeat: int
+) -> None:
+    """The streaming processor on `per_key` records a key over each number of keys in `series`
+    (each record's windows alike: ~per_window records a window), with the state it holds just
+    before the flush: the windows in the store and its bytes."""
+    print(f"{per_key} records a key in time order, ~{per_window} a window, {batch_rows:,} a call")
+    head = f"{'keys':>9}{'records':>12}{'windows held':>14}{'store MB':>10}"
+    print(f"{head}{'median s':>10}{'M rec/s':>9}{'µs/rec':>8}")
+    for keys in series:
+        records = keys * per_key
+        data, d = generate(records, keys, per_window, seed=1)
+        times, held = [], {}
+        for _ in range(repeat):
+            p = SlidingWindowProcessor(key="k", time="t", time_difference=d, grace=0, aggs=AGGS)
+            start = time.perf_counter()
+            for b in data.to_batches(max_chunksize=batch_rows):
+                p.process(b)
+            held = p.metrics()
+            p.flush()
+            times.append(time.perf_counter() - start)
+            del p
+        s = statistics.median(times)
+        print(
+            f"{keys:>9,}{records:>12,}{held['store_live_sessions']:>14,}"
+            f"{held['store_bytes'] / 1e6:>10,.0f}"
+            f"{s:>10.2f}{records / s / 1e6:>9.2f}{s / records * 1e6:>8.2f}"
+        )
+
+
 def canonical(t: pa.Table) -> pa.Table:
     cols = ["k", "window_start", "window_end", "window_time", "count", "sum_v", "max_v"]
     return t.select(cols).sort_by([(c, "ascending") for c in cols[:2]])
@@ -133,9 +167,18 @@ def main() -> None:
     parser.add_argument(
         "--only-streaming", action="store_true", help="run the streaming processor alone"
     )
+    parser.add_argument(
+        "--keys-series",
+        help="comma-separated numbers of keys: the streaming processor alone over each",
+    )
+    parser.add_argument("--records-per-key", type=int, default=40)
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    if args.keys_series:
+        series = [int(k) for k in args.keys_series.split(",")]
+        keys_series(args.records_per_key, series, args.per_window, args.batch_rows, args.repeat)
+        return
     data, d = generate(args.records, args.keys, args.per_window, seed=1)
     if args.memory_probe:
         print(
