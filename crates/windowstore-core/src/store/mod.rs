@@ -4,7 +4,7 @@
 //!   bounds map onto segments;
 //! - [`keys`]: the key table that stores each distinct key's bytes once;
 //! - [`edits`]: in-place splices of a stored value, and their inverse for the journal;
-//! - [`segment`]: one time bucket of sessions, by key, with an index by end (`by_end`);
+//! - [`segment`]: one time bucket of sessions, by key;
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
 //!   an undo log (`journal`) that makes a processor's call all or nothing;
@@ -12,7 +12,6 @@
 //!   files atomically.
 
 pub mod atomic_file;
-mod by_end;
 pub mod edits;
 mod journal;
 pub mod key_schema;

@@ -19,7 +19,6 @@
 use hashbrown::HashMap;
 use smallvec::SmallVec;
 
-use super::by_end::ByEnd;
 use super::edits::Edits;
 use super::key_schema::SessionBounds;
 use super::keys::KeyId;
@@ -58,8 +57,6 @@ type Sessions = SmallVec<[Entry; 1]>;
 #[derive(Debug, Default)]
 pub struct Segment {
     by_key: HashMap<KeyId, Sessions>,
-    /// The sessions' ends and keys, sorted: what a scan by end reads ([`Self::iter_by_end`]).
-    by_end: ByEnd,
     arena: Vec<u8>,
     garbage: usize,
     sessions: usize,
@@ -155,7 +152,6 @@ impl Segment {
                     },
                 );
                 self.sessions += 1;
-                self.index(key, end);
                 Ok(true)
             }
         }
@@ -205,9 +201,6 @@ impl Segment {
             (e.start, e.end) = to;
             let at = list.partition_point(|x| (x.end, x.start) < (to.1, to.0));
             list.insert(at, e);
-            if to.1 != from.1 {
-                self.index(key, to.1);
-            }
         }
         // After the entry has its new place: compaction moves what the entries address.
         self.compact_if_worth_it();
@@ -254,7 +247,6 @@ impl Segment {
             },
         );
         self.sessions += 1;
-        self.index(key, end);
         Ok(())
     }
 
@@ -408,50 +400,33 @@ impl Segment {
         &self.arena[at..at + entry.len as usize]
     }
 
-    /// Every session of the segment with `earliest_end <= end <= latest_end`, with its key, by
-    /// end then key: the index by end lists the keys with such an end, and only their lists
-    /// are read, so a narrow range (a call's closing windows) costs in proportion to the
-    /// sessions found, not to the keys of the segment.
+    /// Every session of the segment with `earliest_end <= end <= latest_end`, with its key: each
+    /// key's list is entered by binary search, so a narrow range costs a probe per key rather
+    /// than a visit of every session. Keys in no particular order.
     pub fn iter_by_end(
         &self,
         earliest_end: i64,
         latest_end: i64,
     ) -> impl Iterator<Item = (KeyId, &Entry)> + '_ {
-        self.by_end
-            .in_range(earliest_end, latest_end)
-            .into_iter()
-            .flat_map(move |(end, key)| {
-                let list = self.sessions_of(key);
-                let from = list.partition_point(|e| e.end < end);
-                list[from..]
-                    .iter()
-                    .take_while(move |e| e.end == end)
-                    .map(move |e| (key, e))
-            })
-    }
-
-    /// The smallest end at or after `earliest_end` held in the segment, if any (from the index
-    /// by end, stale entries skipped).
-    pub fn earliest_end_from(&self, earliest_end: i64) -> Option<i64> {
-        self.by_end.earliest_from(earliest_end, |end, key| {
-            let list = self.sessions_of(key);
-            list.get(list.partition_point(|e| e.end < end))
-                .is_some_and(|e| e.end == end)
+        self.by_key.iter().flat_map(move |(&key, list)| {
+            let from = list.partition_point(|e| e.end < earliest_end);
+            list[from..]
+                .iter()
+                .take_while(move |e| e.end <= latest_end)
+                .map(move |e| (key, e))
         })
     }
 
-    /// Lists a new session's end in the index by end, rebuilding the index from the lists once
-    /// the pairs of removed sessions could outnumber the live ones.
-    fn index(&mut self, key: KeyId, end: i64) {
-        self.by_end.add(end, key);
-        if self.by_end.worth_rebuilding(self.sessions) {
-            let Self { by_key, by_end, .. } = self;
-            by_end.rebuild(
-                by_key
-                    .iter()
-                    .flat_map(|(&key, list)| list.iter().map(move |e| (e.end, key))),
-            );
-        }
+    /// The smallest end at or after `earliest_end` held in the segment, if any: one binary
+    /// search per key, no allocation.
+    pub fn earliest_end_from(&self, earliest_end: i64) -> Option<i64> {
+        self.by_key
+            .values()
+            .filter_map(|list| {
+                let from = list.partition_point(|e| e.end < earliest_end);
+                list.get(from).map(|e| e.end)
+            })
+            .min()
     }
 
     /// Every session of the segment with its key, in no particular order.
@@ -501,7 +476,6 @@ impl Segment {
     /// Empties the segment as a new one, keeping the memory of its map and arena.
     pub fn clear(&mut self) {
         self.by_key.clear();
-        self.by_end.clear();
         self.arena.clear();
         self.garbage = 0;
         self.sessions = 0;
@@ -522,7 +496,6 @@ impl Segment {
         self.by_key.capacity() * (std::mem::size_of::<(KeyId, Sessions)>() + 1)
             + spilled
             + self.arena.capacity()
-            + self.by_end.heap_bytes()
             + self.bigs.capacity() * std::mem::size_of::<Vec<u8>>()
             + self.bigs.iter().map(Vec::capacity).sum::<usize>()
             + self.free_bigs.capacity() * std::mem::size_of::<u32>()
@@ -788,64 +761,6 @@ mod tests {
             }
             proptest::prop_assert!(s.is_empty());
             proptest::prop_assert_eq!(s.value_bytes(), 0);
-        }
-    }
-
-    proptest::proptest! {
-        /// Puts, removes, moves (an amend to another window), detaches and attaches over a few
-        /// keys and ends, many enough for sorted runs, merges and rebuilds of the index by end:
-        /// a scan by end finds exactly the sessions a map of them holds in the range, each
-        /// once, and the earliest end from any point is the map's.
-        #[test]
-        fn a_scan_by_end_finds_exactly_the_sessions_in_range(
-            ops in proptest::collection::vec((0u8..5, 0u32..40, 0i64..8, 0i64..60), 1..4000),
-            ranges in proptest::collection::vec((0i64..64, 0i64..20), 1..8),
-        ) {
-            let mut s = Segment::default();
-            let mut model = std::collections::BTreeSet::new();
-            for &(op, key, start, end) in &ops {
-                let end = start + end;
-                match op {
-                    0 | 1 => {
-                        s.put(key, start, end, b"v").unwrap();
-                        model.insert((end, key, start));
-                    }
-                    2 => {
-                        s.remove(key, start, end);
-                        model.remove(&(end, key, start));
-                    }
-                    3 => {
-                        // Moved to a window one later in end, if that one is free.
-                        let to = (start, end + 1);
-                        if model.contains(&(end, key, start)) && !model.contains(&(end + 1, key, start)) {
-                            s.amend(key, (start, end), to, &Edits::default(), |_| {}).unwrap();
-                            model.remove(&(end, key, start));
-                            model.insert((end + 1, key, start));
-                        }
-                    }
-                    _ => {
-                        if let Some(value) = s.detach(key, start, end) {
-                            s.attach(key, start, end, value).unwrap();
-                        }
-                    }
-                }
-            }
-            for &(from, len) in &ranges {
-                let mut got: Vec<(i64, u32, i64)> = s
-                    .iter_by_end(from, from + len)
-                    .map(|(key, e)| (e.end, key, e.start))
-                    .collect();
-                got.sort_unstable();
-                let want: Vec<(i64, u32, i64)> = model
-                    .iter()
-                    .copied()
-                    .filter(|&(end, _, _)| from <= end && end <= from + len)
-                    .collect();
-                proptest::prop_assert_eq!(got, want);
-                let earliest = model.iter().map(|&(end, _, _)| end).find(|&end| end >= from);
-                proptest::prop_assert_eq!(s.earliest_end_from(from), earliest);
-            }
-            proptest::prop_assert!(!s.by_end.worth_rebuilding(s.len()));
         }
     }
 
