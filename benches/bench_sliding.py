@@ -141,6 +141,8 @@ def keys_series(
                 p.process(b)
             held = p.metrics()
             p.flush()
+            if held["rejected"] or held["late_window_update"]:
+                raise AssertionError(f"records rejected or skipped: {held}")
             times.append(time.perf_counter() - start)
             del p
         s = statistics.median(times)
