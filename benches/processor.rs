@@ -6,6 +6,15 @@
 //! `emit="final"` with `count` and `sum`; each also with its batched path off (record by
 //! record), for the ratio.
 //!
+//! `sliding_key_major_floor_10_a_window` is no processor: the same windows (`D` = 10 × the key
+//! spacing, grace 5 s) computed by a minimal engine written here, with each key's windows in
+//! one slot of one map (two queues, left and right windows) and a time index of window ends
+//! for emission: no journal, no snapshot, no late records (its input is in time order), fixed
+//! `count` and `sum`, the same output rows in the same order. It shows what a key-major layout
+//! alone would gain (issue 13). Before it is timed, the processor and it run once each on the
+//! data: their windows must agree (row count and the sums of every window column), and both
+//! times are printed, for a ratio at sizes where ten samples of each take too long.
+//!
 //! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
 //! or `=sliding` runs one processor (for profiling). The figure is records per second through a
 //! fresh processor, so the cost of a growing store is in it.
@@ -13,9 +22,13 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_array::builder::{Int64Builder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::collections::{BTreeMap, VecDeque};
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::InputSpec;
@@ -91,6 +104,266 @@ fn run<K: WindowKind>(spec: K, data: &[RecordBatch], batched: bool) -> usize {
         .sum()
 }
 
+/// A window of the floor engine: `[start, start + D]`, its window time and aggregates.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: i64,
+    time: i64,
+    count: i64,
+    sum: i64,
+}
+
+/// One key's state in the floor engine. In time order its left windows (`[u - D, u]`) and its
+/// right windows (`[p + 1, p + 1 + D]`) each come by increasing start, so each is a queue
+/// appended at the back, closed at the front, and the windows a record joins are a suffix.
+/// A window that is both (`p + 1 == u - D`) is kept once, as a left window.
+#[derive(Debug, Default)]
+struct Slot {
+    left: VecDeque<Window>,
+    right: VecDeque<Window>,
+    last: Option<i64>,
+    before_last: Option<i64>,
+}
+
+/// The floor engine (see the module doc): KIP-450's two new windows per record, in time
+/// order, over key-major state; every call emits the windows that closed, as rows.
+struct KeyMajorFloor {
+    d: i64,
+    grace: i64,
+    ids: hashbrown::HashMap<Box<str>, u32>,
+    keys: Vec<Box<str>>,
+    slots: Vec<Slot>,
+    /// Windows by end: bucket (`end / D`) -> `(end, start, key id)`, unsorted.
+    ends: BTreeMap<i64, Vec<(i64, i64, u32)>>,
+    stream_time: i64,
+    /// Every window ending before this has been emitted.
+    emitted_below: i64,
+}
+
+impl KeyMajorFloor {
+    fn new(d: i64, grace: i64) -> Self {
+        Self {
+            d,
+            grace,
+            ids: hashbrown::HashMap::new(),
+            keys: Vec::new(),
+            slots: Vec::new(),
+            ends: BTreeMap::new(),
+            stream_time: i64::MIN,
+            emitted_below: i64::MIN,
+        }
+    }
+
+    fn index(&mut self, id: u32, start: i64) {
+        let end = start + self.d;
+        self.ends
+            .entry(end.div_euclid(self.d.max(1)))
+            .or_default()
+            .push((end, start, id));
+    }
+
+    fn record(&mut self, key: &str, t: i64, x: i64) {
+        let id = match self.ids.get(key) {
+            Some(&id) => id,
+            None => {
+                let id = self.keys.len() as u32;
+                self.ids.insert(key.into(), id);
+                self.keys.push(key.into());
+                self.slots.push(Slot::default());
+                id
+            }
+        };
+        self.stream_time = self.stream_time.max(t);
+        let d = self.d;
+        let slot = &mut self.slots[id as usize];
+        // The previous record: the latest at a time before t (records at t's time share its
+        // windows).
+        let previous = if slot.last == Some(t) {
+            slot.before_last
+        } else {
+            slot.before_last = slot.last.replace(t);
+            slot.before_last
+        };
+        // The windows containing t: right windows starting at or after t - D, and t's own left
+        // window if a record at t made it; the latest window ending before t seeds t's left one.
+        let mut before: Option<Window> = None;
+        for w in slot.right.iter_mut().rev() {
+            if w.start < t - d {
+                before = Some(*w);
+                break;
+            }
+            w.count += 1;
+            w.sum += x;
+            w.time = t;
+        }
+        let mut left_exists = false;
+        for w in slot.left.iter_mut().rev() {
+            if w.start < t - d {
+                if before.is_none_or(|b| b.start < w.start) {
+                    before = Some(*w);
+                }
+                break;
+            }
+            left_exists = true;
+            w.count += 1;
+            w.sum += x;
+            w.time = t;
+        }
+        let mut put = [None, None];
+        if let Some(p) = previous {
+            let exists = slot.right.back().is_some_and(|w| w.start == p + 1);
+            if p + 1 + d >= t && !exists && p + 1 != t - d {
+                let w = Window {
+                    start: p + 1,
+                    time: t,
+                    count: 1,
+                    sum: x,
+                };
+                slot.right.push_back(w);
+                put[0] = Some(w.start);
+            }
+        }
+        if !left_exists {
+            let seed = before.filter(|_| previous.is_some_and(|p| t - d <= p));
+            let (count, sum) = seed.map_or((0, 0), |s| (s.count, s.sum));
+            let w = Window {
+                start: t - d,
+                time: t,
+                count: count + 1,
+                sum: sum + x,
+            };
+            slot.left.push_back(w);
+            put[1] = Some(w.start);
+        }
+        for start in put.into_iter().flatten() {
+            self.index(id, start);
+        }
+    }
+
+    /// The windows closed at stream time, as rows in (end, start, key) order.
+    fn emit(&mut self) -> RecordBatch {
+        let close = self.stream_time.saturating_sub(self.grace);
+        let mut due = Vec::new();
+        let last_bucket = (close - 1).div_euclid(self.d.max(1));
+        while let Some(mut entry) = self.ends.first_entry() {
+            if *entry.key() > last_bucket {
+                break;
+            }
+            let items = entry.get_mut();
+            due.extend(items.iter().copied().filter(|&(end, _, _)| end < close));
+            items.retain(|&(end, _, _)| end >= close);
+            if items.is_empty() {
+                entry.remove();
+            } else {
+                break;
+            }
+        }
+        // A key's due windows are consecutive in each of its queues: one visit a key reads
+        // them all.
+        let (d, from_start) = (self.d, self.emitted_below.saturating_sub(self.d));
+        due.sort_unstable_by_key(|&(_, start, id)| (id, start));
+        let mut found = Vec::with_capacity(due.len());
+        for run in due.chunk_by(|a, b| a.2 == b.2) {
+            let slot = &self.slots[run[0].2 as usize];
+            let (mut left, mut right) = (
+                slot.left.partition_point(|w| w.start < from_start),
+                slot.right.partition_point(|w| w.start < from_start),
+            );
+            for &(_, start, _) in run {
+                if slot.left.get(left).is_some_and(|w| w.start == start) {
+                    found.push(slot.left[left]);
+                    left += 1;
+                } else {
+                    found.push(slot.right[right]);
+                    right += 1;
+                }
+            }
+        }
+        let keys = &self.keys;
+        let mut order: Vec<u32> = (0..due.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            let (a, b) = (due[a as usize], due[b as usize]);
+            (a.0, a.1)
+                .cmp(&(b.0, b.1))
+                .then_with(|| keys[a.2 as usize].cmp(&keys[b.2 as usize]))
+        });
+        let mut k = StringBuilder::with_capacity(due.len(), due.len() * 10);
+        let mut cols: Vec<Int64Builder> = (0..5)
+            .map(|_| Int64Builder::with_capacity(due.len()))
+            .collect();
+        for &i in &order {
+            let ((end, start, id), w) = (due[i as usize], found[i as usize]);
+            debug_assert_eq!(w.start, start);
+            k.append_value(&self.keys[id as usize]);
+            for (col, v) in cols.iter_mut().zip([start, end, w.time, w.count, w.sum]) {
+                col.append_value(v);
+            }
+        }
+        // A closed window stays while a later record's left window may be seeded from it (it
+        // ends at or after that record's time - D); the keys that emitted drop the rest.
+        let keep_from = self.stream_time.saturating_sub(self.grace + 2 * d + 1);
+        for run in due.chunk_by(|a, b| a.2 == b.2) {
+            let slot = &mut self.slots[run[0].2 as usize];
+            for queue in [&mut slot.left, &mut slot.right] {
+                while queue.front().is_some_and(|w| w.start < keep_from) {
+                    queue.pop_front();
+                }
+            }
+        }
+        self.emitted_below = self.emitted_below.max(close);
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(k.finish())];
+        arrays.extend(cols.iter_mut().map(|c| Arc::new(c.finish()) as ArrayRef));
+        RecordBatch::try_from_iter(
+            [
+                "k",
+                "window_start",
+                "window_end",
+                "window_time",
+                "count",
+                "sum_x",
+            ]
+            .into_iter()
+            .zip(arrays),
+        )
+        .expect("rows")
+    }
+}
+
+/// Every batch through a fresh floor engine; the rows it emits (a flush included).
+fn run_floor(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
+    let mut engine = KeyMajorFloor::new(d, grace);
+    let mut out = Vec::with_capacity(data.len() + 1);
+    for batch in data {
+        let k = batch.column(0).as_string::<i32>();
+        let ts = batch.column(1).as_primitive::<Int64Type>();
+        let x = batch.column(2).as_primitive::<Int64Type>();
+        for row in 0..batch.num_rows() {
+            engine.record(k.value(row), ts.value(row), x.value(row));
+        }
+        out.push(engine.emit());
+    }
+    engine.stream_time = i64::MAX;
+    engine.grace = 0;
+    out.push(engine.emit());
+    out
+}
+
+/// The sum over rows of each window column, and the row count: equal for equal windows.
+fn checksum(batches: &[RecordBatch], columns: &[&str]) -> (usize, Vec<i64>) {
+    let mut sums = vec![0i64; columns.len()];
+    let mut rows = 0;
+    for b in batches {
+        rows += b.num_rows();
+        for (sum, name) in sums.iter_mut().zip(columns) {
+            let column = b.column_by_name(name).expect("column");
+            let values = column.as_primitive::<Int64Type>();
+            *sum = values.iter().flatten().fold(*sum, i64::wrapping_add);
+            assert_eq!(column.null_count(), 0);
+        }
+    }
+    (rows, sums)
+}
+
 fn bench(c: &mut Criterion) {
     let n = records();
     let data = batches(n);
@@ -137,6 +410,42 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_function("sliding_final_in_order_10_a_window_record_by_record", |b| {
             b.iter(|| black_box(run(wide.clone(), &data, false)));
+        });
+        // The floor engine must emit the processor's windows before its time means anything;
+        // each runs once, timed (see the module doc).
+        let (d, grace) = (10 * n as i64, 5_000);
+        let started = std::time::Instant::now();
+        let mut p = Processor::new(wide.clone(), input(), aggs()).expect("processor");
+        let mut want: Vec<RecordBatch> = data
+            .iter()
+            .map(|b| p.process(b).expect("process"))
+            .collect();
+        want.extend(p.flush().expect("flush"));
+        let processor = started.elapsed().as_secs_f64();
+        let started = std::time::Instant::now();
+        let floor = run_floor(d, grace, &data);
+        let floor_s = started.elapsed().as_secs_f64();
+        let columns = [
+            "window_start",
+            "window_end",
+            "window_time",
+            "count",
+            "sum_x",
+        ];
+        assert_eq!(
+            checksum(&floor, &columns),
+            checksum(&want, &columns),
+            "the floor engine's windows differ from the processor's"
+        );
+        eprintln!(
+            "one run each, {n} records: processor {processor:.2} s ({:.2} M rec/s), key-major \
+             floor {floor_s:.2} s ({:.2} M rec/s)",
+            n as f64 / processor / 1e6,
+            n as f64 / floor_s / 1e6
+        );
+        drop((want, floor, p));
+        group.bench_function("sliding_key_major_floor_10_a_window", |b| {
+            b.iter(|| black_box(run_floor(d, grace, &data).len()));
         });
     }
     group.finish();
