@@ -11,9 +11,12 @@
 //! one slot of one map (two queues, left and right windows) and a time index of window ends
 //! for emission: no journal, no snapshot, no late records (its input is in time order), fixed
 //! `count` and `sum`, the same output rows in the same order. It shows what a key-major layout
-//! alone would gain (issue 13). Before it is timed, the processor and it run once each on the
-//! data: their windows must agree (row count and the sums of every window column), and both
-//! times are printed, for a ratio at sizes where ten samples of each take too long.
+//! alone would gain (issue 13). `sliding_merge_engine_10_a_window` is another such engine:
+//! the whole state one vector sorted by key and start, which each call rewrites in one pass,
+//! applying the call's records (sorted by key) and emitting the closed windows on the way.
+//! Before they are timed, the processor and both engines run once each on the data: their
+//! windows must agree (row count and the sums of every window column), and the three times are
+//! printed, for ratios at sizes where ten samples of each take too long.
 //!
 //! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
 //! or `=sliding` runs one processor (for profiling). The figure is records per second through a
@@ -329,6 +332,209 @@ impl KeyMajorFloor {
     }
 }
 
+/// A window in the merge engine's state: its key, start, window time and aggregates.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    key: u32,
+    w: Window,
+}
+
+/// The merge engine: the same windows as [`KeyMajorFloor`], with the whole state one vector
+/// sorted by key and start. A call sorts its records by key and rewrites the state in one
+/// pass, applying each key's records where its windows are and emitting every window that
+/// closed on the way: sequential reads and writes in place of a random visit per record and
+/// per window.
+struct MergeFloor {
+    d: i64,
+    grace: i64,
+    ids: hashbrown::HashMap<Box<str>, u32>,
+    keys: Vec<Box<str>>,
+    /// Per key, its latest record's time and the latest before that one.
+    last: Vec<(Option<i64>, Option<i64>)>,
+    state: Vec<Held>,
+    next: Vec<Held>,
+    stream_time: i64,
+    emitted_below: i64,
+}
+
+impl MergeFloor {
+    fn new(d: i64, grace: i64) -> Self {
+        Self {
+            d,
+            grace,
+            ids: hashbrown::HashMap::new(),
+            keys: Vec::new(),
+            last: Vec::new(),
+            state: Vec::new(),
+            next: Vec::new(),
+            stream_time: i64::MIN,
+            emitted_below: i64::MIN,
+        }
+    }
+
+    /// Applies record `(t, x)` of `key` to the key's windows, `next[base..]`, sorted by start.
+    fn apply(&mut self, base: usize, key: u32, t: i64, x: i64) {
+        let d = self.d;
+        let (last, before_last) = &mut self.last[key as usize];
+        let previous = if *last == Some(t) {
+            *before_last
+        } else {
+            *before_last = last.replace(t);
+            *before_last
+        };
+        let windows = &mut self.next[base..];
+        let (mut left_exists, mut before, mut right_exists) = (false, None, false);
+        for h in windows.iter_mut().rev() {
+            if h.w.start < t - d {
+                before = Some(h.w);
+                break;
+            }
+            left_exists |= h.w.start == t - d;
+            right_exists |= previous.is_some_and(|p| h.w.start == p + 1);
+            h.w.count += 1;
+            h.w.sum += x;
+            h.w.time = h.w.time.max(t);
+        }
+        let mut news = [None, None];
+        if let Some(p) = previous {
+            if p + 1 + d >= t && !right_exists && p + 1 != t - d {
+                news[0] = Some(Window {
+                    start: p + 1,
+                    time: t,
+                    count: 1,
+                    sum: x,
+                });
+            }
+        }
+        if !left_exists {
+            let seed = before.filter(|_| previous.is_some_and(|p| t - d <= p));
+            let (count, sum) = seed.map_or((0, 0), |s| (s.count, s.sum));
+            news[1] = Some(Window {
+                start: t - d,
+                time: t,
+                count: count + 1,
+                sum: sum + x,
+            });
+        }
+        for w in news.into_iter().flatten() {
+            let at = base + self.next[base..].partition_point(|h| h.w.start < w.start);
+            self.next.insert(at, Held { key, w });
+        }
+    }
+
+    /// One call: its records applied and the closed windows emitted, in one pass.
+    fn call(&mut self, batch: Option<&RecordBatch>) -> RecordBatch {
+        let mut records: Vec<(u32, i64, i64)> = Vec::new();
+        if let Some(batch) = batch {
+            let k = batch.column(0).as_string::<i32>();
+            let ts = batch.column(1).as_primitive::<Int64Type>();
+            let x = batch.column(2).as_primitive::<Int64Type>();
+            records.reserve(batch.num_rows());
+            for row in 0..batch.num_rows() {
+                let key = k.value(row);
+                let id = match self.ids.get(key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.keys.len() as u32;
+                        self.ids.insert(key.into(), id);
+                        self.keys.push(key.into());
+                        self.last.push((None, None));
+                        id
+                    }
+                };
+                let t = ts.value(row);
+                self.stream_time = self.stream_time.max(t);
+                records.push((id, t, x.value(row)));
+            }
+        }
+        // A key's records stay in arrival (time) order.
+        records.sort_by_key(|r| r.0);
+        let d = self.d;
+        let close = self.stream_time.saturating_sub(self.grace);
+        let keep_from = self.stream_time.saturating_sub(self.grace + 2 * d + 1);
+        let (from_start, to_start) = (
+            self.emitted_below.saturating_sub(d),
+            close.saturating_sub(d),
+        );
+        let mut state = std::mem::take(&mut self.state);
+        self.next.clear();
+        self.next.reserve(state.len() + 2 * records.len());
+        let mut due: Vec<Held> = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < state.len() || j < records.len() {
+            let key = match (state.get(i), records.get(j)) {
+                (Some(h), Some(r)) => h.key.min(r.0),
+                (Some(h), None) => h.key,
+                (None, Some(r)) => r.0,
+                (None, None) => break,
+            };
+            let base = self.next.len();
+            let i2 = i + state[i..].partition_point(|h| h.key == key);
+            self.next.extend_from_slice(&state[i..i2]);
+            i = i2;
+            while let Some(&(_, t, x)) = records.get(j).filter(|r| r.0 == key) {
+                self.apply(base, key, t, x);
+                j += 1;
+            }
+            let windows = &self.next[base..];
+            let emit_from = windows.partition_point(|h| h.w.start < from_start);
+            let emit_to = windows.partition_point(|h| h.w.start < to_start);
+            due.extend_from_slice(&windows[emit_from..emit_to.max(emit_from)]);
+            let expired = windows.partition_point(|h| h.w.start < keep_from);
+            self.next.drain(base..base + expired);
+        }
+        state.clear();
+        self.state = std::mem::replace(&mut self.next, state);
+        self.emitted_below = self.emitted_below.max(close);
+        let keys = &self.keys;
+        // By end, then start (every window is D long: by start), then key bytes.
+        due.sort_unstable_by(|a, b| {
+            a.w.start
+                .cmp(&b.w.start)
+                .then_with(|| keys[a.key as usize].cmp(&keys[b.key as usize]))
+        });
+        let mut k = StringBuilder::with_capacity(due.len(), due.len() * 10);
+        let mut cols: Vec<Int64Builder> = (0..5)
+            .map(|_| Int64Builder::with_capacity(due.len()))
+            .collect();
+        for h in &due {
+            let w = h.w;
+            k.append_value(&self.keys[h.key as usize]);
+            for (col, v) in cols
+                .iter_mut()
+                .zip([w.start, w.start + d, w.time, w.count, w.sum])
+            {
+                col.append_value(v);
+            }
+        }
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(k.finish())];
+        arrays.extend(cols.iter_mut().map(|c| Arc::new(c.finish()) as ArrayRef));
+        RecordBatch::try_from_iter(
+            [
+                "k",
+                "window_start",
+                "window_end",
+                "window_time",
+                "count",
+                "sum_x",
+            ]
+            .into_iter()
+            .zip(arrays),
+        )
+        .expect("rows")
+    }
+}
+
+/// Every batch through a fresh merge engine; the rows it emits (a flush included).
+fn run_merge(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
+    let mut engine = MergeFloor::new(d, grace);
+    let mut out: Vec<RecordBatch> = data.iter().map(|b| engine.call(Some(b))).collect();
+    engine.stream_time = i64::MAX;
+    engine.grace = 0;
+    out.push(engine.call(None));
+    out
+}
+
 /// Every batch through a fresh floor engine; the rows it emits (a flush included).
 fn run_floor(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
     let mut engine = KeyMajorFloor::new(d, grace);
@@ -437,15 +643,30 @@ fn bench(c: &mut Criterion) {
             checksum(&want, &columns),
             "the floor engine's windows differ from the processor's"
         );
+        let started = std::time::Instant::now();
+        let merged = run_merge(d, grace, &data);
+        let merge_s = started.elapsed().as_secs_f64();
+        assert_eq!(
+            checksum(&merged, &columns),
+            checksum(&want, &columns),
+            "the merge engine's windows differ from the processor's"
+        );
+        eprintln!(
+            "one run, {n} records: merge engine {merge_s:.2} s ({:.2} M rec/s)",
+            n as f64 / merge_s / 1e6
+        );
         eprintln!(
             "one run each, {n} records: processor {processor:.2} s ({:.2} M rec/s), key-major \
              floor {floor_s:.2} s ({:.2} M rec/s)",
             n as f64 / processor / 1e6,
             n as f64 / floor_s / 1e6
         );
-        drop((want, floor, p));
+        drop((want, floor, merged, p));
         group.bench_function("sliding_key_major_floor_10_a_window", |b| {
             b.iter(|| black_box(run_floor(d, grace, &data).len()));
+        });
+        group.bench_function("sliding_merge_engine_10_a_window", |b| {
+            b.iter(|| black_box(run_merge(d, grace, &data).len()));
         });
     }
     group.finish();
