@@ -107,6 +107,26 @@ fn run<K: WindowKind>(spec: K, data: &[RecordBatch], batched: bool) -> usize {
         .sum()
 }
 
+/// The engines' keys: each distinct key's id, numbered in order of first sight.
+#[derive(Debug, Default)]
+struct Keys {
+    ids: hashbrown::HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Keys {
+    /// The id of `key`, and whether it is new.
+    fn id(&mut self, key: &str) -> (u32, bool) {
+        if let Some(&id) = self.ids.get(key) {
+            return (id, false);
+        }
+        let id = self.names.len() as u32;
+        self.ids.insert(key.into(), id);
+        self.names.push(key.into());
+        (id, true)
+    }
+}
+
 /// A window of the floor engine: `[start, start + D]`, its window time and aggregates.
 #[derive(Debug, Clone, Copy)]
 struct Window {
@@ -133,8 +153,7 @@ struct Slot {
 struct KeyMajorFloor {
     d: i64,
     grace: i64,
-    ids: hashbrown::HashMap<Box<str>, u32>,
-    keys: Vec<Box<str>>,
+    keys: Keys,
     slots: Vec<Slot>,
     /// Windows by end: bucket (`end / D`) -> `(end, start, key id)`, unsorted.
     ends: BTreeMap<i64, Vec<(i64, i64, u32)>>,
@@ -148,8 +167,7 @@ impl KeyMajorFloor {
         Self {
             d,
             grace,
-            ids: hashbrown::HashMap::new(),
-            keys: Vec::new(),
+            keys: Keys::default(),
             slots: Vec::new(),
             ends: BTreeMap::new(),
             stream_time: i64::MIN,
@@ -166,16 +184,10 @@ impl KeyMajorFloor {
     }
 
     fn record(&mut self, key: &str, t: i64, x: i64) {
-        let id = match self.ids.get(key) {
-            Some(&id) => id,
-            None => {
-                let id = self.keys.len() as u32;
-                self.ids.insert(key.into(), id);
-                self.keys.push(key.into());
-                self.slots.push(Slot::default());
-                id
-            }
-        };
+        let (id, new) = self.keys.id(key);
+        if new {
+            self.slots.push(Slot::default());
+        }
         self.stream_time = self.stream_time.max(t);
         let d = self.d;
         let slot = &mut self.slots[id as usize];
@@ -282,7 +294,7 @@ impl KeyMajorFloor {
                 }
             }
         }
-        let keys = &self.keys;
+        let keys = &self.keys.names;
         let mut order: Vec<u32> = (0..due.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| {
             let (a, b) = (due[a as usize], due[b as usize]);
@@ -290,18 +302,13 @@ impl KeyMajorFloor {
                 .cmp(&(b.0, b.1))
                 .then_with(|| keys[a.2 as usize].cmp(&keys[b.2 as usize]))
         });
-        let mut k = StringBuilder::with_capacity(due.len(), due.len() * 10);
-        let mut cols: Vec<Int64Builder> = (0..5)
-            .map(|_| Int64Builder::with_capacity(due.len()))
-            .collect();
-        for &i in &order {
-            let ((end, start, id), w) = (due[i as usize], found[i as usize]);
-            debug_assert_eq!(w.start, start);
-            k.append_value(&self.keys[id as usize]);
-            for (col, v) in cols.iter_mut().zip([start, end, w.time, w.count, w.sum]) {
-                col.append_value(v);
-            }
-        }
+        let rows = window_rows(
+            &self.keys.names,
+            d,
+            order
+                .iter()
+                .map(|&i| (due[i as usize].2, found[i as usize])),
+        );
         // A closed window stays while a later record's left window may be seeded from it (it
         // ends at or after that record's time - D); the keys that emitted drop the rest.
         let keep_from = self.stream_time.saturating_sub(self.grace + 2 * d + 1);
@@ -314,22 +321,40 @@ impl KeyMajorFloor {
             }
         }
         self.emitted_below = self.emitted_below.max(close);
-        let mut arrays: Vec<ArrayRef> = vec![Arc::new(k.finish())];
-        arrays.extend(cols.iter_mut().map(|c| Arc::new(c.finish()) as ArrayRef));
-        RecordBatch::try_from_iter(
-            [
-                "k",
-                "window_start",
-                "window_end",
-                "window_time",
-                "count",
-                "sum_x",
-            ]
-            .into_iter()
-            .zip(arrays),
-        )
-        .expect("rows")
+        rows
     }
+}
+
+/// Rows of the engines' emitted windows, `(key id, window)` in output order: the processor's
+/// columns.
+fn window_rows(
+    keys: &[Box<str>],
+    d: i64,
+    windows: impl ExactSizeIterator<Item = (u32, Window)>,
+) -> RecordBatch {
+    let n = windows.len();
+    let mut k = StringBuilder::with_capacity(n, n * 10);
+    let mut cols: Vec<Int64Builder> = (0..5).map(|_| Int64Builder::with_capacity(n)).collect();
+    for (key, w) in windows {
+        k.append_value(&keys[key as usize]);
+        for (col, v) in cols
+            .iter_mut()
+            .zip([w.start, w.start + d, w.time, w.count, w.sum])
+        {
+            col.append_value(v);
+        }
+    }
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(k.finish())];
+    arrays.extend(cols.iter_mut().map(|c| Arc::new(c.finish()) as ArrayRef));
+    let names = [
+        "k",
+        "window_start",
+        "window_end",
+        "window_time",
+        "count",
+        "sum_x",
+    ];
+    RecordBatch::try_from_iter(names.into_iter().zip(arrays)).expect("rows")
 }
 
 /// A window in the merge engine's state: its key, start, window time and aggregates.
@@ -347,8 +372,7 @@ struct Held {
 struct MergeFloor {
     d: i64,
     grace: i64,
-    ids: hashbrown::HashMap<Box<str>, u32>,
-    keys: Vec<Box<str>>,
+    keys: Keys,
     /// Per key, its latest record's time and the latest before that one.
     last: Vec<(Option<i64>, Option<i64>)>,
     state: Vec<Held>,
@@ -362,8 +386,7 @@ impl MergeFloor {
         Self {
             d,
             grace,
-            ids: hashbrown::HashMap::new(),
-            keys: Vec::new(),
+            keys: Keys::default(),
             last: Vec::new(),
             state: Vec::new(),
             next: Vec::new(),
@@ -432,16 +455,10 @@ impl MergeFloor {
             records.reserve(batch.num_rows());
             for row in 0..batch.num_rows() {
                 let key = k.value(row);
-                let id = match self.ids.get(key) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.keys.len() as u32;
-                        self.ids.insert(key.into(), id);
-                        self.keys.push(key.into());
-                        self.last.push((None, None));
-                        id
-                    }
-                };
+                let (id, new) = self.keys.id(key);
+                if new {
+                    self.last.push((None, None));
+                }
                 let t = ts.value(row);
                 self.stream_time = self.stream_time.max(t);
                 records.push((id, t, x.value(row)));
@@ -486,42 +503,14 @@ impl MergeFloor {
         state.clear();
         self.state = std::mem::replace(&mut self.next, state);
         self.emitted_below = self.emitted_below.max(close);
-        let keys = &self.keys;
+        let keys = &self.keys.names;
         // By end, then start (every window is D long: by start), then key bytes.
         due.sort_unstable_by(|a, b| {
             a.w.start
                 .cmp(&b.w.start)
                 .then_with(|| keys[a.key as usize].cmp(&keys[b.key as usize]))
         });
-        let mut k = StringBuilder::with_capacity(due.len(), due.len() * 10);
-        let mut cols: Vec<Int64Builder> = (0..5)
-            .map(|_| Int64Builder::with_capacity(due.len()))
-            .collect();
-        for h in &due {
-            let w = h.w;
-            k.append_value(&self.keys[h.key as usize]);
-            for (col, v) in cols
-                .iter_mut()
-                .zip([w.start, w.start + d, w.time, w.count, w.sum])
-            {
-                col.append_value(v);
-            }
-        }
-        let mut arrays: Vec<ArrayRef> = vec![Arc::new(k.finish())];
-        arrays.extend(cols.iter_mut().map(|c| Arc::new(c.finish()) as ArrayRef));
-        RecordBatch::try_from_iter(
-            [
-                "k",
-                "window_start",
-                "window_end",
-                "window_time",
-                "count",
-                "sum_x",
-            ]
-            .into_iter()
-            .zip(arrays),
-        )
-        .expect("rows")
+        window_rows(&self.keys.names, d, due.iter().map(|h| (h.key, h.w)))
     }
 }
 
