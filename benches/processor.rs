@@ -127,6 +127,19 @@ impl Keys {
     }
 }
 
+/// A key's latest record time and the latest before it: what tells a record's previous one.
+type Latest = (Option<i64>, Option<i64>);
+
+/// The previous record of a record at `t` (the latest at a time before t: records at t's time
+/// share its windows), `latest` updated to include `t` (input in time order).
+fn previous(latest: &mut Latest, t: i64) -> Option<i64> {
+    let (last, before_last) = latest;
+    if *last != Some(t) {
+        *before_last = last.replace(t);
+    }
+    *before_last
+}
+
 /// A window of the floor engine: `[start, start + D]`, its window time and aggregates.
 #[derive(Debug, Clone, Copy)]
 struct Window {
@@ -144,8 +157,7 @@ struct Window {
 struct Slot {
     left: VecDeque<Window>,
     right: VecDeque<Window>,
-    last: Option<i64>,
-    before_last: Option<i64>,
+    latest: Latest,
 }
 
 /// The floor engine (see the module doc): KIP-450's two new windows per record, in time
@@ -191,14 +203,7 @@ impl KeyMajorFloor {
         self.stream_time = self.stream_time.max(t);
         let d = self.d;
         let slot = &mut self.slots[id as usize];
-        // The previous record: the latest at a time before t (records at t's time share its
-        // windows).
-        let previous = if slot.last == Some(t) {
-            slot.before_last
-        } else {
-            slot.before_last = slot.last.replace(t);
-            slot.before_last
-        };
+        let previous = previous(&mut slot.latest, t);
         // The windows containing t: right windows starting at or after t - D, and t's own left
         // window if a record at t made it; the latest window ending before t seeds t's left one.
         let mut before: Option<Window> = None;
@@ -373,8 +378,8 @@ struct MergeFloor {
     d: i64,
     grace: i64,
     keys: Keys,
-    /// Per key, its latest record's time and the latest before that one.
-    last: Vec<(Option<i64>, Option<i64>)>,
+    /// Per key, its latest record times (see [`previous`]).
+    latest: Vec<Latest>,
     state: Vec<Held>,
     next: Vec<Held>,
     stream_time: i64,
@@ -387,7 +392,7 @@ impl MergeFloor {
             d,
             grace,
             keys: Keys::default(),
-            last: Vec::new(),
+            latest: Vec::new(),
             state: Vec::new(),
             next: Vec::new(),
             stream_time: i64::MIN,
@@ -398,13 +403,7 @@ impl MergeFloor {
     /// Applies record `(t, x)` of `key` to the key's windows, `next[base..]`, sorted by start.
     fn apply(&mut self, base: usize, key: u32, t: i64, x: i64) {
         let d = self.d;
-        let (last, before_last) = &mut self.last[key as usize];
-        let previous = if *last == Some(t) {
-            *before_last
-        } else {
-            *before_last = last.replace(t);
-            *before_last
-        };
+        let previous = previous(&mut self.latest[key as usize], t);
         let windows = &mut self.next[base..];
         let (mut left_exists, mut before, mut right_exists) = (false, None, false);
         for h in windows.iter_mut().rev() {
@@ -457,7 +456,7 @@ impl MergeFloor {
                 let key = k.value(row);
                 let (id, new) = self.keys.id(key);
                 if new {
-                    self.last.push((None, None));
+                    self.latest.push((None, None));
                 }
                 let t = ts.value(row);
                 self.stream_time = self.stream_time.max(t);
@@ -617,9 +616,6 @@ fn bench(c: &mut Criterion) {
             .collect();
         want.extend(p.flush().expect("flush"));
         let processor = started.elapsed().as_secs_f64();
-        let started = std::time::Instant::now();
-        let floor = run_floor(d, grace, &data);
-        let floor_s = started.elapsed().as_secs_f64();
         let columns = [
             "window_start",
             "window_end",
@@ -627,30 +623,28 @@ fn bench(c: &mut Criterion) {
             "count",
             "sum_x",
         ];
-        assert_eq!(
-            checksum(&floor, &columns),
-            checksum(&want, &columns),
-            "the floor engine's windows differ from the processor's"
-        );
-        let started = std::time::Instant::now();
-        let merged = run_merge(d, grace, &data);
-        let merge_s = started.elapsed().as_secs_f64();
-        assert_eq!(
-            checksum(&merged, &columns),
-            checksum(&want, &columns),
-            "the merge engine's windows differ from the processor's"
-        );
+        let want = checksum(&want, &columns);
         eprintln!(
-            "one run, {n} records: merge engine {merge_s:.2} s ({:.2} M rec/s)",
-            n as f64 / merge_s / 1e6
+            "one run, {n} records: processor {processor:.2} s ({:.2} M rec/s)",
+            n as f64 / processor / 1e6
         );
-        eprintln!(
-            "one run each, {n} records: processor {processor:.2} s ({:.2} M rec/s), key-major \
-             floor {floor_s:.2} s ({:.2} M rec/s)",
-            n as f64 / processor / 1e6,
-            n as f64 / floor_s / 1e6
-        );
-        drop((want, floor, merged, p));
+        type Engine = fn(i64, i64, &[RecordBatch]) -> Vec<RecordBatch>;
+        let engines: [(&str, Engine); 2] = [("key-major", run_floor), ("merge", run_merge)];
+        for (name, engine) in engines {
+            let started = std::time::Instant::now();
+            let rows = engine(d, grace, &data);
+            let seconds = started.elapsed().as_secs_f64();
+            assert_eq!(
+                checksum(&rows, &columns),
+                want,
+                "the {name} engine's windows differ from the processor's"
+            );
+            eprintln!(
+                "one run, {n} records: {name} engine {seconds:.2} s ({:.2} M rec/s)",
+                n as f64 / seconds / 1e6
+            );
+        }
+        drop(p);
         group.bench_function("sliding_key_major_floor_10_a_window", |b| {
             b.iter(|| black_box(run_floor(d, grace, &data).len()));
         });
