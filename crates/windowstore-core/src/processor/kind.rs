@@ -143,6 +143,17 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         )))
     }
 
+    /// What [`Self::step_run`] looks up in the store for `records` (one key's run): the
+    /// earliest end and latest start of its `find_sessions`. The batched path reads the
+    /// lookups of the next runs into the cache together (`SessionStore::warm`), which overlaps
+    /// their cache misses; `None` (the default) warms nothing.
+    fn run_reads(
+        _ticks: &Self::Ticks,
+        _records: &[Record<'_, Self::Prepared>],
+    ) -> Option<(i64, i64)> {
+        None
+    }
+
     /// Whether a restored store entry `[start, stored_end]` whose value begins with `prefix`
     /// is one the kind could have written; says why not.
     fn check_stored(

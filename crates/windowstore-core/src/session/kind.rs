@@ -270,6 +270,10 @@ impl WindowKind for SessionSpec {
         super::run::step_run(step, &mut sc.run, records)
     }
 
+    fn run_reads(_ticks: &Resolved, records: &[Record<'_, i64>]) -> Option<(i64, i64)> {
+        super::run::reads(records)
+    }
+
     fn check_stored(
         ticks: &Resolved,
         start: i64,

@@ -70,23 +70,24 @@ pub(super) struct RunScratch {
     record: Vec<u8>,
 }
 
+/// The sessions `records` (one key's run) meet, as `find_sessions` bounds: a record at `t`
+/// with gap `g` meets the sessions with reach `>= t` and start `<= t + g`.
+pub(super) fn reads(records: &[Record<'_, i64>]) -> Option<(i64, i64)> {
+    let lowest = records.iter().map(|r| r.t).min()?;
+    let highest = records.iter().map(|r| r.t + r.prepared).max()?;
+    Some((lowest, highest))
+}
+
 /// Applies the run-safe `records` of one key, in arrival order (see the module doc).
 pub(super) fn step_run(
     step: &mut Step<'_, SessionSpec>,
     sc: &mut RunScratch,
     records: &[Record<'_, i64>],
 ) -> Result<RunOutcome> {
-    let Some(first) = records.first() else {
+    let (Some(first), Some((lowest, highest))) = (records.first(), reads(records)) else {
         return Ok(RunOutcome::default());
     };
     let key = first.key;
-    // A record at t with gap g meets the sessions with reach >= t and start <= t + g.
-    let lowest = records.iter().map(|r| r.t).min().unwrap_or(first.t);
-    let highest = records
-        .iter()
-        .map(|r| r.t + r.prepared)
-        .max()
-        .unwrap_or(first.t);
     sc.held.clear();
     sc.states.clear();
     sc.in_store.clear();

@@ -172,6 +172,12 @@ impl WindowKind for SlidingSpec {
         super::run::step_run(ticks.time_difference, step, &mut sc.run, records)
     }
 
+    fn run_reads(ticks: &Resolved, records: &[Record<'_, ()>]) -> Option<(i64, i64)> {
+        let (lowest, highest) = super::run::time_range(records)?;
+        // check_record guarantees that t - D and t + 1 fit.
+        Some((lowest - ticks.time_difference, highest + 1))
+    }
+
     fn check_stored(
         ticks: &Resolved,
         start: i64,

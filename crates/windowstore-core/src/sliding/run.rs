@@ -98,12 +98,10 @@ pub(super) fn step_run(
     sc: &mut RunScratch,
     records: &[Record<'_, ()>],
 ) -> Result<RunOutcome> {
-    let Some(first) = records.first() else {
+    let (Some(first), Some((lowest, highest))) = (records.first(), time_range(records)) else {
         return Ok(RunOutcome::default());
     };
     let key = first.key;
-    let lowest = records.iter().map(|r| r.t).min().unwrap_or(first.t);
-    let highest = records.iter().map(|r| r.t).max().unwrap_or(first.t);
     sc.held.clear();
     sc.states.clear();
     // check_record guarantees that t - D and t + 1 + D fit.
@@ -168,6 +166,12 @@ pub(super) fn step_run(
         }
     }
     Ok(outcome)
+}
+
+/// The earliest and latest time of `records`, if any.
+pub(super) fn time_range(records: &[Record<'_, ()>]) -> Option<(i64, i64)> {
+    let times = records.iter().map(|r| r.t);
+    Some((times.clone().min()?, times.max()?))
 }
 
 /// Adds a stored window to the end of the held ones, its state copied.

@@ -512,6 +512,45 @@ impl SessionStore {
         self.scan_key(id, bounds)
     }
 
+    /// Reads, for each `(key, earliest_end, latest_start)` of `lookups`, the memory that
+    /// [`Self::find_sessions`] would read (the key's id, its session lists in the segments that
+    /// can hold a match, and the matching sessions' values), and returns a number made of it
+    /// that means nothing: the caller hands it to [`std::hint::black_box`]. The point is the
+    /// reads themselves, which bring that memory into the cache before the lookups proper.
+    ///
+    /// A lookup in a large store is a chain of cache misses (the key table, then each
+    /// segment's hash table, then the session list, then the values), and a chain waits for
+    /// each miss in turn. Here the reads go in stages, each stage over every lookup before the
+    /// next stage, so that the misses of different keys, independent of one another, overlap.
+    pub(crate) fn warm(&self, lookups: &[(&[u8], i64, i64)]) -> u64 {
+        let live = self.min_live_end();
+        let ids: Vec<Option<KeyId>> = lookups.iter().map(|l| self.keys.get(l.0)).collect();
+        let mut lists: Vec<(&Segment, &[Entry], SessionBounds)> =
+            Vec::with_capacity(lookups.len() * 2);
+        for (&(_, earliest_end, latest_start), id) in lookups.iter().zip(&ids) {
+            let Some(id) = *id else { continue };
+            let bounds = SessionBounds::find(earliest_end, latest_start).live_from(live);
+            let latest_end = bounds.latest_end.min(self.keys.max_end(id));
+            for segment in self.segments.search(bounds.earliest_end, latest_end) {
+                lists.push((segment, segment.sessions_of(id), bounds));
+            }
+        }
+        // The lists first, a read of each end of each (a list spans a few cache lines), so
+        // that the values' addresses are at hand when the next stage reads them.
+        let mut sum = 0u64;
+        for (_, list, _) in &lists {
+            if let (Some(first), Some(last)) = (list.first(), list.last()) {
+                sum = sum.wrapping_add((first.end ^ last.end) as u64);
+            }
+        }
+        for (segment, list, bounds) in lists {
+            for e in list.iter().filter(|e| bounds.contains(e.start, e.end)) {
+                sum = sum.wrapping_add(first_byte(segment.value(e)).into());
+            }
+        }
+        sum
+    }
+
     /// [`Self::find_sessions`] in reverse order: by end, then start, descending.
     pub fn backward_find_sessions(
         &self,
@@ -587,14 +626,24 @@ impl SessionStore {
             .search(bounds.earliest_end, bounds.latest_end)
             .map(Segment::len)
             .sum();
-        let mut found: Vec<KeyedSession<'_>> = Vec::with_capacity(most);
+        let mut hits: Vec<(KeyId, &Entry, &Segment)> = Vec::with_capacity(most);
         for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
             for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
                 if bounds.contains(e.start, e.end) {
-                    found.push(self.keyed(id, e, segment));
+                    hits.push((id, e, segment));
                 }
             }
         }
+        // Each hit's key bytes and value, read first in a pass of independent reads (see
+        // `Self::warm`): the caller copies both, and their cache misses then overlap.
+        let touched = hits.iter().fold(0u64, |sum, &(id, e, segment)| {
+            sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
+        });
+        std::hint::black_box(touched);
+        let mut found: Vec<KeyedSession<'_>> = hits
+            .into_iter()
+            .map(|(id, e, segment)| self.keyed(id, e, segment))
+            .collect();
         sort_by_end(&mut found);
         found
     }
@@ -841,6 +890,11 @@ fn sort_by_end(sessions: &mut [KeyedSession<'_>]) {
         }
         from = to;
     }
+}
+
+/// The first byte of `bytes` (0 if empty): a read that brings them into the cache.
+fn first_byte(bytes: &[u8]) -> u8 {
+    bytes.first().copied().unwrap_or(0)
 }
 
 /// Refuses a window that starts after it ends.
