@@ -228,7 +228,7 @@ impl<K: WindowKind> Processor<K> {
                         lookups.clear();
                         lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {
                             let records = &grouped[run[0]..run[1]];
-                            K::run_reads(&ticks, records).map(|(e, s)| (records[0].key, e, s))
+                            K::run_reads(&ticks, records).map(|reads| (records[0].key, reads))
                         }));
                         std::hint::black_box(step.store.warm(&lookups));
                     }

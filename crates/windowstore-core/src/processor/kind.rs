@@ -11,6 +11,7 @@ use crate::input::time::TimeProblem;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
+use crate::store::session_store::Reads;
 use crate::{KeyedSession, Result};
 
 /// A record's fields that decide whether it can be used at all, before any state is read.
@@ -143,14 +144,11 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         )))
     }
 
-    /// What [`Self::step_run`] looks up in the store for `records` (one key's run): the
-    /// earliest end and latest start of its `find_sessions`. The batched path reads the
-    /// lookups of the next runs into the cache together (`SessionStore::warm`), which overlaps
-    /// their cache misses; `None` (the default) warms nothing.
-    fn run_reads(
-        _ticks: &Self::Ticks,
-        _records: &[Record<'_, Self::Prepared>],
-    ) -> Option<(i64, i64)> {
+    /// What [`Self::step_run`] reads in the store for `records` (one key's run). The batched
+    /// path reads the lookups of the next runs into the cache together
+    /// (`SessionStore::warm`), which overlaps their cache misses; `None` (the default) warms
+    /// nothing.
+    fn run_reads(_ticks: &Self::Ticks, _records: &[Record<'_, Self::Prepared>]) -> Option<Reads> {
         None
     }
 

@@ -39,6 +39,7 @@ use crate::reject::Reason;
 use crate::state;
 use crate::store::edits::Edits;
 use crate::store::session_store::PutOutcome;
+use crate::store::session_store::Reads;
 use crate::{KeyedSession, Result};
 
 /// The counters of session processors, beyond the processor's own.
@@ -270,8 +271,13 @@ impl WindowKind for SessionSpec {
         super::run::step_run(step, &mut sc.run, records)
     }
 
-    fn run_reads(_ticks: &Resolved, records: &[Record<'_, i64>]) -> Option<(i64, i64)> {
-        super::run::reads(records)
+    fn run_reads(_ticks: &Resolved, records: &[Record<'_, i64>]) -> Option<Reads> {
+        let (lowest, highest) = super::run::reads(records)?;
+        Some(Reads {
+            earliest_end: lowest,
+            latest_start: highest,
+            values_from: lowest,
+        })
     }
 
     fn check_stored(

@@ -48,6 +48,7 @@ use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
+use crate::store::session_store::Reads;
 use crate::{KeyedSession, Result};
 
 /// The counters of sliding processors, beyond the processor's own.
@@ -172,10 +173,15 @@ impl WindowKind for SlidingSpec {
         super::run::step_run(ticks.time_difference, step, &mut sc.run, records)
     }
 
-    fn run_reads(ticks: &Resolved, records: &[Record<'_, ()>]) -> Option<(i64, i64)> {
+    fn run_reads(ticks: &Resolved, records: &[Record<'_, ()>]) -> Option<Reads> {
         let (lowest, highest) = super::run::time_range(records)?;
-        // check_record guarantees that t - D and t + 1 fit.
-        Some((lowest - ticks.time_difference, highest + 1))
+        // check_record guarantees that t - D and t + 1 fit. Of the windows ending before the
+        // earliest record, the run copies only the latest (`super::run`).
+        Some(Reads {
+            earliest_end: lowest - ticks.time_difference,
+            latest_start: highest + 1,
+            values_from: lowest,
+        })
     }
 
     fn check_stored(

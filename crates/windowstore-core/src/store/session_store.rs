@@ -29,6 +29,20 @@ pub enum PutOutcome {
 /// A spare journal holding more than this is dropped rather than kept for the next call.
 const MAX_SPARE_JOURNAL_BYTES: usize = 64 << 20;
 
+/// What a caller will read of a key's sessions ([`SessionStore::warm`]): those of
+/// [`SessionStore::find_sessions`] with `earliest_end` and `latest_start`, and the values of
+/// those ending at or after `values_from`, with the value of the latest ending before it (in
+/// each segment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    /// The lookup's earliest end.
+    pub earliest_end: i64,
+    /// The lookup's latest start.
+    pub latest_start: i64,
+    /// The earliest end of the sessions whose values are read.
+    pub values_from: i64,
+}
+
 /// A segmented store of session aggregates keyed by `(key bytes, end, start)` (KIP-94).
 #[derive(Debug)]
 pub struct SessionStore {
@@ -512,39 +526,48 @@ impl SessionStore {
         self.scan_key(id, bounds)
     }
 
-    /// Reads, for each `(key, earliest_end, latest_start)` of `lookups`, the memory that
-    /// [`Self::find_sessions`] would read (the key's id, its session lists in the segments that
-    /// can hold a match, and the matching sessions' values), and returns a number made of it
-    /// that means nothing: the caller hands it to [`std::hint::black_box`]. The point is the
+    /// Reads, for each lookup of `lookups`, the memory that [`Self::find_sessions`] with its
+    /// bounds would read and its caller would use (see [`Reads`]), and returns a number made of
+    /// it that means nothing: the caller hands it to [`std::hint::black_box`]. The point is the
     /// reads themselves, which bring that memory into the cache before the lookups proper.
     ///
     /// A lookup in a large store is a chain of cache misses (the key table, then each
     /// segment's hash table, then the session list, then the values), and a chain waits for
     /// each miss in turn. Here the reads go in stages, each stage over every lookup before the
     /// next stage, so that the misses of different keys, independent of one another, overlap.
-    pub(crate) fn warm(&self, lookups: &[(&[u8], i64, i64)]) -> u64 {
+    pub(crate) fn warm(&self, lookups: &[(&[u8], Reads)]) -> u64 {
         let live = self.min_live_end();
         let ids: Vec<Option<KeyId>> = lookups.iter().map(|l| self.keys.get(l.0)).collect();
-        let mut lists: Vec<(&Segment, &[Entry], SessionBounds)> =
+        let mut lists: Vec<(&Segment, &[Entry], SessionBounds, i64)> =
             Vec::with_capacity(lookups.len() * 2);
-        for (&(_, earliest_end, latest_start), id) in lookups.iter().zip(&ids) {
+        for (&(_, reads), id) in lookups.iter().zip(&ids) {
             let Some(id) = *id else { continue };
-            let bounds = SessionBounds::find(earliest_end, latest_start).live_from(live);
+            let bounds =
+                SessionBounds::find(reads.earliest_end, reads.latest_start).live_from(live);
             let latest_end = bounds.latest_end.min(self.keys.max_end(id));
             for segment in self.segments.search(bounds.earliest_end, latest_end) {
-                lists.push((segment, segment.sessions_of(id), bounds));
+                lists.push((segment, segment.sessions_of(id), bounds, reads.values_from));
             }
         }
         // The lists first, a read of each end of each (a list spans a few cache lines), so
         // that the values' addresses are at hand when the next stage reads them.
         let mut sum = 0u64;
-        for (_, list, _) in &lists {
+        for (_, list, _, _) in &lists {
             if let (Some(first), Some(last)) = (list.first(), list.last()) {
                 sum = sum.wrapping_add((first.end ^ last.end) as u64);
             }
         }
-        for (segment, list, bounds) in lists {
-            for e in list.iter().filter(|e| bounds.contains(e.start, e.end)) {
+        for (segment, list, bounds, values_from) in lists {
+            let mut found = list.iter().filter(|e| bounds.contains(e.start, e.end));
+            let mut before = None;
+            for e in found.by_ref() {
+                if e.end >= values_from {
+                    sum = sum.wrapping_add(first_byte(segment.value(e)).into());
+                    break;
+                }
+                before = Some(e);
+            }
+            for e in before.into_iter().chain(found) {
                 sum = sum.wrapping_add(first_byte(segment.value(e)).into());
             }
         }
