@@ -52,7 +52,8 @@
 //! every [`WARM_RUNS`] runs, their lookups are read together, stage by stage across the runs
 //! (`SessionStore::warm`, with the bounds each kind's `run_reads` gives), so that the misses
 //! of different keys overlap; the runs then find their memory in the cache. This only reads:
-//! the outcome is the same. Sliding windows, 4M records over 100k keys: 1.15x faster
+//! the outcome is the same. Only a store far larger than the cache is read ahead
+//! (`SessionStore::reads_ahead`). Sliding windows, 4M records over 100k keys: 1.15x faster
 //! (docs/benchmarks.md).
 //!
 //! In the changelog modes, each record's rows are stamped with its arrival number as the kind
@@ -223,7 +224,7 @@ impl<K: WindowKind> Processor<K> {
                     order.iter().map(|&i| slice[i as usize]).collect();
                 let mut lookups = Vec::with_capacity(WARM_RUNS);
                 for (i, run) in runs.windows(2).enumerate() {
-                    if i % WARM_RUNS == 0 {
+                    if i % WARM_RUNS == 0 && step.store.reads_ahead() {
                         // This run's lookup and the next ones', read together.
                         lookups.clear();
                         lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {

@@ -403,12 +403,22 @@ impl Segment {
     /// Every session of the segment with `earliest_end <= end <= latest_end`, with its key: each
     /// key's list is entered by binary search, so a narrow range costs a probe per key rather
     /// than a visit of every session. Keys in no particular order.
-    ///
-    /// The lists are gathered first (a pass over the hash table alone) and each is read at
-    /// its ends and middle, where the search lands first, before any is searched: in a large
-    /// store each list is a cache miss, and these reads, independent of one another, overlap,
-    /// where the searches' chains of dependent reads wait for each miss in turn.
     pub fn iter_by_end(
+        &self,
+        earliest_end: i64,
+        latest_end: i64,
+    ) -> impl Iterator<Item = (KeyId, &Entry)> + '_ {
+        self.by_key
+            .iter()
+            .flat_map(move |(&key, list)| by_end(key, list, earliest_end, latest_end))
+    }
+
+    /// [`Self::iter_by_end`] for a store far larger than the cache: the lists are gathered
+    /// first (a pass over the hash table alone) and each is read at its ends and middle, where
+    /// the search lands first, before any is searched. Each list is then a cache miss, and
+    /// these reads, independent of one another, overlap, where the searches' chains of
+    /// dependent reads wait for each miss in turn.
+    pub fn iter_by_end_ahead(
         &self,
         earliest_end: i64,
         latest_end: i64,
@@ -423,13 +433,9 @@ impl Segment {
             sum ^ at(0) ^ at(list.len() / 2) ^ at(list.len().wrapping_sub(1))
         });
         std::hint::black_box(touched);
-        lists.into_iter().flat_map(move |(key, list)| {
-            let from = list.partition_point(|e| e.end < earliest_end);
-            list[from..]
-                .iter()
-                .take_while(move |e| e.end <= latest_end)
-                .map(move |e| (key, e))
-        })
+        lists
+            .into_iter()
+            .flat_map(move |(key, list)| by_end(key, list, earliest_end, latest_end))
     }
 
     /// The smallest end at or after `earliest_end` held in the segment, if any: one binary
@@ -589,6 +595,21 @@ impl Segment {
         self.arena = arena;
         self.garbage = 0;
     }
+}
+
+/// The sessions of `list` (one key's, sorted by end) with `earliest_end <= end <= latest_end`,
+/// found by binary search.
+fn by_end(
+    key: KeyId,
+    list: &[Entry],
+    earliest_end: i64,
+    latest_end: i64,
+) -> impl Iterator<Item = (KeyId, &Entry)> {
+    let from = list.partition_point(|e| e.end < earliest_end);
+    list[from..]
+        .iter()
+        .take_while(move |e| e.end <= latest_end)
+        .map(move |e| (key, e))
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@ pub enum PutOutcome {
     Expired,
 }
 
+/// Stores holding fewer sessions than this are not read ahead ([`SessionStore::reads_ahead`]):
+/// they stay mostly in the cache, where the reads ahead cost more than they save.
+const READ_AHEAD_MIN_SESSIONS: u64 = 1 << 20;
+
 /// A spare journal holding more than this is dropped rather than kept for the next call.
 const MAX_SPARE_JOURNAL_BYTES: usize = 64 << 20;
 
@@ -526,6 +530,14 @@ impl SessionStore {
         self.scan_key(id, bounds)
     }
 
+    /// Whether the store is large enough to read ahead ([`Self::warm`]): at least
+    /// [`READ_AHEAD_MIN_SESSIONS`] sessions, about 100 MB, several times the cache. Session
+    /// windows at 10M events over 100k users hold about 0.1M and ran 20% slower read ahead;
+    /// sliding windows at 4M records over 100k keys hold 7.9M and ran 1.14x faster.
+    pub(crate) fn reads_ahead(&self) -> bool {
+        self.sessions >= READ_AHEAD_MIN_SESSIONS
+    }
+
     /// Reads, for each lookup of `lookups`, the memory that [`Self::find_sessions`] with its
     /// bounds would read and its caller would use (see [`Reads`]), and returns a number made of
     /// it that means nothing: the caller hands it to [`std::hint::black_box`]. The point is the
@@ -649,20 +661,29 @@ impl SessionStore {
             .search(bounds.earliest_end, bounds.latest_end)
             .map(Segment::len)
             .sum();
+        let ahead = self.reads_ahead();
         let mut hits: Vec<(KeyId, &Entry, &Segment)> = Vec::with_capacity(most);
         for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
-            for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
+            let (from, to) = (bounds.earliest_end, bounds.latest_end);
+            let found: Box<dyn Iterator<Item = (KeyId, &Entry)>> = if ahead {
+                Box::new(segment.iter_by_end_ahead(from, to))
+            } else {
+                Box::new(segment.iter_by_end(from, to))
+            };
+            for (id, e) in found {
                 if bounds.contains(e.start, e.end) {
                     hits.push((id, e, segment));
                 }
             }
         }
-        // Each hit's key bytes and value, read first in a pass of independent reads (see
-        // `Self::warm`): the caller copies both, and their cache misses then overlap.
-        let touched = hits.iter().fold(0u64, |sum, &(id, e, segment)| {
-            sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
-        });
-        std::hint::black_box(touched);
+        if ahead {
+            // Each hit's key bytes and value, read first in a pass of independent reads (see
+            // `Self::warm`): the caller copies both, and their cache misses then overlap.
+            let touched = hits.iter().fold(0u64, |sum, &(id, e, segment)| {
+                sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
+            });
+            std::hint::black_box(touched);
+        }
         let mut found: Vec<KeyedSession<'_>> = hits
             .into_iter()
             .map(|(id, e, segment)| self.keyed(id, e, segment))
