@@ -53,7 +53,7 @@
 //! (`SessionStore::warm`, with the bounds each kind's `run_reads` gives), so that the misses
 //! of different keys overlap; the runs then find their memory in the cache. This only reads:
 //! the outcome is the same. Only a store far larger than the cache is read ahead
-//! (`SessionStore::reads_ahead`). Sliding windows, 4M records over 100k keys: 1.15x faster
+//! (`SessionStore::reads_ahead`). Sliding windows, 4M records over 100k keys: 1.14x faster
 //! (docs/benchmarks.md).
 //!
 //! In the changelog modes, each record's rows are stamped with its arrival number as the kind
