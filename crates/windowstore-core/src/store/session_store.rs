@@ -661,33 +661,36 @@ impl SessionStore {
             .search(bounds.earliest_end, bounds.latest_end)
             .map(Segment::len)
             .sum();
-        let ahead = self.reads_ahead();
+        let mut found: Vec<KeyedSession<'_>> = Vec::with_capacity(most);
+        if !self.reads_ahead() {
+            for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
+                for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
+                    if bounds.contains(e.start, e.end) {
+                        found.push(self.keyed(id, e, segment));
+                    }
+                }
+            }
+            sort_by_end(&mut found);
+            return found;
+        }
         let mut hits: Vec<(KeyId, &Entry, &Segment)> = Vec::with_capacity(most);
         for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
-            let (from, to) = (bounds.earliest_end, bounds.latest_end);
-            let found: Box<dyn Iterator<Item = (KeyId, &Entry)>> = if ahead {
-                Box::new(segment.iter_by_end_ahead(from, to))
-            } else {
-                Box::new(segment.iter_by_end(from, to))
-            };
-            for (id, e) in found {
+            for (id, e) in segment.iter_by_end_ahead(bounds.earliest_end, bounds.latest_end) {
                 if bounds.contains(e.start, e.end) {
                     hits.push((id, e, segment));
                 }
             }
         }
-        if ahead {
-            // Each hit's key bytes and value, read first in a pass of independent reads (see
-            // `Self::warm`): the caller copies both, and their cache misses then overlap.
-            let touched = hits.iter().fold(0u64, |sum, &(id, e, segment)| {
-                sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
-            });
-            std::hint::black_box(touched);
-        }
-        let mut found: Vec<KeyedSession<'_>> = hits
-            .into_iter()
-            .map(|(id, e, segment)| self.keyed(id, e, segment))
-            .collect();
+        // Each hit's key bytes and value, read first in a pass of independent reads (see
+        // `Self::warm`): the caller copies both, and their cache misses then overlap.
+        let touched = hits.iter().fold(0u64, |sum, &(id, e, segment)| {
+            sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
+        });
+        std::hint::black_box(touched);
+        found.extend(
+            hits.into_iter()
+                .map(|(id, e, segment)| self.keyed(id, e, segment)),
+        );
         sort_by_end(&mut found);
         found
     }
