@@ -11,17 +11,23 @@
 //! one slot of one map (two queues, left and right windows) and a time index of window ends
 //! for emission: no journal, no snapshot, no late records (its input is in time order), fixed
 //! `count` and `sum`, the same output rows in the same order. It shows what a key-major layout
-//! alone would gain (issue 13). `sliding_merge_engine_10_a_window` is another such engine:
+//! alone would gain (issue 13). `sliding_staged_key_major_floor_10_a_window` is the same
+//! engine with its reads staged (`StagedFloor`): a call's records in groups of 64, each
+//! group's key ids, slots and queue ends read in passes of independent reads before its
+//! records are applied, and the emission's slots likewise; it shows what visiting a call's
+//! keys in stages adds to that layout. `sliding_merge_engine_10_a_window` is another such engine:
 //! the whole state one vector sorted by key and start, which each call rewrites in one pass,
 //! applying the call's records (sorted by key) and emitting the closed windows on the way.
-//! Before they are timed, the processor and both engines run once each on the data: their
-//! windows must agree (row count and the sums of every window column), and the three times are
-//! printed, for ratios at sizes where ten samples of each take too long.
+//! Before they are timed, the processor and the three engines run once each on the data: their
+//! windows must agree (row count and the sums of every window column), and the four times are
+//! printed, for ratios at sizes where ten samples of each take too long. A filter that names
+//! no bench (`cargo bench -p windowstore-benches --bench processor -- none`) runs only these.
 //!
 //! `WINDOWSTORE_BENCH_RECORDS` (default 1,000,000) sets `N`; `WINDOWSTORE_BENCH_ONLY=sessions`
 //! or `=sliding` runs one processor (for profiling). The figure is records per second through a
 //! fresh processor, so the cost of a growing store is in it.
 
+use std::hash::BuildHasher;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -158,7 +164,13 @@ struct Slot {
     left: VecDeque<Window>,
     right: VecDeque<Window>,
     latest: Latest,
+    /// The windows at the front of `left` and `right` already emitted: a key's next due
+    /// windows are where these point (a binary search there waited for a miss per step).
+    emitted: [usize; 2],
 }
+
+/// Buckets of window ends a time difference spans, in the floor engines' index.
+const ENDS_PER_D: i64 = 64;
 
 /// The floor engine (see the module doc): KIP-450's two new windows per record, in time
 /// order, over key-major state; every call emits the windows that closed, as rows.
@@ -167,7 +179,7 @@ struct KeyMajorFloor {
     grace: i64,
     keys: Keys,
     slots: Vec<Slot>,
-    /// Windows by end: bucket (`end / D`) -> `(end, start, key id)`, unsorted.
+    /// Windows by end: bucket (`end / (D / ENDS_PER_D)`) -> `(end, start, key id)`, unsorted.
     ends: BTreeMap<i64, Vec<(i64, i64, u32)>>,
     stream_time: i64,
     /// Every window ending before this has been emitted.
@@ -187,10 +199,17 @@ impl KeyMajorFloor {
         }
     }
 
+    /// The width of a bucket of `ends`: a call emits from a few buckets, and reads only them
+    /// (buckets of `D` each held some 15 calls' windows at the benches' sizes, and every call
+    /// read them all).
+    fn bucket(&self) -> i64 {
+        (self.d / ENDS_PER_D).max(1)
+    }
+
     fn index(&mut self, id: u32, start: i64) {
         let end = start + self.d;
         self.ends
-            .entry(end.div_euclid(self.d.max(1)))
+            .entry(end.div_euclid(self.bucket()))
             .or_default()
             .push((end, start, id));
     }
@@ -200,6 +219,11 @@ impl KeyMajorFloor {
         if new {
             self.slots.push(Slot::default());
         }
+        self.apply(id, t, x);
+    }
+
+    /// Record `(t, x)` of the key with id `id` (its slot exists).
+    fn apply(&mut self, id: u32, t: i64, x: i64) {
         self.stream_time = self.stream_time.max(t);
         let d = self.d;
         let slot = &mut self.slots[id as usize];
@@ -260,11 +284,12 @@ impl KeyMajorFloor {
         }
     }
 
-    /// The windows closed at stream time, as rows in (end, start, key) order.
-    fn emit(&mut self) -> RecordBatch {
+    /// The windows closed at stream time, as rows in (end, start, key) order. `staged`: the
+    /// keys' slots are read in two passes of independent reads first (see [`StagedFloor`]).
+    fn emit(&mut self, staged: bool) -> RecordBatch {
         let close = self.stream_time.saturating_sub(self.grace);
         let mut due = Vec::new();
-        let last_bucket = (close - 1).div_euclid(self.d.max(1));
+        let last_bucket = (close - 1).div_euclid(self.bucket());
         while let Some(mut entry) = self.ends.first_entry() {
             if *entry.key() > last_bucket {
                 break;
@@ -280,15 +305,16 @@ impl KeyMajorFloor {
         }
         // A key's due windows are consecutive in each of its queues: one visit a key reads
         // them all.
-        let (d, from_start) = (self.d, self.emitted_below.saturating_sub(self.d));
+        let d = self.d;
         due.sort_unstable_by_key(|&(_, start, id)| (id, start));
+        if staged {
+            let ids: Vec<u32> = due.chunk_by(|a, b| a.2 == b.2).map(|r| r[0].2).collect();
+            black_box(touch_slots(&self.slots, &ids, true));
+        }
         let mut found = Vec::with_capacity(due.len());
         for run in due.chunk_by(|a, b| a.2 == b.2) {
-            let slot = &self.slots[run[0].2 as usize];
-            let (mut left, mut right) = (
-                slot.left.partition_point(|w| w.start < from_start),
-                slot.right.partition_point(|w| w.start < from_start),
-            );
+            let slot = &mut self.slots[run[0].2 as usize];
+            let [mut left, mut right] = slot.emitted;
             for &(_, start, _) in run {
                 if slot.left.get(left).is_some_and(|w| w.start == start) {
                     found.push(slot.left[left]);
@@ -298,6 +324,7 @@ impl KeyMajorFloor {
                     right += 1;
                 }
             }
+            slot.emitted = [left, right];
         }
         let keys = &self.keys.names;
         let mut order: Vec<u32> = (0..due.len() as u32).collect();
@@ -319,15 +346,169 @@ impl KeyMajorFloor {
         let keep_from = self.stream_time.saturating_sub(self.grace + 2 * d + 1);
         for run in due.chunk_by(|a, b| a.2 == b.2) {
             let slot = &mut self.slots[run[0].2 as usize];
-            for queue in [&mut slot.left, &mut slot.right] {
+            for (queue, emitted) in [&mut slot.left, &mut slot.right]
+                .into_iter()
+                .zip(&mut slot.emitted)
+            {
                 while queue.front().is_some_and(|w| w.start < keep_from) {
                     queue.pop_front();
+                    *emitted -= 1;
                 }
             }
         }
         self.emitted_below = self.emitted_below.max(close);
         rows
     }
+}
+
+/// Reads, for each key id of `ids`, its slot (a pass over all of them), then the windows that
+/// what follows reads first (a second pass): a record's are at the back of its key's queues,
+/// an emission's (`front`) at the front. Each pass is of reads independent of one another,
+/// whose cache misses overlap; the sum means nothing.
+fn touch_slots(slots: &[Slot], ids: &[u32], front: bool) -> i64 {
+    let mut sum = 0i64;
+    for &id in ids {
+        let s = &slots[id as usize];
+        sum ^= (s.left.len() ^ s.right.len()) as i64;
+    }
+    for &id in ids {
+        let s = &slots[id as usize];
+        for q in [&s.left, &s.right] {
+            let n = q.len();
+            // A record reads its key's last ten or so windows (about 10 records a window); an
+            // emission those after the emitted ones.
+            let at: [usize; 3] = if front {
+                let from = s.emitted[usize::from(std::ptr::eq(q, &s.right))];
+                [from, from + 5, from + 10]
+            } else {
+                [n.wrapping_sub(1), n.wrapping_sub(6), n.wrapping_sub(11)]
+            };
+            for i in at {
+                sum ^= q.get(i).map_or(0, |w| w.start);
+            }
+        }
+    }
+    sum
+}
+
+/// Records a group of the staged engine takes at once.
+const STAGE: usize = 64;
+
+/// The floor engine with its reads staged, as a store redesign that visits a call's keys in
+/// stages would read: a call's records go in groups of [`STAGE`], and each group's memory is
+/// read in passes of independent reads before its records are applied one by one: the key
+/// ids (a direct-mapped table from a key's hash to its id, checked against the key's bytes
+/// held inline by id, the map only on a miss), then the slots and the ends of their queues.
+/// The emission reads its keys' slots the same way. Per record, the chain of dependent cache
+/// misses of [`KeyMajorFloor`] becomes passes whose misses overlap: this engine sizes what
+/// staging alone gains over the same layout.
+struct StagedFloor {
+    floor: KeyMajorFloor,
+    hasher: hashbrown::DefaultHashBuilder,
+    /// Hash bits -> key id + 1 (0: none); four slots a key or more.
+    hint: Vec<u32>,
+    /// Each key's bytes by id, inline: length, then up to 23 bytes (a longer key: length 255).
+    inline: Vec<[u8; 24]>,
+}
+
+impl StagedFloor {
+    fn new(d: i64, grace: i64) -> Self {
+        Self {
+            floor: KeyMajorFloor::new(d, grace),
+            hasher: hashbrown::DefaultHashBuilder::default(),
+            hint: vec![0; 1 << 16],
+            inline: Vec::new(),
+        }
+    }
+
+    fn hint_at(&self, hash: u64) -> usize {
+        (hash as usize) & (self.hint.len() - 1)
+    }
+
+    /// Whether the key of id `id` is `key`.
+    fn is(&self, id: u32, key: &str) -> bool {
+        let held = &self.inline[id as usize];
+        match held[0] {
+            255 => &*self.floor.keys.names[id as usize] == key,
+            n => &held[1..1 + n as usize] == key.as_bytes(),
+        }
+    }
+
+    /// The id of `key` from the map, its slot made if it is new; the hint points to it.
+    fn resolve(&mut self, key: &str, hash: u64) -> u32 {
+        let (id, new) = self.floor.keys.id(key);
+        if new {
+            self.floor.slots.push(Slot::default());
+            let mut held = [0u8; 24];
+            match key.len() {
+                n @ 0..=23 => {
+                    held[0] = n as u8;
+                    held[1..1 + n].copy_from_slice(key.as_bytes());
+                }
+                _ => held[0] = 255,
+            }
+            self.inline.push(held);
+            if self.inline.len() * 4 > self.hint.len() {
+                self.rehint();
+                return id;
+            }
+        }
+        let at = self.hint_at(hash);
+        self.hint[at] = id + 1;
+        id
+    }
+
+    /// A hint table of twice the size, every key in it.
+    fn rehint(&mut self) {
+        let mut hint = vec![0u32; self.hint.len() * 2];
+        let mask = hint.len() - 1;
+        for (id, name) in self.floor.keys.names.iter().enumerate() {
+            hint[(self.hasher.hash_one(&**name) as usize) & mask] = id as u32 + 1;
+        }
+        self.hint = hint;
+    }
+
+    /// One call: the batch's records applied in staged groups, then the closed windows.
+    fn call(&mut self, batch: &RecordBatch) -> RecordBatch {
+        let k = batch.column(0).as_string::<i32>();
+        let ts = batch.column(1).as_primitive::<Int64Type>();
+        let x = batch.column(2).as_primitive::<Int64Type>();
+        let mut hashes = [0u64; STAGE];
+        let mut hints = [0u32; STAGE];
+        let mut ids = [0u32; STAGE];
+        for from in (0..batch.num_rows()).step_by(STAGE) {
+            let rows = from..(from + STAGE).min(batch.num_rows());
+            let n = rows.len();
+            // The hints: independent reads of a table larger than the cache.
+            for (i, row) in rows.clone().enumerate() {
+                hashes[i] = self.hasher.hash_one(k.value(row));
+                hints[i] = self.hint[self.hint_at(hashes[i])];
+            }
+            // The hinted keys' bytes: independent reads again.
+            for (i, row) in rows.clone().enumerate() {
+                let key = k.value(row);
+                ids[i] = match hints[i].checked_sub(1) {
+                    Some(id) if self.is(id, key) => id,
+                    _ => self.resolve(key, hashes[i]),
+                };
+            }
+            black_box(touch_slots(&self.floor.slots, &ids[..n], false));
+            for (i, row) in rows.enumerate() {
+                self.floor.apply(ids[i], ts.value(row), x.value(row));
+            }
+        }
+        self.floor.emit(true)
+    }
+}
+
+/// Every batch through a fresh staged engine; the rows it emits (a flush included).
+fn run_staged(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
+    let mut engine = StagedFloor::new(d, grace);
+    let mut out: Vec<RecordBatch> = data.iter().map(|b| engine.call(b)).collect();
+    engine.floor.stream_time = i64::MAX;
+    engine.floor.grace = 0;
+    out.push(engine.floor.emit(true));
+    out
 }
 
 /// Rows of the engines' emitted windows, `(key id, window)` in output order: the processor's
@@ -534,11 +715,11 @@ fn run_floor(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
         for row in 0..batch.num_rows() {
             engine.record(k.value(row), ts.value(row), x.value(row));
         }
-        out.push(engine.emit());
+        out.push(engine.emit(false));
     }
     engine.stream_time = i64::MAX;
     engine.grace = 0;
-    out.push(engine.emit());
+    out.push(engine.emit(false));
     out
 }
 
@@ -629,7 +810,11 @@ fn bench(c: &mut Criterion) {
             n as f64 / processor / 1e6
         );
         type Engine = fn(i64, i64, &[RecordBatch]) -> Vec<RecordBatch>;
-        let engines: [(&str, Engine); 2] = [("key-major", run_floor), ("merge", run_merge)];
+        let engines: [(&str, Engine); 3] = [
+            ("key-major", run_floor),
+            ("staged key-major", run_staged),
+            ("merge", run_merge),
+        ];
         for (name, engine) in engines {
             let started = std::time::Instant::now();
             let rows = engine(d, grace, &data);
@@ -647,6 +832,9 @@ fn bench(c: &mut Criterion) {
         drop(p);
         group.bench_function("sliding_key_major_floor_10_a_window", |b| {
             b.iter(|| black_box(run_floor(d, grace, &data).len()));
+        });
+        group.bench_function("sliding_staged_key_major_floor_10_a_window", |b| {
+            b.iter(|| black_box(run_staged(d, grace, &data).len()));
         });
         group.bench_function("sliding_merge_engine_10_a_window", |b| {
             b.iter(|| black_box(run_merge(d, grace, &data).len()));
