@@ -661,8 +661,8 @@ impl SessionStore {
             .search(bounds.earliest_end, bounds.latest_end)
             .map(Segment::len)
             .sum();
-        let mut found: Vec<KeyedSession<'_>> = Vec::with_capacity(most);
         if !self.reads_ahead() {
+            let mut found: Vec<KeyedSession<'_>> = Vec::with_capacity(most);
             for segment in self.segments.search(bounds.earliest_end, bounds.latest_end) {
                 for (id, e) in segment.iter_by_end(bounds.earliest_end, bounds.latest_end) {
                     if bounds.contains(e.start, e.end) {
@@ -687,10 +687,10 @@ impl SessionStore {
             sum ^ u64::from(first_byte(self.keys.bytes(id)) ^ first_byte(segment.value(e)))
         });
         std::hint::black_box(touched);
-        found.extend(
-            hits.into_iter()
-                .map(|(id, e, segment)| self.keyed(id, e, segment)),
-        );
+        let mut found: Vec<KeyedSession<'_>> = hits
+            .into_iter()
+            .map(|(id, e, segment)| self.keyed(id, e, segment))
+            .collect();
         sort_by_end(&mut found);
         found
     }
