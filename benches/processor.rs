@@ -284,6 +284,13 @@ impl KeyMajorFloor {
         }
     }
 
+    /// End of input: every window left, as rows (see [`Self::emit`]).
+    fn flush(&mut self, staged: bool) -> RecordBatch {
+        self.stream_time = i64::MAX;
+        self.grace = 0;
+        self.emit(staged)
+    }
+
     /// The windows closed at stream time, as rows in (end, start, key) order. `staged`: the
     /// keys' slots are read in two passes of independent reads first (see [`StagedFloor`]).
     fn emit(&mut self, staged: bool) -> RecordBatch {
@@ -373,13 +380,12 @@ fn touch_slots(slots: &[Slot], ids: &[u32], front: bool) -> i64 {
     }
     for &id in ids {
         let s = &slots[id as usize];
-        for q in [&s.left, &s.right] {
+        for (q, emitted) in [&s.left, &s.right].into_iter().zip(s.emitted) {
             let n = q.len();
             // A record reads its key's last ten or so windows (about 10 records a window); an
             // emission those after the emitted ones.
             let at: [usize; 3] = if front {
-                let from = s.emitted[usize::from(std::ptr::eq(q, &s.right))];
-                [from, from + 5, from + 10]
+                [emitted, emitted + 5, emitted + 10]
             } else {
                 [n.wrapping_sub(1), n.wrapping_sub(6), n.wrapping_sub(11)]
             };
@@ -505,9 +511,7 @@ impl StagedFloor {
 fn run_staged(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
     let mut engine = StagedFloor::new(d, grace);
     let mut out: Vec<RecordBatch> = data.iter().map(|b| engine.call(b)).collect();
-    engine.floor.stream_time = i64::MAX;
-    engine.floor.grace = 0;
-    out.push(engine.floor.emit(true));
+    out.push(engine.floor.flush(true));
     out
 }
 
@@ -717,9 +721,7 @@ fn run_floor(d: i64, grace: i64, data: &[RecordBatch]) -> Vec<RecordBatch> {
         }
         out.push(engine.emit(false));
     }
-    engine.stream_time = i64::MAX;
-    engine.grace = 0;
-    out.push(engine.emit(false));
+    out.push(engine.flush(false));
     out
 }
 
