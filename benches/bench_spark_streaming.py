@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import shutil
@@ -76,6 +75,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from harness import kafka_module
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -166,13 +166,6 @@ def read_kafka(spark: SparkSession, bootstrap: str, events: int) -> DataFrame:
         F.from_json(F.col("value").cast("string"), "k long, ts long, x long").alias("e")
     )
     return parsed.select("e.k", F.timestamp_millis("e.ts").alias("ts"), "e.x")
-
-
-def kafka_module() -> Any:
-    """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the connector's jars. This
-    benchmark runs as a script, so ``tests/`` goes on the path as pytest puts it there."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    return importlib.import_module("spark.kafka_broker")
 
 
 def native(df: DataFrame) -> DataFrame:

@@ -1,13 +1,19 @@
-"""What the Python benchmarks share: medians of wall time, and peak memory of a call."""
+"""What the Python benchmarks share: medians of wall time, peak memory of a call, and the tests'
+Kafka broker."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -58,3 +64,10 @@ def alternating_medians(
             times[i].append(time.perf_counter() - start)
             del result
     return [statistics.median(t) for t in times], times
+
+
+def kafka_module() -> Any:
+    """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the Kafka jars Maven resolves.
+    The benchmarks run as scripts, so ``tests/`` goes on the path as pytest puts it there."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    return importlib.import_module("spark.kafka_broker")
