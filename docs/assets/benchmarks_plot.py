@@ -16,14 +16,21 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-# (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better)
+# (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better),
+# all measured on 2026-11-26 (docs/benchmarks.md, "Where windowstore stands").
 FIGURES = [
-    ("Sessions, complete mode\nvs Polars (10M events)", 3.503, 0.918, False),
-    ("Sliding, complete mode, all windows\nvs Polars rolling, left windows", 1.97, 6.03, False),
-    ("Spark batch sessions\nvs session_window (10M events)", 19.38, 9.75, False),
-    ("Spark batch sliding, all windows\nvs rangeBetween, left windows (10M)", 24.46, 24.12, False),
-    ("Spark streaming sessions, RocksDB\nvs native (events/s)", 89_500, 133_132, True),
-    ("Spark streaming sessions, default\nstate store vs native (events/s)", 172_779, 149_183, True),
+    ("Sessions, complete mode\nvs Polars (10M events)", 7.274, 1.341, False),
+    (
+        "Sliding, complete mode, all windows\nvs Polars rolling, left windows (10M)",
+        2.951,
+        1.528,
+        False,
+    ),
+    ("Sliding, streaming\nvs Kafka Streams (1M records)", 340.0, 3.595, False),
+    ("Spark batch sessions\nvs session_window (10M events)", 16.57, 9.71, False),
+    ("Spark batch sliding, all windows\nvs rangeBetween, left windows (10M)", 16.40, 16.96, False),
+    ("Spark streaming sessions, RocksDB\nvs native (events/s)", 35_971, 68_444, True),
+    ("Spark streaming sessions, default\nstate store vs native (events/s)", 103_011, 98_637, True),
 ]
 
 
@@ -35,9 +42,10 @@ def main() -> None:
     bars = ax.barh(labels[::-1], speed[::-1], color=colors[::-1])
     ax.axvline(1.0, color="gray", linestyle="--", linewidth=1, zorder=0)
     ax.bar_label(bars, labels=[f"{s:.2f}x" for s in speed[::-1]], padding=3)
-    ax.set_xlabel("speed relative to the baseline (baseline = 1; higher is faster)")
-    ax.set_xlim(0, max(speed) * 1.2)
-    ax.set_title("windowstore beside its baselines (medians, 2-core machine, 2026-11-21)")
+    ax.set_xscale("log")
+    ax.set_xlabel("speed relative to the baseline (baseline = 1; higher is faster; log scale)")
+    ax.set_xlim(0.3, max(speed) * 3)
+    ax.set_title("windowstore beside its baselines (medians, 2 cores, 2026-11-26)")
     ax.tick_params(axis="y", labelsize=8)
     out = Path(__file__).with_name("benchmarks.png")
     fig.savefig(out, dpi=110)
