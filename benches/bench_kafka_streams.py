@@ -119,9 +119,15 @@ class KafkaStreamsRuns:
         return self._line()
 
     def close(self) -> None:
+        """Ends the program (its input closed); killed if it has not ended within two minutes
+        (a run still going when the caller failed)."""
         if self.process.stdin is not None:
             self.process.stdin.close()
-        self.process.wait(timeout=120)
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def main() -> None:

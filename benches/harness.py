@@ -69,5 +69,7 @@ def alternating_medians(
 def kafka_module() -> Any:
     """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the Kafka jars Maven resolves.
     The benchmarks run as scripts, so ``tests/`` goes on the path as pytest puts it there."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
     return importlib.import_module("spark.kafka_broker")
