@@ -39,6 +39,7 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -52,6 +53,7 @@ import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -60,7 +62,6 @@ import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.SlidingWindows;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -98,7 +99,6 @@ public final class KafkaStreamsBench {
 
         final long started = System.nanoTime();
         final long records;
-        final long sentinelTime;
         final Sentinels sentinels;
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
              KafkaProducer<Long, Long> producer = producer(bootstrap)) {
@@ -119,17 +119,17 @@ public final class KafkaStreamsBench {
             // every window. Kafka drops expired windows before it emits closed ones, so a
             // single jump there would lose windows that close in it (docs/semantics.md section
             // 7): the sentinels step there, D / 4 at a time.
+            final long last = latest + d + grace + 1;
             final long step = Math.max(1, d / 4);
             long t = latest;
             int written = 0;
             do {
-                t = Math.min(t + step, latest + d + grace + 1);
+                t = Math.min(t + step, last);
                 producer.send(new ProducerRecord<>(topic, null, t, SENTINEL, 0L));
                 written++;
-            } while (t < latest + d + grace + 1);
+            } while (t < last);
             producer.flush();
-            sentinelTime = t;
-            sentinels = new Sentinels(bootstrap, topic, sentinelTime, written);
+            sentinels = new Sentinels(bootstrap, topic, last, written);
         }
         System.out.printf("{\"produced\": %d, \"seconds\": %.3f}%n",
             records, (System.nanoTime() - started) / 1e9);
@@ -208,8 +208,8 @@ public final class KafkaStreamsBench {
             final Sentinels sentinels, final int run) throws Exception {
         final AtomicLong seen = new AtomicLong();
         final AtomicLong seenSentinels = new AtomicLong();
-        // Every record processed, sentinels too: a run that stops moving has stalled.
-        final AtomicLong processed = new AtomicLong();
+        // Every record processed, sentinels too: a run whose count stops moving has stalled.
+        final LongSupplier processed = () -> seen.get() + seenSentinels.get();
         final long[] firstAndLast = new long[2];
         // Written by the stream thread only; read after it has processed the last sentinel.
         final long[] sums = new long[6];
@@ -217,7 +217,6 @@ public final class KafkaStreamsBench {
         final StreamsBuilder builder = new StreamsBuilder();
         builder.stream(topic, Consumed.with(Serdes.Long(), Serdes.Long()))
             .peek((k, v) -> {
-                processed.incrementAndGet();
                 if (k == SENTINEL) {
                     seenSentinels.incrementAndGet();
                     return;
@@ -300,8 +299,8 @@ public final class KafkaStreamsBench {
     /** Waits until `done` holds, failing if the application stops, or processes nothing
      * (`progress` stays the same) for two minutes on the way. */
     private static void waitFor(final Condition done, final KafkaStreams streams,
-            final AtomicLong progress) throws InterruptedException {
-        long last = progress.get();
+            final LongSupplier progress) throws InterruptedException {
+        long last = progress.getAsLong();
         long since = System.nanoTime();
         while (!done.holds()) {
             final KafkaStreams.State s = streams.state();
@@ -309,7 +308,7 @@ public final class KafkaStreamsBench {
                     || s == KafkaStreams.State.PENDING_ERROR) {
                 throw new IllegalStateException("the Kafka Streams application stopped: " + s);
             }
-            final long now = progress.get();
+            final long now = progress.getAsLong();
             if (now != last) {
                 last = now;
                 since = System.nanoTime();
