@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime, time, timedelta
+from decimal import Decimal
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -299,3 +302,179 @@ def test_count_distinct_agrees_with_pyarrow_on_strings() -> None:
     for w in out.to_pylist():
         rows = t.filter(pc.equal(t["k"], w["k"]))
         assert w["count_distinct_s"] == pc.count_distinct(rows["s"], mode="only_valid").as_py()
+
+
+UDF = agg.udf(len, "x", returns=pa.int64())
+ROWS = pa.table({"k": ["a", "a"], "ts": [0, 4], "x": [1, 2]})
+
+
+Emit = Literal["final", "updates", "changes"]
+
+
+def session_processor(aggs: list[agg.Agg], emit: Emit = "final") -> SessionWindowProcessor:
+    return SessionWindowProcessor(key="k", time="ts", gap=GAP, grace=0, emit=emit, aggs=aggs)
+
+
+def sliding_processor(aggs: list[agg.Agg], emit: Emit = "final") -> SlidingWindowProcessor:
+    return SlidingWindowProcessor(
+        key="k", time="ts", time_difference=D, grace=0, emit=emit, aggs=aggs
+    )
+
+
+def complete_sessions(aggs: list[agg.Agg]) -> pa.Table:
+    return session_windows(ROWS, key="k", time="ts", gap=GAP, aggs=aggs)
+
+
+def complete_sliding(aggs: list[agg.Agg]) -> pa.Table:
+    return sliding_windows(ROWS, key="k", time="ts", time_difference=D, aggs=aggs)
+
+
+@pytest.mark.parametrize(
+    "aggs",
+    [
+        pytest.param([UDF, UDF], id="two-default-names"),
+        pytest.param([UDF.alias("n"), agg.count().alias("n")], id="udf-then-builtin"),
+        pytest.param([agg.sum("x"), UDF.alias("sum_x")], id="builtin-then-udf"),
+    ],
+)
+@pytest.mark.parametrize("make", [session_processor, sliding_processor])
+def test_a_udf_named_as_another_aggregate_is_refused_by_the_processors(
+    aggs: list[agg.Agg], make: Callable[[list[agg.Agg]], Any]
+) -> None:
+    with pytest.raises(InvalidWindowSpec, match="duplicate output name") as e:
+        make(aggs)
+    assert e.value.parameter == "aggs"
+
+
+@pytest.mark.parametrize(
+    ("aggs", "column"),
+    [
+        ([UDF, UDF], "udf_x"),
+        ([UDF.alias("k")], "k"),
+        ([UDF.alias("count"), agg.count()], "count"),
+        ([UDF.alias("session_start")], "session_start"),
+        ([UDF.alias("session_end")], "session_end"),
+    ],
+)
+def test_complete_sessions_refuse_a_udf_name_taken(aggs: list[agg.Agg], column: str) -> None:
+    with pytest.raises(InvalidWindowSpec, match=f'"{column}"') as e:
+        complete_sessions(aggs)
+    assert e.value.parameter == "aggs"
+
+
+@pytest.mark.parametrize("column", ["k", "window_start", "window_end", "window_time"])
+def test_complete_sliding_windows_refuse_a_udf_named_as_a_column(column: str) -> None:
+    with pytest.raises(InvalidWindowSpec, match=f'output column "{column}" appears twice') as e:
+        complete_sliding([UDF.alias(column)])
+    assert e.value.parameter == "aggs"
+
+
+@pytest.mark.parametrize(
+    ("make", "emit", "column"),
+    [
+        (session_processor, "final", "k"),
+        (session_processor, "final", "session_end"),
+        (session_processor, "changes", "op"),
+        (sliding_processor, "final", "window_time"),
+        (sliding_processor, "changes", "op"),
+    ],
+)
+def test_a_processor_refuses_a_udf_named_as_a_column_and_changes_nothing(
+    make: Callable[[list[agg.Agg], Emit], Any], emit: Emit, column: str
+) -> None:
+    """As for a built-in so named, the first call refuses it (the columns are known once the
+    input is bound), naming aggs, and the processor stays as it was."""
+    p = make([UDF.alias(column)], emit)
+    before = p.to_bytes()
+    with pytest.raises(InvalidWindowSpec, match=f'output column "{column}" appears twice') as e:
+        p.process(ROWS)
+    assert e.value.parameter == "aggs"
+    assert p.to_bytes() == before
+
+
+def test_a_restore_refuses_udfs_named_alike() -> None:
+    p = session_processor([UDF])
+    p.process(ROWS)
+    data = p.to_bytes()
+    restored = SessionWindowProcessor.from_bytes(data, aggs=[UDF.alias("k")])
+    with pytest.raises(InvalidWindowSpec, match='output column "k" appears twice'):
+        restored.advance(100)
+    assert restored.to_bytes() == data
+
+
+def half(x: pa.Array) -> float:
+    return len(x) / 2
+
+
+@pytest.mark.parametrize("call", ["process", "advance"])
+def test_a_float_with_a_fraction_is_not_truncated_into_an_integer(call: str) -> None:
+    """1.5 into int64 fails the call (pyarrow's pa.array would give 1), changing nothing."""
+    aggs = [agg.udf(half, "x", returns=pa.int64()).alias("n")]
+    p = session_processor(aggs)
+    p.process(pa.table({"k": ["a", "a", "a"], "ts": [0, 4, 8], "x": [1, 2, 3]}))
+    before = p.to_bytes()
+    calls: dict[str, Callable[[], Any]] = {
+        "process": lambda: p.process(pa.table({"k": ["b"], "ts": [100], "x": [1]})),
+        "advance": lambda: p.advance(100),
+    }
+    with pytest.raises(AggregateFunctionError, match=r"not of int64 \(1\.5") as e:
+        calls[call]()
+    assert e.value.aggregate == "n"
+    assert (e.value.key, e.value.start, e.value.end) == ({"k": "a"}, 0, 8)
+    assert p.to_bytes() == before
+    # Complete mode: b's 1.5 is refused, naming b (a's 1.0 is whole).
+    t = pa.table({"k": ["a", "a", "b", "b", "b"], "ts": [0, 4, 0, 4, 8], "x": [1, 2, 3, 4, 5]})
+    with pytest.raises(AggregateFunctionError, match=r"not of int64 \(1\.5") as e:
+        session_windows(t, key="k", time="ts", gap=GAP, aggs=aggs)
+    assert e.value.key == {"k": "b"}
+
+
+def test_whole_floats_are_taken_by_an_integer_type() -> None:
+    """pyarrow's safe cast takes 2.0 into int64: so does a udf's output."""
+    t = pa.table({"k": ["a", "a", "b", "b", "b", "b"], "ts": [0, 4, 0, 1, 2, 3], "x": [0] * 6})
+    out = session_windows(
+        t, key="k", time="ts", gap=GAP, aggs=[agg.udf(half, "x", returns=pa.int8())]
+    )
+    assert out.schema.field("udf_x").type == pa.int8()
+    by_key = dict(zip(out["k"].to_pylist(), out["udf_x"].to_pylist(), strict=True))
+    assert by_key == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize(
+    ("value", "returns"),
+    [
+        (1.5, pa.int64()),
+        (-0.5, pa.uint8()),
+        (Decimal("1.5"), pa.int64()),
+        (datetime(2024, 1, 1, 0, 0, 0, 5), pa.timestamp("s")),
+        (timedelta(milliseconds=1), pa.duration("s")),
+        (time(0, 0, 0, 5), pa.time32("ms")),
+        (1.5, pa.timestamp("s")),
+        ([1, 1.5], pa.list_(pa.int64())),
+        ({"n": 2.5}, pa.struct([("n", pa.int32())])),
+    ],
+)
+def test_a_value_the_type_cannot_hold_exactly_fails(value: Any, returns: pa.DataType) -> None:
+    with pytest.raises(AggregateFunctionError, match=f"not of {re.escape(str(returns))}"):
+        complete_sessions([agg.udf(lambda x: value, "x", returns=returns)])
+
+
+@pytest.mark.parametrize(
+    ("value", "returns"),
+    [
+        (2.0, pa.int64()),
+        (Decimal("2"), pa.int16()),
+        (Decimal("2.50"), pa.decimal128(5, 1)),
+        (7, pa.decimal128(5, 1)),
+        (datetime(2024, 1, 1, 0, 0, 1), pa.timestamp("s")),
+        (timedelta(seconds=3), pa.duration("ms")),
+        (3, pa.timestamp("ms")),
+        (0.1, pa.float32()),
+        ([1, 2.0, None], pa.list_(pa.int64())),
+        ({"n": 2.0, "s": "u"}, pa.struct([("n", pa.int32()), ("s", pa.string())])),
+        (2**64 - 1, pa.uint64()),
+    ],
+)
+def test_a_value_the_type_holds_exactly_is_taken(value: Any, returns: pa.DataType) -> None:
+    out = complete_sessions([agg.udf(lambda x: value, "x", returns=returns)])
+    assert out["udf_x"].to_pylist() == pa.array([value], returns).to_pylist()

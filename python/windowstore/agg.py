@@ -206,9 +206,12 @@ def udf(
     and Spark streaming). Cost: like ``collect``, a window keeps its records' values until it is
     emitted (``max_size`` and ``overflow`` bound them as in [`collect`][windowstore.agg.collect]:
     beyond the bound the function sees the newest or the oldest records), and ``fn`` runs once
-    per output row, in Python. A function that raises fails the call with an
-    ``AggregateFunctionError`` naming the aggregate, the key and the window (its cause is the
-    function's exception), and the call changes nothing. A processor's snapshot cannot hold a
+    per output row, in Python. A function that raises, or returns a value ``returns`` cannot
+    hold exactly (as pyarrow's safe cast has it: 1.5 for an integer type, where 2.0 gives 2),
+    fails the call with an ``AggregateFunctionError`` naming the aggregate, the key and the
+    window (its cause is the function's exception), and the call changes nothing. The output
+    name must be unique among the aggregates, key and window columns, as a built-in's. A
+    processor's snapshot cannot hold a
     function: restore it with the same aggregates (``restore(path, aggs=...)``). In Spark,
     ``fn`` is pickled to the workers, and timestamps reach it in streaming queries as epoch
     microseconds (Int64).
