@@ -1,0 +1,26 @@
+"""Figures the user guide states in prose, recomputed with the code: a page that says what the
+code does not do fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyarrow as pa
+
+from windowstore import sliding_windows
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_the_narrow_time_type_example_of_sliding_windows() -> None:
+    """docs/concepts/windows.md: "`uint8` times ... with `D = 10` give `[a, b]`, ..." lists
+    every window of those records."""
+    text = " ".join((DOCS / "concepts" / "windows.md").read_text().split())
+    claim = re.search(r"`uint8` times ([0-9, and]+) with `D = (\d+)` give (.+?)\)", text)
+    assert claim is not None, "the uint8 example is gone from docs/concepts/windows.md"
+    times = [int(t) for t in re.findall(r"\d+", claim.group(1))]
+    stated = {(int(a), int(b)) for a, b in re.findall(r"`\[(-?\d+), (-?\d+)\]`", claim.group(3))}
+    table = pa.table({"k": ["a"] * len(times), "ts": pa.array(times, pa.uint8())})
+    out = sliding_windows(table, key="k", time="ts", time_difference=int(claim.group(2)))
+    assert stated == {(r["window_start"], r["window_end"]) for r in out.to_pylist()}
