@@ -171,13 +171,13 @@ def test_processing_time_accepts_a_zero_grace_and_refuses_a_naive_now() -> None:
         p.poll(now=True)
 
 
-def test_an_input_column_named_like_the_hidden_arrival_column_is_refused() -> None:
-    from windowstore import SchemaError
-
-    p = processing()
-    with pytest.raises(SchemaError) as e:
-        p.process(pa.table({"k": ["a"], "__windowstore_arrival": [1]}), now=T0)
-    assert e.value.column == "__windowstore_arrival"
+def test_any_input_column_name_is_kept_as_it_is() -> None:
+    # Arrival times live in the core, not in a hidden input column: no name is reserved.
+    p = processing(output="records")
+    p.process(pa.table({"k": ["a"], "__windowstore_arrival": [1]}), now=T0)
+    out = p.flush()
+    assert out.column("__windowstore_arrival").to_pylist() == [1]
+    assert out.column("session_start").to_pylist() == [at(0).as_py()]
 
 
 def test_event_time_still_needs_time_and_grace() -> None:

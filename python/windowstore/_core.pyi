@@ -119,7 +119,7 @@ class Processor:
     def sessions(
         *,
         key: list[str],
-        time: str,
+        time: str | None,
         time_unit: str | None,
         gap: _Duration | None,
         gap_column: str | None,
@@ -130,24 +130,36 @@ class Processor:
         aggs: list[_Agg],
         on_invalid: str,
         max_duration: _Duration | None = None,
+        clock: str = "event",
+        idle_timeout: _Duration | None = None,
     ) -> Processor: ...
     @staticmethod
     def sliding(
         *,
         key: list[str],
-        time: str,
+        time: str | None,
         time_unit: str | None,
         time_difference: _Duration,
         grace: _Duration,
         emit: str,
         aggs: list[_Agg],
         on_invalid: str,
+        clock: str = "event",
+        idle_timeout: _Duration | None = None,
     ) -> Processor: ...
     @property
     def kind(self) -> str: ...
-    def process(self, data: Any, then: Callable[[pa.Table], pa.Table] | None = None) -> pa.Table:
-        """Processes ``data`` as one transaction; ``then`` (if given) runs on the output before
-        the call commits and its result is returned: if it raises, the call changes nothing."""
+    @property
+    def clock(self) -> str: ...
+    def process(
+        self,
+        data: Any,
+        now: int | None = None,
+        then: Callable[[pa.Table], pa.Table] | None = None,
+    ) -> pa.Table:
+        """Processes ``data`` as one transaction at the wall clock's reading ``now`` (epoch ms;
+        None: the system clock); ``then`` (if given) runs on the output before the call
+        commits and its result is returned: if it raises, the call changes nothing."""
     def flush(self, then: Callable[[pa.Table], pa.Table] | None = None) -> pa.Table | None: ...
     def rejected(self) -> pa.Table | None: ...
     def metrics(self) -> dict[str, int | None]: ...
@@ -158,8 +170,15 @@ class Processor:
     @staticmethod
     def from_bytes(data: bytes, kind: str | None = None) -> Processor: ...
     def advance(
-        self, t: int, then: Callable[[pa.Table], pa.Table] | None = None
+        self,
+        t: int,
+        now: int | None = None,
+        then: Callable[[pa.Table], pa.Table] | None = None,
     ) -> pa.Table | None: ...
+    def poll(
+        self, now: int | None = None, then: Callable[[pa.Table], pa.Table] | None = None
+    ) -> pa.Table | None: ...
+    def resume_idle(self, run: str | None) -> None: ...
     def next_close(self) -> int | None: ...
     def _set_batched(self, on: bool) -> None: ...
     def _batched_calls(self) -> int: ...

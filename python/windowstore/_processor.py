@@ -9,9 +9,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 import pyarrow as pa
 
 from windowstore import _core
-from windowstore._durations import ticks_arg
+from windowstore._clock import Stamp, wall_ms
+from windowstore._durations import DurationLike, ticks_arg, to_duration
 from windowstore._udfs import Finisher, core_aggs
 from windowstore.agg import Agg
+from windowstore.exceptions import InvalidWindowSpec
 
 __all__ = [
     "Emit",
@@ -20,6 +22,8 @@ __all__ = [
     "WindowProcessor",
     "aggs_arg",
     "check_aggs",
+    "clock_args",
+    "grace_arg",
     "finisher",
     "keys_arg",
 ]
@@ -77,18 +81,36 @@ class WindowProcessor:
     #: Computes the udfs of the output inside each call's transaction (None: no udf).
     _finish: Finisher | None = None
 
-    def process(self, data: Any) -> pa.Table:
+    def process(self, data: Any, *, now: Stamp | None = None) -> pa.Table:
         """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
         pyarrow, polars, duckdb), record by record; returns the windows it emits.
 
+        ``now`` is the wall clock's reading (epoch milliseconds or an aware ``datetime``;
+        default: the system clock), read only with ``clock="processing"`` (the records'
+        arrival time, after stream time first advances to it) or ``idle_timeout`` (if the
+        stream was idle, stream time first advances by the idle rule, and the windows that
+        closes come first).
+
         The call is all or nothing: if it raises, the processor (windows, stream time,
-        counters, rejected rows) is exactly as it was before. Calls from several threads
-        serialize on the processor."""
-        return self._inner.process(data, self._finish)
+        counters, rejected rows, idle clock) is exactly as it was before. Calls from several
+        threads serialize on the processor."""
+        return self._inner.process(data, now=wall_ms(now), then=self._finish)
+
+    def poll(self, *, now: Stamp | None = None) -> pa.Table:
+        """Closes what the wall clock closes without a record, for a caller's periodic timer
+        (as the timer of Akka's session-window stage); returns the windows it emits.
+
+        ``now``: the clock's reading (epoch milliseconds or an aware ``datetime``; default: the
+        system clock). With ``clock="processing"`` stream time advances to it, closing every
+        window whose records arrived long enough before; with ``idle_timeout``, stream time
+        advances as the idle rule says once the stream is idle. Otherwise it does nothing. All
+        or nothing, as `process()`."""
+        out = self._inner.poll(now=wall_ms(now), then=self._finish)
+        return pa.table({}) if out is None else out
 
     def flush(self) -> pa.Table:
         """Ends the input: in ``final`` mode, returns every window not emitted yet."""
-        out = self._inner.flush(self._finish)
+        out = self._inner.flush(then=self._finish)
         return pa.table({}) if out is None else out
 
     def rejected(self) -> pa.Table:
@@ -129,13 +151,54 @@ class WindowProcessor:
         self._finish = Finisher(check_aggs(aggs), cls._window)
         return self
 
-    def advance(self, t: int) -> pa.Table:
-        """Advances stream time to ``t`` (ticks of the time column) without a record, as an
-        outside clock such as a watermark says; returns the windows that closes (``final``)."""
-        out = self._inner.advance(ticks_arg(t, "t"), self._finish)
+    def advance(self, t: int, *, now: Stamp | None = None) -> pa.Table:
+        """Advances stream time to ``t`` (ticks of the time column; epoch milliseconds with
+        ``clock="processing"``) without a record, as an outside clock such as a watermark
+        says; returns the windows that closes (``final``).
+
+        With ``idle_timeout``, an advance that raises stream time counts as a record arriving
+        at ``now`` (default: the system clock): the idle period starts again."""
+        out = self._inner.advance(ticks_arg(t, "t"), now=wall_ms(now), then=self._finish)
         return pa.table({}) if out is None else out
+
+    def _resume_idle(self, run: str | None) -> None:
+        """Keeps the idle clock the restored bytes carried if the same ``run`` wrote them (the
+        Spark adapter restores a bucket's processor at every micro-batch of one run of a query;
+        a restart is another run, and starts the idle period again as any restore does)."""
+        self._inner.resume_idle(run)
 
     def next_close(self) -> int | None:
         """In ``final`` mode, the earliest stream time at which a held window closes (so
         ``advance(next_close())`` emits it); ``None`` if none is held or in changelog modes."""
         return self._inner.next_close()
+
+
+def clock_args(
+    clock: str, time: str | None, idle_timeout: DurationLike | None
+) -> dict[str, Any]:
+    """The core's ``time``, ``clock`` and ``idle_timeout`` arguments (the core checks how they
+    go together, naming the parameter); refuses an event-time processor without ``time``."""
+    if clock == "event" and time is None:
+        raise InvalidWindowSpec(
+            'invalid time: an event-time processor needs its time column (time="ts"); '
+            'clock="processing" uses arrival times instead',
+            "time",
+        )
+    return {
+        "time": time,
+        "clock": clock,
+        "idle_timeout": None if idle_timeout is None else to_duration(idle_timeout, "idle_timeout"),
+    }
+
+
+def grace_arg(clock: str, grace: DurationLike | None) -> tuple[str, int]:
+    """The core's ``grace``: required with event time, none (zero) with processing time."""
+    if grace is None:
+        if clock == "event":
+            raise InvalidWindowSpec(
+                "invalid grace: an event-time processor needs grace= (how late a record may "
+                'arrive, e.g. grace="10s", or 0)',
+                "grace",
+            )
+        grace = 0
+    return to_duration(grace, "grace")

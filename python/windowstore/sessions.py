@@ -9,8 +9,8 @@ from typing import Any, Literal, TypeVar, overload
 
 import pyarrow as pa
 
-from windowstore import _clock, _core, _records
-from windowstore._clock import Clock, IdleClock, Settings, Stamp
+from windowstore import _core, _records
+from windowstore._clock import Clock, Stamp, wall_ms
 from windowstore._durations import DurationLike, ticks_arg, to_duration
 from windowstore._processor import (
     Emit,
@@ -19,11 +19,13 @@ from windowstore._processor import (
     WindowProcessor,
     aggs_arg,
     check_aggs,
+    clock_args,
     finisher,
+    grace_arg,
     keys_arg,
 )
 from windowstore.agg import Agg
-from windowstore.exceptions import InvalidWindowSpec, SnapshotError
+from windowstore.exceptions import SnapshotError
 
 __all__ = ["Clock", "Output", "SessionWindowProcessor", "Stamp", "session_windows"]
 
@@ -136,21 +138,6 @@ class SessionWindowProcessor(WindowProcessor):
     """
 
     _records: _records.HeldRecords | None = None
-    #: What gives a record its time (``clock=``).
-    _clock: Clock = "event"
-    #: ``idle_timeout`` as ``to_duration`` gives it; ``None``: only records move stream time.
-    _idle_timeout: tuple[str, int] | None = None
-    #: The time column and the unit of an integer one: the tick is learned from a batch.
-    _time: str | None = None
-    _time_unit: str | None = None
-    #: The tick of the time column in nanoseconds, once a batch has shown it.
-    _tick_ns: int | None = None
-    #: When the last record arrived, and stream time just after it (idle_timeout only).
-    _idle: IdleClock | None = None
-    #: The idle clock the bytes carried: dropped on a restore unless `_resume_idle` keeps it.
-    _saved_idle: IdleClock | None = None
-    #: Who drives the processor (`_resume_idle`), written with the idle clock.
-    _run: str | None = None
 
     def __init__(
         self,
@@ -171,53 +158,28 @@ class SessionWindowProcessor(WindowProcessor):
         idle_timeout: DurationLike | None = None,
         max_duration: DurationLike | None = None,
     ) -> None:
-        if clock == "processing":
-            _check_processing(time, time_unit, gap_column, grace, idle_timeout)
-            time, grace = _clock.ARRIVAL, 0
-        elif clock != "event":
-            raise InvalidWindowSpec(
-                f'invalid clock: {clock!r}; expected "event" (a record\'s time is its time '
-                'column) or "processing" (its arrival on the wall clock)',
-                "clock",
-            )
-        elif time is None:
-            raise InvalidWindowSpec(
-                'invalid time: an event-time processor needs its time column (time="ts"); '
-                'clock="processing" uses arrival times instead',
-                "time",
-            )
-        elif grace is None:
-            raise InvalidWindowSpec(
-                "invalid grace: an event-time processor needs grace= (how late a record may "
-                'arrive, e.g. grace="10s", or 0)',
-                "grace",
-            )
-        idle = None if idle_timeout is None else _idle_timeout_arg(idle_timeout)
+        clocked = clock_args(clock, time, idle_timeout)
         g, column, m = _gaps(gap, gap_column, max_gap)
         aggs = check_aggs(aggs)
         records = _records.check_output(output, aggs, emit)
         keys = keys_arg(key)
         self._inner = _core.Processor.sessions(
-            key=keys_arg(key),
-            time=time,
+            key=keys,
             time_unit=time_unit,
             gap=g,
             gap_column=column,
             max_gap=m,
-            grace=to_duration(grace, "grace"),
+            grace=grace_arg(clock, grace),
             retention=None if retention is None else to_duration(retention, "retention"),
             emit=emit,
             aggs=[_records.rows_agg()] if records else aggs_arg(aggs),
             on_invalid=on_invalid,
             max_duration=_max_duration(max_duration),
+            **clocked,
         )
         self._finish = finisher(aggs, self._window)
         if records:
             self._records = _records.HeldRecords(key=keys)
-        self._clock = clock
-        self._idle_timeout = idle
-        self._time = time
-        self._time_unit = time_unit
 
     _kind = "session-processor/2"
     _window = ("session_start", "session_end")
@@ -225,11 +187,6 @@ class SessionWindowProcessor(WindowProcessor):
     # Records mode: the core sees each call's rows with a hidden sequence number and collects
     # those numbers per session; the held rows are taken back when a session closes. The core's
     # calls are all or nothing, and the held rows change only after the core's call succeeded.
-    #
-    # Wall clock (`_clock`): a processing-time processor stamps each call's rows with the clock's
-    # reading in a hidden time column and advances stream time to it; an idle event-time
-    # processor advances stream time before the call's records, and puts the whole state back
-    # if the records then fail (so the call is still all or nothing).
 
     def process(self, data: Any, *, now: Stamp | None = None) -> pa.Table:
         """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
@@ -244,39 +201,10 @@ class SessionWindowProcessor(WindowProcessor):
         The call is all or nothing: if it raises, the processor (windows, stream time,
         counters, rejected rows, held rows, idle clock) is exactly as it was before. Calls
         from several threads serialize on the processor."""
-        if self._clock == "event" and self._idle_timeout is None:
-            return self._process(data)
-        reading = _clock.wall_ms(now)
-        table = _records.as_table(data)
-        if self._clock == "processing":
-            stream_time = self._stream_time()
-            at = reading if stream_time is None else max(reading, stream_time)
-            return _clock.without_arrival(self._process(_clock.stamped(table, at)))
-        tick = self._tick_ns
-        if tick is None and self._time is not None:
-            tick = _clock.tick_nanos(table.schema, self._time, self._time_unit)
-        target = self._idle_target(reading, tick)
-        if target is None:
-            out = self._process(table)
-        else:
-            saved = self._state_bytes()
-            closed = self._advance(target)
-            try:
-                out = _joined(closed, self._process(table))
-            except BaseException:
-                self._put_state(saved)
-                raise
-        self._tick_ns = tick
-        stream_time = self._stream_time()
-        if (table.num_rows or self._idle is None) and stream_time is not None:
-            self._idle = IdleClock(reading, stream_time)
-        return out
-
-    def _process(self, data: Any) -> pa.Table:
         if self._records is None:
-            return super().process(data)
+            return super().process(data, now=now)
         table = self._records.number(data)
-        windows = self._inner.process(table)
+        windows = self._inner.process(table, now=wall_ms(now))
         return self._records.processed(table, windows, self._inner.rejected())
 
     def poll(self, *, now: Stamp | None = None) -> pa.Table:
@@ -289,27 +217,16 @@ class SessionWindowProcessor(WindowProcessor):
         session whose last record arrived more than ``gap`` before; with ``idle_timeout``,
         stream time advances as the idle rule says once the stream is idle. Otherwise it does
         nothing. All or nothing, as `process()`."""
-        reading = _clock.wall_ms(now)
-        if self._clock == "processing":
-            stream_time = self._stream_time()
-            if stream_time is None:
-                return pa.table({})
-            return self._advance(max(reading, stream_time))
-        if self._idle_timeout is not None and self._idle is None:
-            # Restored: the idle period starts now (stream time is where the state left it).
-            stream_time = self._stream_time()
-            if stream_time is not None:
-                self._idle = IdleClock(reading, stream_time)
-            return pa.table({})
-        target = self._idle_target(reading, self._tick_ns)
-        return pa.table({}) if target is None else self._advance(target)
+        if self._records is None:
+            return super().poll(now=now)
+        return self._records.emitted(self._inner.poll(now=wall_ms(now)))
 
     def flush(self) -> pa.Table:
         """Ends the input: in ``final`` mode, returns every window not emitted yet (with
         ``output="records"``, the rows of every session still open)."""
         if self._records is None:
             return super().flush()
-        return _clock.without_arrival(self._records.emitted(self._inner.flush()))
+        return self._records.emitted(self._inner.flush())
 
     def advance(self, t: int, *, now: Stamp | None = None) -> pa.Table:
         """Advances stream time to ``t`` (ticks of the time column; epoch milliseconds with
@@ -318,27 +235,17 @@ class SessionWindowProcessor(WindowProcessor):
 
         With ``idle_timeout``, an advance that raises stream time counts as a record arriving
         at ``now`` (default: the system clock): the idle period starts again."""
-        t = ticks_arg(t, "t")
-        if self._idle_timeout is None:
-            return self._advance(t)
-        reading = _clock.wall_ms(now)
-        before = self._stream_time()
-        out = self._advance(t)
-        if before is None or t > before:
-            self._idle = IdleClock(reading, t)
-        return out
-
-    def _advance(self, t: int) -> pa.Table:
         if self._records is None:
-            return super().advance(t)
-        return _clock.without_arrival(self._records.emitted(self._inner.advance(t)))
+            return super().advance(t, now=now)
+        out = self._inner.advance(ticks_arg(t, "t"), now=wall_ms(now))
+        return self._records.emitted(out)
 
     def rejected(self) -> pa.Table:
         """Takes the rejected input rows so far (the input's columns), with a ``reason``
         column."""
         if self._records is None:
-            return _clock.without_arrival(super().rejected())
-        return _clock.without_arrival(self._records.take_rejected())
+            return super().rejected()
+        return self._records.take_rejected()
 
     def metrics(self) -> dict[str, int | None]:
         """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes;
@@ -349,74 +256,19 @@ class SessionWindowProcessor(WindowProcessor):
             out["held_bytes"] = self._records.held_bytes
         return out
 
-    def _stream_time(self) -> int | None:
-        return self._inner.metrics()["stream_time"]
-
-    def _idle_target(self, reading: int, tick: int | None) -> int | None:
-        """The stream time the idle rule gives at ``reading`` (epoch ms), if the stream is idle
-        and that is ahead of stream time; else ``None``."""
-        if self._idle_timeout is None or self._idle is None or tick is None:
-            return None
-        elapsed_ns = (reading - self._idle.wall_ms) * 1_000_000
-        unit, value = self._idle_timeout
-        if elapsed_ns < (value if unit == "nanos" else value * tick):
-            return None
-        target = min(self._idle.stream_time + elapsed_ns // tick, _I64_MAX)
-        stream_time = self._stream_time()
-        return target if stream_time is None or target > stream_time else None
-
-    def _resume_idle(self, run: str | None) -> None:
-        """Keeps the idle clock the restored bytes carried if the same ``run`` wrote them (the
-        Spark adapter restores a bucket's processor at every micro-batch of one run of a query;
-        a restart is another run, and starts the idle period again as any restore does)."""
-        self._run = run
-        saved = self._saved_idle
-        if saved is not None and run is not None and saved.run == run:
-            self._idle = saved
-
     # --- bytes ---------------------------------------------------------------------------------
 
-    def _settings(self) -> Settings | None:
-        """The wall-clock settings the bytes must carry, if any."""
-        if self._clock == "event" and self._idle_timeout is None:
-            return None
-        idle = self._idle
-        if idle is not None:
-            idle = IdleClock(idle.wall_ms, idle.stream_time, self._run)
-        return Settings(
-            clock=self._clock,
-            idle_timeout=self._idle_timeout,
-            tick_ns=self._tick_ns,
-            idle=idle,
-            time=self._time,
-            time_unit=self._time_unit,
-        )
-
-    def _state_bytes(self) -> bytes:
-        """The core's bytes, with the held rows in records mode (no clock settings)."""
+    def to_bytes(self) -> bytes:
+        """The whole state as bytes: what `snapshot()` writes, for a store of your own (with
+        ``output="records"``, the held rows too; the clock and its idle mark always)."""
         if self._records is None:
             return super().to_bytes()
         return self._records.to_bytes(self._inner.to_bytes())
 
-    def _put_state(self, data: bytes) -> None:
-        """Puts back the state of `_state_bytes` (a call's rollback)."""
-        if self._records is None:
-            self._inner = _core.Processor.from_bytes(data, self._kind)
-        else:
-            self._inner, self._records = _records.HeldRecords.from_bytes(data, self._kind)
-
-    def to_bytes(self) -> bytes:
-        """The whole state as bytes: what `snapshot()` writes, for a store of your own (with
-        ``output="records"``, the held rows too; with ``clock="processing"`` or
-        ``idle_timeout``, those settings)."""
-        settings = self._settings()
-        inner = self._state_bytes()
-        return inner if settings is None else _clock.wrap(settings, inner)
-
     def snapshot(self, path: str | os.PathLike[str]) -> None:
-        """Writes the whole state (windows, stream time, counters; held rows with
-        ``output="records"``; the clock settings) atomically to ``path``."""
-        if self._records is None and self._settings() is None:
+        """Writes the whole state (windows, stream time, counters, the clock; held rows with
+        ``output="records"``) atomically to ``path``."""
+        if self._records is None:
             return super().snapshot(path)
         _write_atomically(Path(path), self.to_bytes())
         return None
@@ -439,8 +291,7 @@ class SessionWindowProcessor(WindowProcessor):
         try:
             with open(path, "rb") as f:
                 head = f.read(len(_records.MAGIC))
-                ours = head in (_records.MAGIC, _clock.MAGIC)
-                data = head + f.read() if ours else None
+                data = head + f.read() if head == _records.MAGIC else None
         except OSError as e:
             raise SnapshotError(f"cannot read snapshot {os.fspath(path)!r}: {e}", str(path)) from e
         if data is None:
@@ -449,87 +300,17 @@ class SessionWindowProcessor(WindowProcessor):
 
     @classmethod
     def _from(cls: type[_S], data: bytes, aggs: Sequence[Agg], path: str | None) -> _S:
-        """A processor from bytes of any of the three layouts: the core's, records mode's, or
-        either inside the clock settings' envelope."""
-        settings = None
-        if data[: len(_clock.MAGIC)] == _clock.MAGIC:
-            settings, data = _clock.unwrap(data, path)
+        """A processor from bytes of either layout: the core's, or records mode's."""
         if data[: len(_records.MAGIC)] == _records.MAGIC:
             self = cls.__new__(cls)
             self._inner, self._records = _records.HeldRecords.from_bytes(data, cls._kind, path)
-        else:
-            try:
-                self = super().from_bytes(data, aggs=aggs)
-            except SnapshotError as e:
-                if path is None:
-                    raise
-                raise SnapshotError(str(e), path) from None
-        if settings is not None:
-            self._clock = settings.clock
-            self._idle_timeout = settings.idle_timeout
-            self._tick_ns = settings.tick_ns
-            self._saved_idle = settings.idle
-            self._time = settings.time
-            self._time_unit = settings.time_unit
-        return self
-
-
-_I64_MAX = 2**63 - 1
-
-
-def _check_processing(
-    time: str | None,
-    time_unit: str | None,
-    gap_column: str | None,
-    grace: DurationLike | None,
-    idle_timeout: DurationLike | None,
-) -> None:
-    """Refuses what a processing-time processor cannot use, naming the parameter."""
-    if time is not None:
-        raise InvalidWindowSpec(
-            f"invalid time: {time!r}; a processing-time processor reads no time column (a "
-            "record's time is its arrival on the wall clock, now=): leave time out, or use "
-            'clock="event"',
-            "time",
-        )
-    if time_unit is not None:
-        raise InvalidWindowSpec(
-            "invalid time_unit: a processing-time processor reads no time column", "time_unit"
-        )
-    if gap_column is not None:
-        raise InvalidWindowSpec(
-            "invalid gap_column: processing-time sessions take a fixed gap= (how long a key "
-            "may stay silent on the wall clock)",
-            "gap_column",
-        )
-    if grace is not None and to_duration(grace, "grace")[1] != 0:
-        raise InvalidWindowSpec(
-            "invalid grace: processing-time records are never late (each arrives at the "
-            "clock's latest reading), so there is no grace; leave it out",
-            "grace",
-        )
-    if idle_timeout is not None:
-        raise InvalidWindowSpec(
-            "invalid idle_timeout: a processing-time processor closes sessions on the wall "
-            "clock already (poll()); idle_timeout is for event time",
-            "idle_timeout",
-        )
-
-
-def _idle_timeout_arg(value: DurationLike) -> tuple[str, int]:
-    duration = to_duration(value, "idle_timeout")
-    if duration[1] <= 0:
-        raise InvalidWindowSpec(f"invalid idle_timeout: must be > 0, got {value!r}", "idle_timeout")
-    return duration
-
-
-def _joined(first: pa.Table, then: pa.Table) -> pa.Table:
-    """The windows an idle advance closed, then those of the call's records."""
-    if not first.num_rows:
-        return then
-    if not then.num_columns:
-        return first
-    return pa.concat_tables([first, then.cast(first.schema)])
+            return self
+        try:
+            return super().from_bytes(data, aggs=aggs)
+        except SnapshotError as e:
+            if path is None:
+                raise
+            raise SnapshotError(str(e), path) from None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

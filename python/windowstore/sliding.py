@@ -9,6 +9,7 @@ from typing import Any, Literal, overload
 import pyarrow as pa
 
 from windowstore import _core
+from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import (
     Emit,
@@ -17,7 +18,9 @@ from windowstore._processor import (
     WindowProcessor,
     aggs_arg,
     check_aggs,
+    clock_args,
     finisher,
+    grace_arg,
     keys_arg,
 )
 from windowstore.agg import Agg
@@ -39,16 +42,30 @@ class SlidingWindowProcessor(WindowProcessor):
 
     Args:
         key: Key column name(s): integers, strings, binary, booleans, dates or timestamps.
-        time: The time column: a timestamp of any unit, or integer epoch ticks.
+        time: The time column: a timestamp of any unit, or integer epoch ticks. Required with
+            ``clock="event"``; none with ``clock="processing"``.
         time_difference: ``D``, the largest time difference between records of one window
             (``"10s"``, ``timedelta``, or int ticks; 0 allowed).
-        grace: How long after a window's end late records still update it.
+        grace: How long after a window's end late records still update it. Required with
+            ``clock="event"``; none (or zero) with ``clock="processing"``.
         emit: ``"final"`` (each window once, when it closes), ``"updates"`` (a changelog
             coalesced per batch, with an ``op`` column) or ``"changes"`` (every change).
         aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"drop"`` keeps unusable records (null key or time, time overflow) on the
             rejected output; ``"error"`` raises before the batch changes anything.
         time_unit: The tick of an integer time column (default ``"ms"``).
+        clock: ``"event"`` (default): a record's time is its ``time`` column.
+            ``"processing"``: a record's time is its arrival, the wall clock's reading when
+            `process()` takes it (``now=``, epoch milliseconds, default the system clock), and
+            every call (`poll()` too) first advances stream time to that reading, so a window
+            closes once the clock passes its end, also without new records. Window bounds are
+            arrival times (``timestamp[ms, UTC]``). Records are never late: a clock that steps
+            back is held at its latest reading. No ``time`` and no ``grace``.
+        idle_timeout: Event time only: once no record has arrived for this much wall-clock
+            time (by the ``now=`` of the calls), stream time runs with the wall clock from
+            where the last record left it, so `poll()` (or the next `process()`, before its
+            records) closes the windows an idle stream leaves open; see
+            [`SessionWindowProcessor`][windowstore.SessionWindowProcessor].
 
     Output columns: the key columns, ``window_start``, ``window_end``, ``window_time`` (the
     largest record time in the window), the aggregates, and ``op`` in changelog modes.
@@ -71,24 +88,27 @@ class SlidingWindowProcessor(WindowProcessor):
         self,
         *,
         key: str | Sequence[str],
-        time: str,
+        time: str | None = None,
         time_difference: DurationLike,
-        grace: DurationLike,
+        grace: DurationLike | None = None,
         emit: Emit = "final",
         aggs: Sequence[Agg] = (),
         on_invalid: OnInvalid = "drop",
         time_unit: TimeUnit | None = None,
+        clock: Clock = "event",
+        idle_timeout: DurationLike | None = None,
     ) -> None:
+        clocked = clock_args(clock, time, idle_timeout)
         aggs = check_aggs(aggs)
         self._inner = _core.Processor.sliding(
             key=keys_arg(key),
-            time=time,
             time_unit=time_unit,
             time_difference=to_duration(time_difference, "time_difference"),
-            grace=to_duration(grace, "grace"),
+            grace=grace_arg(clock, grace),
             emit=emit,
             aggs=aggs_arg(aggs),
             on_invalid=on_invalid,
+            **clocked,
         )
         self._finish = finisher(aggs, self._window)
 

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::emit::EmitMode;
-use windowstore_core::processor::{restore_any, AnyProcessor, Processor};
+use windowstore_core::processor::{restore_any, AnyProcessor, Clock, Processor};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;
@@ -63,11 +63,11 @@ impl PyProcessor {
 impl PyProcessor {
     /// A session window processor.
     #[staticmethod]
-    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None))]
+    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None, clock="event", idle_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn sessions(
         key: Vec<String>,
-        time: String,
+        time: Option<String>,
         time_unit: Option<String>,
         gap: Option<PyDuration>,
         gap_column: Option<String>,
@@ -78,6 +78,8 @@ impl PyProcessor {
         aggs: Vec<PyAgg>,
         on_invalid: String,
         max_duration: Option<PyDuration>,
+        clock: &str,
+        idle_timeout: Option<PyDuration>,
     ) -> PyResult<Self> {
         guard(|| {
             let spec = SessionSpec {
@@ -87,16 +89,25 @@ impl PyProcessor {
                 emit: EmitMode::parse(&emit).py()?,
                 on_invalid: OnInvalid::parse(&on_invalid).py()?,
             };
-            let input = input_spec(key, time, time_unit)?;
+            let input = input_spec(key, time.unwrap_or_default(), time_unit)?;
             let aggs = crate::convert::aggs(aggs)?;
+            let clock = clock_arg(clock, idle_timeout)?;
             Ok(Self::new(match max_duration {
-                None => Box::new(Processor::new(spec, input, aggs).py()?),
+                None => Box::new(
+                    Processor::new(spec, input, aggs)
+                        .and_then(|p| p.with_clock(clock))
+                        .py()?,
+                ),
                 Some(d) => {
                     let spec = CappedSessionSpec {
                         session: spec,
                         max_duration: duration(d, "max_duration")?,
                     };
-                    Box::new(Processor::new(spec, input, aggs).py()?)
+                    Box::new(
+                        Processor::new(spec, input, aggs)
+                            .and_then(|p| p.with_clock(clock))
+                            .py()?,
+                    )
                 }
             }))
         })
@@ -104,17 +115,19 @@ impl PyProcessor {
 
     /// A sliding window processor.
     #[staticmethod]
-    #[pyo3(signature = (*, key, time, time_unit, time_difference, grace, emit, aggs, on_invalid))]
+    #[pyo3(signature = (*, key, time, time_unit, time_difference, grace, emit, aggs, on_invalid, clock="event", idle_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn sliding(
         key: Vec<String>,
-        time: String,
+        time: Option<String>,
         time_unit: Option<String>,
         time_difference: PyDuration,
         grace: PyDuration,
         emit: String,
         aggs: Vec<PyAgg>,
         on_invalid: String,
+        clock: &str,
+        idle_timeout: Option<PyDuration>,
     ) -> PyResult<Self> {
         guard(|| {
             let spec = SlidingSpec {
@@ -123,8 +136,11 @@ impl PyProcessor {
                 emit: EmitMode::parse(&emit).py()?,
                 on_invalid: OnInvalid::parse(&on_invalid).py()?,
             };
-            let input = input_spec(key, time, time_unit)?;
-            let p = Processor::new(spec, input, crate::convert::aggs(aggs)?).py()?;
+            let input = input_spec(key, time.unwrap_or_default(), time_unit)?;
+            let clock = clock_arg(clock, idle_timeout)?;
+            let p = Processor::new(spec, input, crate::convert::aggs(aggs)?)
+                .and_then(|p| p.with_clock(clock))
+                .py()?;
             Ok(Self::new(Box::new(p)))
         })
     }
@@ -135,20 +151,34 @@ impl PyProcessor {
         self.with(py, |p| p.kind_tag()).unwrap_or("unusable")
     }
 
-    /// Processes every batch of `data` in order, as one transaction; returns the output as a
-    /// pyarrow Table, or what `then(output)` returns (see `Then`).
-    #[pyo3(signature = (data, then=None))]
+    /// The clock: `"event"`, `"processing"` or `"idle"` (event time with an idle timeout).
+    #[getter]
+    fn clock(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.with(py, |p| match p.clock() {
+            Clock::Event => "event",
+            Clock::Processing => "processing",
+            Clock::Idle(_) => "idle",
+        })
+    }
+
+    /// Processes every batch of `data` in order, as one transaction, at the wall clock's
+    /// reading `now` (epoch ms; None: the system clock); returns the output as a pyarrow
+    /// Table, or what `then(output)` returns (see `Then`).
+    #[pyo3(signature = (data, now=None, then=None))]
     fn process<'py>(
         &self,
         py: Python<'py>,
         data: AnyRecordBatch,
+        now: Option<i64>,
         then: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
             let (schema, input) = batches(data)?;
             let mut then = Then::new(then);
             let out = self
-                .with(py, |p| p.process_table(schema, &input, &mut then.hook()))?
+                .with(py, |p| {
+                    p.process_table(schema, &input, now, &mut then.hook())
+                })?
                 .py()?;
             match then.take(py) {
                 Some(done) => Ok(done),
@@ -254,19 +284,46 @@ impl PyProcessor {
         })
     }
 
-    /// Advances stream time to `t` (ticks of the time column); returns what that emits.
-    #[pyo3(signature = (t, then=None))]
+    /// Advances stream time to `t` (ticks of the time column) at the wall clock's reading
+    /// `now`; returns what that emits.
+    #[pyo3(signature = (t, now=None, then=None))]
     fn advance<'py>(
         &self,
         py: Python<'py>,
         t: i64,
+        now: Option<i64>,
         then: Option<Py<PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         guard(|| {
             let mut then = Then::new(then);
-            let out = self.with(py, |p| p.advance(t, &mut then.hook()))?.py()?;
+            let out = self
+                .with(py, |p| p.advance(t, now, &mut then.hook()))?
+                .py()?;
             then.or_table(py, out)
         })
+    }
+
+    /// Closes what the wall clock closes at reading `now` without a record; returns what that
+    /// emits, or None.
+    #[pyo3(signature = (now=None, then=None))]
+    fn poll<'py>(
+        &self,
+        py: Python<'py>,
+        now: Option<i64>,
+        then: Option<Py<PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            let mut then = Then::new(then);
+            let out = self.with(py, |p| p.poll(now, &mut then.hook()))?.py()?;
+            then.or_table(py, out)
+        })
+    }
+
+    /// Says who drives the processor (a streaming query's run), keeping a restored idle mark
+    /// written by the same run.
+    #[pyo3(signature = (run))]
+    fn resume_idle(&self, py: Python<'_>, run: Option<String>) -> PyResult<()> {
+        self.with(py, |p| p.resume_idle(run.as_deref()))
     }
 
     /// The earliest stream time at which a window not emitted yet closes (`final`).
@@ -336,4 +393,25 @@ impl Then {
 /// `batch` as a pyarrow Table, or None.
 fn maybe_table(py: Python<'_>, batch: Option<RecordBatch>) -> PyResult<Option<Bound<'_, PyAny>>> {
     batch.map(|b| table(py, b.schema(), vec![b])).transpose()
+}
+
+/// The core's clock from the `clock` and `idle_timeout` arguments.
+fn clock_arg(clock: &str, idle_timeout: Option<PyDuration>) -> PyResult<Clock> {
+    match (clock, idle_timeout) {
+        ("event", None) => Ok(Clock::Event),
+        ("event", Some(t)) => Ok(Clock::Idle(duration(t, "idle_timeout")?)),
+        ("processing", None) => Ok(Clock::Processing),
+        ("processing", Some(_)) => Err(crate::errors::to_py(windowstore_core::Error::invalid(
+            "idle_timeout",
+            "a processing-time processor closes windows on the wall clock already (poll()); \
+             idle_timeout is for event time",
+        ))),
+        (other, _) => Err(crate::errors::to_py(windowstore_core::Error::invalid(
+            "clock",
+            format!(
+                "{other:?}; expected \"event\" (a record's time is its time column) or \
+                 \"processing\" (its arrival on the wall clock)"
+            ),
+        ))),
+    }
 }

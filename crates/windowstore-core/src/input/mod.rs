@@ -47,12 +47,22 @@ impl BoundInput {
     /// type, and no column name appears twice. The bound schema is `schema` decoded (see
     /// [`plain_schema`]) with every column nullable.
     pub fn try_new(spec: &InputSpec, schema: SchemaRef) -> Result<Self> {
+        Self::bind(spec, schema, false)
+    }
+
+    /// [`Self::try_new`]; with `arrival`, the records' times are their arrival times
+    /// ([`TimeColumn::arrival`]) and `spec.time` names no column.
+    pub(crate) fn bind(spec: &InputSpec, schema: SchemaRef, arrival: bool) -> Result<Self> {
         if spec.key.is_empty() {
             return Err(Error::invalid("key", "at least one key column is required"));
         }
         let schema = conform::bound_schema(&schema)?;
         let keys = KeyCodec::try_new(&spec.key, &schema)?;
-        let time = TimeColumn::try_new(&spec.time, spec.time_unit, &schema)?;
+        let time = if arrival {
+            TimeColumn::arrival()
+        } else {
+            TimeColumn::try_new(&spec.time, spec.time_unit, &schema)?
+        };
         let gap = spec
             .gap
             .as_deref()

@@ -15,7 +15,8 @@ use crate::{Error, Result};
 /// The time column of the input and the unit of its ticks.
 #[derive(Debug, Clone)]
 pub struct TimeColumn {
-    index: usize,
+    /// The column's position; `None` for arrival times ([`TimeColumn::arrival`]).
+    index: Option<usize>,
     name: String,
     data_type: DataType,
     unit: TimeUnit,
@@ -31,6 +32,15 @@ pub struct BatchTimes {
 }
 
 impl BatchTimes {
+    /// `rows` times all equal to `t` (arrival times of a processing-time call).
+    pub fn all(t: i64, rows: usize) -> Self {
+        Self {
+            ticks: vec![t; rows].into(),
+            nulls: None,
+            overflow: Vec::new(),
+        }
+    }
+
     /// Why row `row`'s time cannot be used, if it cannot.
     #[inline]
     pub fn problem(&self, row: usize) -> Option<TimeProblem> {
@@ -81,11 +91,23 @@ impl TimeColumn {
             }
         };
         Ok(Self {
-            index,
+            index: Some(index),
             name: name.to_string(),
             data_type,
             unit,
         })
+    }
+
+    /// Arrival times: no input column; each record's time is the wall clock's reading when
+    /// it arrives (epoch milliseconds), given by the caller, and window bounds are written as
+    /// `timestamp[ms, UTC]`.
+    pub fn arrival() -> Self {
+        Self {
+            index: None,
+            name: "arrival".to_string(),
+            data_type: DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            unit: TimeUnit::Millisecond,
+        }
     }
 
     /// The unit of a tick.
@@ -114,9 +136,17 @@ impl TimeColumn {
         }
     }
 
-    /// Reads the times of `batch`.
+    /// Reads the times of `batch` from the time column (complete modes bind no arrival times).
     pub fn read(&self, batch: &RecordBatch) -> BatchTimes {
-        let column = batch.column(self.index);
+        self.read_at(batch, 0)
+    }
+
+    /// Reads the times of `batch`; arrival times ([`TimeColumn::arrival`]) are `arrival`.
+    pub fn read_at(&self, batch: &RecordBatch, arrival: i64) -> BatchTimes {
+        let Some(index) = self.index else {
+            return BatchTimes::all(arrival, batch.num_rows());
+        };
+        let column = batch.column(index);
         let n = column.len();
         let mut overflow = Vec::new();
         let ticks: ScalarBuffer<i64> = match column.data_type() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{Processor, Then, WindowKind};
+use super::{Clock, Processor, Then, WindowKind};
 use crate::reject::Reason;
 use crate::session::{CappedSessionSpec, SessionSpec};
 use crate::sliding::SlidingSpec;
@@ -18,17 +18,29 @@ use crate::{Error, Result, StoreMetrics};
 pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     /// The kind's snapshot tag (`session-processor/1`, `sliding-processor/1`).
     fn kind_tag(&self) -> &'static str;
-    /// See [`Processor::process_table_then`].
+    /// See [`Processor::process_table_at`].
     fn process_table(
         &mut self,
         schema: SchemaRef,
         batches: &[RecordBatch],
+        now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<RecordBatch>;
     /// See [`Processor::flush_then`].
     fn flush(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>>;
-    /// See [`Processor::advance_then`].
-    fn advance(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::advance_at`].
+    fn advance(
+        &mut self,
+        t: i64,
+        now: Option<i64>,
+        then: &mut Then<'_>,
+    ) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::poll_then`].
+    fn poll(&mut self, now: Option<i64>, then: &mut Then<'_>) -> Result<Option<RecordBatch>>;
+    /// See [`Processor::clock`].
+    fn clock(&self) -> Clock;
+    /// See [`Processor::resume_idle`].
+    fn resume_idle(&mut self, run: Option<&str>);
     /// See [`Processor::next_close`].
     fn next_close(&self) -> Option<i64>;
     /// See [`Processor::rejected`].
@@ -61,15 +73,30 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
         &mut self,
         schema: SchemaRef,
         batches: &[RecordBatch],
+        now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<RecordBatch> {
-        Processor::process_table_then(self, schema, batches, then)
+        Processor::process_table_at(self, schema, batches, now, then)
     }
     fn flush(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
         Processor::flush_then(self, then)
     }
-    fn advance(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
-        Processor::advance_then(self, t, then)
+    fn advance(
+        &mut self,
+        t: i64,
+        now: Option<i64>,
+        then: &mut Then<'_>,
+    ) -> Result<Option<RecordBatch>> {
+        Processor::advance_at(self, t, now, then)
+    }
+    fn poll(&mut self, now: Option<i64>, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
+        Processor::poll_then(self, now, then)
+    }
+    fn clock(&self) -> Clock {
+        Processor::clock(self)
+    }
+    fn resume_idle(&mut self, run: Option<&str>) {
+        Processor::resume_idle(self, run);
     }
     fn next_close(&self) -> Option<i64> {
         Processor::next_close(self)

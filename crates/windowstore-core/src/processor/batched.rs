@@ -109,18 +109,21 @@ fn mostly_single(keys: usize, records: usize) -> bool {
 }
 
 impl<K: WindowKind> Processor<K> {
-    /// Whether the call of `chunks` (and `advance`) can take the batched path: no advance, a
-    /// mode the kind batches ([`WindowKind::RUN_LOGS`]), enough usable records, and every one
-    /// of them run-safe.
+    /// Whether the call of `chunks` (after an advance of stream time to `advance`) can take the
+    /// batched path: a mode the kind batches ([`WindowKind::RUN_LOGS`]), enough usable
+    /// records, and every one of them run-safe.
     pub(super) fn batchable(&self, chunks: &[Chunk<K::Prepared>], advance: Option<i64>) -> bool {
         let Some(bound) = self.bound.as_ref() else {
             return false;
         };
         let mode_ok = K::RUN_LOGS || self.kind.emit() == EmitMode::Final;
-        if !self.batched || advance.is_some() || !mode_ok {
+        if !self.batched || !mode_ok {
             return false;
         }
-        let mut stream_time = self.life.stream_time;
+        let mut stream_time = match (self.life.stream_time, advance) {
+            (Some(st), Some(a)) => Some(st.max(a)),
+            (st, a) => st.or(a),
+        };
         let mut usable = 0usize;
         for chunk in chunks {
             for (row, checked) in chunk.checked.iter().enumerate() {
@@ -139,12 +142,16 @@ impl<K: WindowKind> Processor<K> {
         usable >= MIN_RECORDS
     }
 
-    /// Applies checked chunks key by key (journaled by the caller) and builds the output;
-    /// returns it with the counters to commit. The caller has checked [`Self::batchable`].
+    /// Applies an advance of stream time to `advance`, then checked chunks key by key
+    /// (journaled by the caller), and builds the output; returns it with the counters to
+    /// commit. The caller has checked [`Self::batchable`]. The advance is looked at as a
+    /// record path call looks at it: before every record, so it is in each record's stream
+    /// time, and what it closes is emitted with the first slice.
     pub(super) fn apply_batched(
         &mut self,
         chunks: &[Chunk<K::Prepared>],
         checked: K::Counters,
+        advance: Option<i64>,
     ) -> Result<(RecordBatch, Counters<K::Counters>)> {
         let Self {
             kind,
@@ -162,6 +169,9 @@ impl<K: WindowKind> Processor<K> {
             ..*counters
         };
 
+        if let Some(t) = advance {
+            life.observe(t);
+        }
         // Per record, what the record path computes as it goes: arrival number, stream time,
         // rejections; the usable records, and stream time once each is looked at.
         let mut records = Vec::new();

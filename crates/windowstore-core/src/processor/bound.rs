@@ -22,15 +22,17 @@ pub(crate) struct Bound<K: WindowKind> {
 }
 
 impl<K: WindowKind> Bound<K> {
-    /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind`.
+    /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind`; with
+    /// `arrival`, record times are arrival times (a processing-time clock).
     pub fn try_new(
         kind: &K,
         input: &InputSpec,
         aggs: &[AggSpec],
         schema: &SchemaRef,
+        arrival: bool,
     ) -> Result<Self> {
         let schema = plain_schema(schema);
-        let input = BoundInput::try_new(input, schema.clone())?;
+        let input = BoundInput::bind(input, schema.clone(), arrival)?;
         let ticks = kind.resolve(input.time.unit())?;
         let aggs = Aggregator::try_new(aggs.to_vec(), &schema)?;
         let layout = Layout {

@@ -12,6 +12,7 @@ use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
 use crate::store::session_store::Reads;
+use crate::time::Duration;
 use crate::{KeyedSession, Result};
 
 /// A record's fields that decide whether it can be used at all, before any state is read.
@@ -59,7 +60,7 @@ pub trait KindCounters: Copy + Default + Debug + PartialEq + Send + Sync {
 /// A kind stores each window in the store under its closing bound (a session's reach, a
 /// sliding window's end) in the place of the end, so that the windows `final` mode must emit
 /// once stream time passes `x + grace` are exactly those stored with end `x`
-/// (see [`super::pending`]).
+/// (see [`super::emit_pending`]).
 pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// The parameters in ticks of the time column.
     type Ticks: Copy + Debug + Send + Sync;
@@ -89,6 +90,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     fn gap_column(&self) -> Option<&str> {
         None
     }
+    /// The grace as the caller gave it (a processing-time clock takes none).
+    fn grace_spec(&self) -> Duration;
     /// The parameters in ticks of `unit`.
     fn resolve(&self, unit: TimeUnit) -> Result<Self::Ticks>;
     /// The store's retention: every window a non-late record can reach stays in the store.

@@ -11,6 +11,10 @@
 //! stream time, the counters and the rejected rows back, so that the processor's bytes
 //! ([`Processor::to_bytes`]) are exactly what they were before the call.
 //!
+//! The processor's [`Clock`] decides what gives a record its time and what else moves stream
+//! time (the wall clock's reading `now`, given to the calls): its advance runs inside the
+//! same transaction, before the call's records.
+//!
 //! A caller can run code of its own on a call's output inside the transaction (a [`Then`]:
 //! the Python bindings finish user-defined aggregates this way); if it fails, the call rolls
 //! back like any other failure.
@@ -18,6 +22,7 @@
 mod any;
 mod batched;
 mod bound;
+mod clock;
 mod kind;
 mod lifecycle;
 mod snapshot;
@@ -29,6 +34,7 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 pub use any::{restore_any, AnyProcessor};
+pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use step::{Record, Step};
 
@@ -40,6 +46,7 @@ use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
 use crate::{Error, Result, SessionStore, StoreMetrics};
 use bound::Bound;
+use clock::IdleMark;
 use lifecycle::Lifecycle;
 
 /// What a caller runs on a call's output before the call commits (`*_then` methods of
@@ -98,6 +105,15 @@ pub struct Processor<K: WindowKind> {
     bound: Option<Bound<K>>,
     life: Lifecycle,
     counters: Counters<K::Counters>,
+    /// What gives records their time, and what else moves stream time.
+    clock: Clock,
+    /// With an idle timeout: when the last record arrived, and stream time just after it.
+    idle: Option<IdleMark>,
+    /// The idle mark a restored snapshot carried: [`Self::resume_idle`] keeps it for the run
+    /// that wrote it.
+    saved_idle: Option<IdleMark>,
+    /// Who drives the processor ([`Self::resume_idle`]), written with the idle mark.
+    run: Option<String>,
     /// Whether calls may take the batched path (`batched`); the record path is its model.
     batched: bool,
     /// Calls that took the batched path since the processor was made or restored (not part of
@@ -139,10 +155,80 @@ impl<K: WindowKind> Processor<K> {
             bound: None,
             life: Lifecycle::default(),
             counters: Counters::default(),
+            clock: Clock::Event,
+            idle: None,
+            saved_idle: None,
+            run: None,
             batched: true,
             batched_calls: 0,
             sparse_calls: 0,
         })
+    }
+
+    /// The processor with clock `clock` (see [`Clock`]). A processing-time clock reads no time
+    /// column (`input.time` is empty), and takes no gap column and no grace; the event-time
+    /// clocks need the time column.
+    pub fn with_clock(mut self, clock: Clock) -> Result<Self> {
+        clock.validate()?;
+        if clock == Clock::Processing {
+            if !self.input.time.is_empty() {
+                return Err(Error::invalid(
+                    "time",
+                    format!(
+                        "{:?}: a processing-time processor reads no time column (a record's time \
+                         is its arrival on the wall clock, now=); leave time out, or use \
+                         clock=\"event\"",
+                        self.input.time
+                    ),
+                ));
+            }
+            if self.input.time_unit.is_some() {
+                return Err(Error::invalid(
+                    "time_unit",
+                    "a processing-time processor reads no time column",
+                ));
+            }
+            if self.kind.gap_column().is_some() {
+                return Err(Error::invalid(
+                    "gap_column",
+                    "processing-time sessions take a fixed gap= (how long a key may stay \
+                     silent on the wall clock)",
+                ));
+            }
+            if !self.kind.grace_spec().is_zero() {
+                return Err(Error::invalid(
+                    "grace",
+                    "processing-time records are never late (each arrives at the clock's \
+                     latest reading), so there is no grace; leave it out",
+                ));
+            }
+        } else if self.input.time.is_empty() {
+            return Err(Error::invalid(
+                "time",
+                "an event-time processor needs its time column (time=\"ts\"); \
+                 clock=\"processing\" uses arrival times instead",
+            ));
+        }
+        self.clock = clock;
+        Ok(self)
+    }
+
+    /// The processor's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Says who drives the processor (an opaque token, such as a streaming query's run), and
+    /// keeps the idle mark a restored snapshot carried if the same `run` wrote it: a restore
+    /// otherwise starts the idle period again at the first call after it (down time is not
+    /// idle time).
+    pub fn resume_idle(&mut self, run: Option<&str>) {
+        self.run = run.map(str::to_string);
+        if let Some(saved) = &self.saved_idle {
+            if run.is_some() && saved.run.as_deref() == run {
+                self.idle = Some(saved.clone());
+            }
+        }
     }
 
     /// Calls that took the batched path since the processor was made or restored.
@@ -171,6 +257,7 @@ impl<K: WindowKind> Processor<K> {
                 &self.input,
                 &self.agg_specs,
                 &schema,
+                self.clock == Clock::Processing,
             )?);
         }
         Ok(())
@@ -248,14 +335,47 @@ impl<K: WindowKind> Processor<K> {
         batches: &[RecordBatch],
         then: &mut Then<'_>,
     ) -> Result<RecordBatch> {
+        self.process_table_at(schema, batches, None, then)
+    }
+
+    /// [`Self::process_table_then`] at the wall clock's reading `now` (epoch milliseconds;
+    /// `None`: the system clock), which only the processing-time and idle clocks read: the
+    /// clock's advance of stream time comes first, then the records (arrival times
+    /// `max(now, stream time)` with a processing-time clock).
+    pub fn process_table_at(
+        &mut self,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+        now: Option<i64>,
+        then: &mut Then<'_>,
+    ) -> Result<RecordBatch> {
         self.life.check_usable()?;
         let was_bound = self.bound.is_some();
         self.bind(schema)?;
-        let result = self.transaction(batches, None, then);
+        let wall = self.wall(now);
+        let (advance, arrival) = match (self.clock, wall) {
+            (Clock::Processing, Some(wall)) => {
+                let at = self.life.stream_time.map_or(wall, |st| st.max(wall));
+                (Some(at), at)
+            }
+            (Clock::Idle(_), Some(wall)) => (self.idle_target(wall), 0),
+            _ => (None, 0),
+        };
+        let result = self.transaction(batches, advance, arrival, then);
         if result.is_err() && !was_bound {
             self.bound = None;
         }
         let out = result?;
+        if let (Clock::Idle(_), Some(wall), Some(st)) = (self.clock, wall, self.life.stream_time) {
+            // The idle period starts again with records (or starts at the first call).
+            if self.idle.is_none() || batches.iter().any(|b| b.num_rows() > 0) {
+                self.idle = Some(IdleMark {
+                    wall_ms: wall,
+                    stream_time: st,
+                    run: None,
+                });
+            }
+        }
         match (out, self.output_schema()) {
             (Some(out), _) => Ok(out),
             (None, Some(schema)) => Ok(RecordBatch::new_empty(schema)),
@@ -273,12 +393,100 @@ impl<K: WindowKind> Processor<K> {
 
     /// [`Self::advance`], running `then` on the output (if any) before the call commits.
     pub fn advance_then(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
+        self.advance_at(t, None, then)
+    }
+
+    /// [`Self::advance_then`] at the wall clock's reading `now` (epoch milliseconds; `None`:
+    /// the system clock): with an idle timeout, an advance that raises stream time counts as
+    /// a record arriving at `now`.
+    pub fn advance_at(
+        &mut self,
+        t: i64,
+        now: Option<i64>,
+        then: &mut Then<'_>,
+    ) -> Result<Option<RecordBatch>> {
         self.life.check_usable()?;
+        let wall = self.wall(now);
+        let before = self.life.stream_time;
+        let out = self.advance_to(t, then)?;
+        if let (Clock::Idle(_), Some(wall)) = (self.clock, wall) {
+            if before.is_none_or(|b| t > b) {
+                self.idle = Some(IdleMark {
+                    wall_ms: wall,
+                    stream_time: t,
+                    run: None,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Closes what the wall clock closes at reading `now` (epoch milliseconds; `None`: the
+    /// system clock) without a record, for a caller's periodic timer: with a processing-time
+    /// clock stream time advances to `max(now, stream time)`; with an idle timeout it
+    /// advances as the idle rule says once the stream is idle (the first poll after a
+    /// restore starts the idle period). Returns what that emits (`final` mode); `None` when
+    /// nothing moved or before the processor has seen a schema. All or nothing, as every call.
+    pub fn poll_then(
+        &mut self,
+        now: Option<i64>,
+        then: &mut Then<'_>,
+    ) -> Result<Option<RecordBatch>> {
+        self.life.check_usable()?;
+        let Some(wall) = self.wall(now) else {
+            return Ok(None);
+        };
+        match self.clock {
+            Clock::Processing => {
+                let at = self.life.stream_time.map_or(wall, |st| st.max(wall));
+                self.advance_to(at, then)
+            }
+            Clock::Idle(_) if self.idle.is_none() => {
+                if let Some(st) = self.life.stream_time {
+                    self.idle = Some(IdleMark {
+                        wall_ms: wall,
+                        stream_time: st,
+                        run: None,
+                    });
+                }
+                Ok(None)
+            }
+            Clock::Idle(_) => match self.idle_target(wall) {
+                Some(target) => self.advance_to(target, then),
+                None => Ok(None),
+            },
+            Clock::Event => Ok(None),
+        }
+    }
+
+    /// Stream time to `t` inside a transaction (observed only, before a schema is known).
+    fn advance_to(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
         if self.bound.is_none() {
             self.life.observe(t);
             return Ok(None);
         }
-        self.transaction(&[], Some(t), then)
+        self.transaction(&[], Some(t), 0, then)
+    }
+
+    /// The wall clock's reading for a call, if the clock reads it.
+    fn wall(&self, now: Option<i64>) -> Option<i64> {
+        self.clock
+            .reads_wall()
+            .then(|| now.unwrap_or_else(system_now))
+    }
+
+    /// The stream time the idle rule gives at reading `wall`, if the stream is idle and that
+    /// is ahead of stream time.
+    fn idle_target(&self, wall: i64) -> Option<i64> {
+        let Clock::Idle(timeout) = self.clock else {
+            return None;
+        };
+        let unit = self.bound.as_ref()?.input.time.unit();
+        let target = self.idle.as_ref()?.target(wall, timeout, unit)?;
+        self.life
+            .stream_time
+            .is_none_or(|st| target > st)
+            .then_some(target)
     }
 
     /// End of input: in `final` mode emits every window not emitted yet. The processor takes
@@ -325,14 +533,16 @@ impl<K: WindowKind> Processor<K> {
         )
     }
 
-    /// Applies `batches` (and an advance of stream time to `advance`) all or nothing.
+    /// Applies an advance of stream time to `advance`, then `batches` (with `arrival` as the
+    /// records' times if they are arrival times), all or nothing.
     fn transaction(
         &mut self,
         batches: &[RecordBatch],
         advance: Option<i64>,
+        arrival: i64,
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
-        let (chunks, checked_counters) = self.prepare(batches)?;
+        let (chunks, checked_counters) = self.prepare(batches, arrival)?;
         let life = self.life.mark();
         let bound = self
             .bound
@@ -347,7 +557,7 @@ impl<K: WindowKind> Processor<K> {
             self.batchable(&chunks, advance)
         };
         let mut applied = if batched {
-            self.apply_batched(&chunks, checked_counters)
+            self.apply_batched(&chunks, checked_counters, advance)
         } else {
             self.apply(&chunks, checked_counters, advance)
         };
@@ -384,7 +594,7 @@ impl<K: WindowKind> Processor<K> {
 
     /// Binds and checks every chunk without changing any state; returns them with the kind's
     /// counters after checking (clamped gaps), for the commit.
-    fn prepare(&self, batches: &[RecordBatch]) -> Result<Prepared<K>> {
+    fn prepare(&self, batches: &[RecordBatch], arrival: i64) -> Result<Prepared<K>> {
         let mut scratch = self.counters.kind;
         let Some(bound) = self.bound.as_ref() else {
             return Ok((Vec::new(), scratch));
@@ -394,7 +604,7 @@ impl<K: WindowKind> Processor<K> {
         for batch in batches {
             let batch = bound.input.conform(batch)?;
             let keys = bound.input.keys.encode(&batch)?;
-            let times = bound.input.time.read(&batch);
+            let times = bound.input.time.read_at(&batch, arrival);
             let gaps = bound.input.gap.as_ref().map(|g| g.read(&batch));
             let mut checked = Vec::with_capacity(batch.num_rows());
             for row in 0..batch.num_rows() {

@@ -10,6 +10,7 @@ use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
 
+use super::clock::{Clock, IdleMark};
 use super::lifecycle::Restored;
 use super::{Counters, KindCounters, Processor, WindowKind};
 use crate::meta::{hex, unhex, MetaReader, MetaWriter};
@@ -69,6 +70,17 @@ impl<K: WindowKind> Processor<K> {
             w.put("latest_end", t.to_string());
         }
         w.put("flushed", life.flushed.to_string());
+        w.put("clock", self.clock.name().to_string());
+        if let Clock::Idle(timeout) = self.clock {
+            w.duration("idle_timeout", timeout);
+        }
+        if let Some(idle) = &self.idle {
+            w.put("idle_wall", idle.wall_ms.to_string());
+            w.put("idle_stream_time", idle.stream_time.to_string());
+            if let Some(run) = &self.run {
+                w.text("idle_run", run);
+            }
+        }
         for reason in Reason::ALL {
             let name = format!("rejected.{}", reason.as_str());
             w.put(&name, life.rejections.count(reason).to_string());
@@ -96,7 +108,25 @@ impl<K: WindowKind> Processor<K> {
         let kind = K::read_meta(&r, emit, on_invalid)?;
         let (input, aggs, schema) = r.input()?;
         let rebuild = |e: Error| r.bad(&format!("cannot rebuild the processor: {e}"));
-        let mut p = Self::new(kind, input, aggs).map_err(rebuild)?;
+        let clock = match r.need("clock")? {
+            "event" => Clock::Event,
+            "processing" => Clock::Processing,
+            "idle" => Clock::Idle(r.duration("idle_timeout")?),
+            _ => return Err(r.bad("clock is malformed")),
+        };
+        let mut p = Self::new(kind, input, aggs)
+            .and_then(|p| p.with_clock(clock))
+            .map_err(rebuild)?;
+        if r.get("idle_wall").is_some() {
+            if !matches!(clock, Clock::Idle(_)) {
+                return Err(r.bad("an idle mark without an idle timeout"));
+            }
+            p.saved_idle = Some(IdleMark {
+                wall_ms: r.number("idle_wall")?,
+                stream_time: r.number("idle_stream_time")?,
+                run: r.get("idle_run").map(|_| r.text("idle_run")).transpose()?,
+            });
+        }
         if let Some(schema) = schema {
             p.bind(schema.clone()).map_err(rebuild)?;
             let bound = p.bound.as_mut().ok_or_else(|| r.bad("no schema"))?;

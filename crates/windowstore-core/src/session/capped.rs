@@ -251,6 +251,10 @@ impl WindowKind for CappedSessionSpec {
         self.session.gap_column()
     }
 
+    fn grace_spec(&self) -> Duration {
+        self.session.grace
+    }
+
     fn resolve(&self, unit: TimeUnit) -> Result<CappedTicks> {
         Ok(CappedTicks {
             session: self.session.resolve(unit)?,

@@ -40,6 +40,7 @@ use crate::state;
 use crate::store::edits::Edits;
 use crate::store::session_store::PutOutcome;
 use crate::store::session_store::Reads;
+use crate::time::Duration;
 use crate::{KeyedSession, Result};
 
 /// The counters of session processors, beyond the processor's own.
@@ -114,6 +115,10 @@ impl WindowKind for SessionSpec {
 
     fn gap_column(&self) -> Option<&str> {
         SessionSpec::gap_column(self)
+    }
+
+    fn grace_spec(&self) -> Duration {
+        self.grace
     }
 
     fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {

@@ -49,6 +49,7 @@ use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKi
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::store::session_store::Reads;
+use crate::time::Duration;
 use crate::{KeyedSession, Result};
 
 /// The counters of sliding processors, beyond the processor's own.
@@ -92,6 +93,10 @@ impl WindowKind for SlidingSpec {
 
     fn validate(&self) -> Result<()> {
         SlidingSpec::validate(self)
+    }
+
+    fn grace_spec(&self) -> Duration {
+        self.grace
     }
 
     fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {

@@ -413,7 +413,7 @@ proptest! {
             _ => Box::new(capped(EmitMode::Updates, aggs)),
         };
         let first = batch(&recs);
-        p.process_table(first.schema(), &[first], &mut |_| Ok(())).unwrap();
+        p.process_table(first.schema(), &[first], None, &mut |_| Ok(())).unwrap();
         let good = p.to_bytes().unwrap();
         let bytes = edited(&good, |k, s, e, v| {
             let buf = match target { 0 => k, 1 => v, _ => { *s += shift; *e += shift; return; } };
@@ -426,7 +426,7 @@ proptest! {
         });
         let more = batch(&[(Some("a"), 5, 1), (Some("b"), 8, 1), (Some("d"), 40, 1)]);
         if let Ok(mut q) = restore_any(&bytes, None, None) {
-            let _ = q.process_table(more.schema(), &[more], &mut |_| Ok(()));
+            let _ = q.process_table(more.schema(), &[more], None, &mut |_| Ok(()));
             let _ = q.flush(&mut |_| Ok(()));
         }
     }
