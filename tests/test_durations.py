@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
-from windowstore import InvalidWindowSpec
-from windowstore._durations import to_duration
+from windowstore import InvalidWindowSpec, agg, session_windows
+from windowstore._durations import DurationLike, to_duration
 
 S = 1_000_000_000
 
@@ -56,3 +59,39 @@ def test_unreadable_strings_name_the_parameter(text: str) -> None:
 def test_other_types(value: object) -> None:
     with pytest.raises(TypeError, match="max_gap"):
         to_duration(value, "max_gap")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "days"),
+    [
+        ("1d", 1),
+        ("1 day", 1),
+        ("3 days", 3),
+        (timedelta(days=1), 1),
+        (np.timedelta64(1, "D"), 1),
+        ("2 weeks", 14),
+        (np.timedelta64(1, "W"), 7),
+    ],
+)
+def test_a_day_is_86400_seconds(value: DurationLike, days: int) -> None:
+    """Fixed lengths, as Kafka's: a day is never a calendar day of some time zone."""
+    assert to_duration(value, "gap") == ("nanos", days * 86_400 * S)
+
+
+def test_a_one_day_gap_spans_a_daylight_saving_change_as_86400_seconds() -> None:
+    """Two records 23.5 h apart across New York's spring change (a 23-hour calendar day) share a
+    session with gap "1 day" (Spark's session_window(ts, "1 day") in that session time zone
+    splits them); 24.5 h apart across the autumn change (a 25-hour day) they do not."""
+    tz = ZoneInfo("America/New_York")
+    for first, second, sessions in [
+        (datetime(2024, 3, 9, 12, 0, tzinfo=tz), datetime(2024, 3, 10, 12, 30, tzinfo=tz), 1),
+        (datetime(2024, 11, 2, 12, 0, tzinfo=tz), datetime(2024, 11, 3, 11, 30, tzinfo=tz), 2),
+    ]:
+        t = pa.table(
+            {
+                "k": ["a", "a"],
+                "ts": pa.array([first, second], pa.timestamp("us", tz="America/New_York")),
+            }
+        )
+        out = session_windows(t, key="k", time="ts", gap="1 day", aggs=[agg.count()])
+        assert out.num_rows == sessions, (first, second)

@@ -1,4 +1,11 @@
-"""Durations as users write them: ``timedelta``, ``"30s"``, ``"5 minutes"``, or integer ticks."""
+"""Durations as users write them: ``timedelta``, ``"30s"``, ``"5 minutes"``, or integer ticks.
+
+Every unit has a fixed length, as Kafka Streams' durations do: a day (``"1d"``, ``"1 day"``,
+``timedelta(days=1)``, ``numpy.timedelta64(1, "D")``) is 86,400 s and a week 604,800 s, never a
+calendar day of some time zone. Spark's ``session_window(ts, "1 day")`` adds a calendar day of
+the session time zone instead (23 or 25 hours across a daylight-saving change), so its sessions
+differ from windowstore's around one (see docs/how-to/spark-batch.md).
+"""
 
 from __future__ import annotations
 
@@ -66,7 +73,8 @@ def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
     Integers (Python's or numpy's) are ticks of the time column; ``timedelta``,
     ``numpy.timedelta64`` and strings are wall-clock lengths, converted into ticks exactly once
     the time unit is known. Strings are one or more ``<number><unit>`` parts (``"90s"``,
-    ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``).
+    ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``); ``d``/``day`` is 86,400 s and ``w``/``week``
+    604,800 s, whatever the date.
 
     Raises:
         InvalidWindowSpec: the value cannot be read as a duration, or is out of the 64-bit
