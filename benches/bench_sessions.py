@@ -1,8 +1,13 @@
-"""Session windows on a generated clickstream: windowstore beside Polars, in the same run.
+"""Session windows on a generated clickstream: windowstore beside Polars and DuckDB, in the same
+run.
 
 Prints medians over --repeat runs (the machine is noisy) for:
 - complete mode (count, sum, max; the sort included) beside Polars' sort, diff, cum_sum and
-  group_by on the same table, results checked equal;
+  group_by on the same table, and beside DuckDB's window functions (`lag` flags a session's
+  first event, a running `sum` of the flags numbers the sessions, then a group by) on the same
+  table loaded into DuckDB, results checked equal before any figure is printed. Polars and
+  DuckDB run at their defaults (every core); Polars gives a DataFrame, DuckDB an Arrow table
+  (its `to_arrow_table`), windowstore an Arrow table;
 - the streaming processor fed in time order, and with 10% of the records delayed within the grace
   (results checked equal to complete mode);
 - peak memory of complete mode over the input's Arrow size: RSS sampled while it runs, in a
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 
+import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -48,6 +54,34 @@ def polars_sessions(df: pl.DataFrame) -> pl.DataFrame:
             max_amount=pl.col("amount").max(),
         )
     )
+
+
+#: The same sessions in SQL: a user's event opens a session when it is the user's first or comes
+#: more than the gap after the user's previous event (`lag` is NULL for the first, and the
+#: comparison with NULL is not true); the running sum of those flags numbers the sessions.
+DUCKDB_SESSIONS = f"""
+WITH flagged AS (
+    SELECT user_id, ts, amount,
+           CASE WHEN ts - lag(ts) OVER by_time <= {GAP_MS} THEN 0 ELSE 1 END AS new
+    FROM clicks
+    WINDOW by_time AS (PARTITION BY user_id ORDER BY ts)
+), numbered AS (
+    SELECT user_id, ts, amount,
+           sum(new) OVER (PARTITION BY user_id ORDER BY ts ROWS UNBOUNDED PRECEDING) AS session
+    FROM flagged
+)
+SELECT user_id, min(ts) AS session_start, max(ts) AS session_end, count(*) AS count,
+       sum(amount) AS sum_amount, max(amount) AS max_amount
+FROM numbered
+GROUP BY user_id, session
+"""
+
+
+def duckdb_sessions(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """DUCKDB_SESSIONS over the table ``clicks`` of ``con``, as an Arrow table."""
+    out = con.sql(DUCKDB_SESSIONS).to_arrow_table()
+    assert out is not None
+    return out
 
 
 def canonical(t: pa.Table) -> pa.Table:
@@ -101,10 +135,18 @@ def main() -> None:
 
     data = clickstream(args.events, users=args.users)
     n = data.num_rows
+    # DuckDB at its defaults (every core, its memory limit), the input loaded into a table of
+    # its own before the timing, as Polars' DataFrame is.
+    con = duckdb.connect()
+    con.register("input", data)
+    con.execute("CREATE TABLE clicks AS SELECT * FROM input")
+    con.unregister("input")
+    duck_threads = con.sql("SELECT current_setting('threads')").fetchall()[0][0]
     print(
         f"{n:,} events, {pc.count_distinct(data['user_id']).as_py():,} users, "
         f"{data.nbytes / 1e6:,.0f} MB of Arrow; gap 30 min, grace 5 min; polars "
-        f"{pl.__version__} on {pl.thread_pool_size()} threads; medians of {args.repeat}"
+        f"{pl.__version__} on {pl.thread_pool_size()} threads, duckdb {duckdb.__version__} on "
+        f"{duck_threads} threads; medians of {args.repeat}"
     )
 
     ws_s, ws = median_seconds(
@@ -116,7 +158,12 @@ def main() -> None:
     pl_s, pl_out = median_seconds(lambda: polars_sessions(df), args.repeat)
     if not canonical(ws).equals(canonical(pl_out.to_arrow())):
         raise AssertionError("windowstore and polars disagree")
-    print(f"sessions: {ws.num_rows:,} (equal in both)")
+    duck_s, duck_out = median_seconds(lambda: duckdb_sessions(con), args.repeat)
+    if not canonical(ws).equals(canonical(duck_out)):
+        raise AssertionError("windowstore and duckdb disagree")
+    del duck_out
+    con.close()
+    print(f"sessions: {ws.num_rows:,} (equal in all three)")
 
     in_order_s, s1 = median_seconds(lambda: stream(data, args.batch_rows), args.repeat)
     late = delayed(data, 0.10, seed=1)
@@ -126,14 +173,15 @@ def main() -> None:
             raise AssertionError(f"streaming ({name}) differs from complete mode")
 
     rate = lambda s: n / s / 1e6  # noqa: E731 - a one-line helper
-    print(f"{'mode':<44}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}")
+    print(f"{'mode':<48}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}{'vs duckdb':>11}")
     for name, s in (
         ("windowstore complete (1 core)", ws_s),
         (f"polars sort/diff/cum_sum/group_by ({pl.thread_pool_size()} threads)", pl_s),
+        (f"duckdb lag/running sum/group by ({duck_threads} threads)", duck_s),
         ("windowstore streaming, in time order (1 core)", in_order_s),
         ("windowstore streaming, 10% delayed (1 core)", late_s),
     ):
-        print(f"{name:<44}{s:>10.3f}{rate(s):>10.2f}{pl_s / s:>10.2f}x")
+        print(f"{name:<48}{s:>10.3f}{rate(s):>10.2f}{pl_s / s:>10.2f}x{duck_s / s:>10.2f}x")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "input.arrow")

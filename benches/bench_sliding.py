@@ -1,4 +1,5 @@
-"""Sliding windows: windowstore beside Polars' rolling windows, in the same run.
+"""Sliding windows: windowstore beside Polars' rolling windows and DuckDB's window frames, in the
+same run.
 
 Data: --records records (default 10M) over --keys keys (default 100k), times uniform over a
 span such that the time difference D covers about --per-window records of a key (default 10);
@@ -6,13 +7,17 @@ integer values (so sums compare exactly). Aggregates: count, sum, max.
 
 Prints medians over --repeat runs (the machine is noisy) for:
 - complete mode: Kafka's full window set (left and right windows, about two per record; the
-  sort included), beside Polars' `rolling` over the same table (left windows only: one window
-  per record), with the left windows checked equal to Polars';
+  sort included), beside Polars' `rolling` over the same table and DuckDB's window functions
+  over a `RANGE BETWEEN D PRECEDING AND CURRENT ROW` frame on the same table loaded into DuckDB
+  (both left windows only: one window per record), with the left windows checked equal to
+  Polars' and to DuckDB's before any figure is printed. Polars and DuckDB run at their defaults
+  (every core); DuckDB's result is an Arrow table (its `to_arrow_table`);
 - the streaming processor fed in time order (its final windows checked equal to complete mode);
 - peak memory of complete mode above its input (in a fresh process).
 
 Run: python benches/bench_sliding.py [--records 10000000] [--keys 100000] [--repeat 5]
-     [--no-streaming]  (complete mode and Polars only: streaming 10M records takes minutes)
+     [--no-streaming]  (complete mode, Polars and DuckDB only: streaming 10M records takes
+                        minutes)
      [--only-streaming] (the streaming processor alone, each run's wall time beside the user
                          and system CPU it took: the kernel's share of fresh pages shows there)
      [--keys-series 20000,50000,100000 [--records-per-key 40]] (the streaming processor
@@ -30,6 +35,7 @@ import subprocess
 import sys
 import time
 
+import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -61,6 +67,20 @@ def polars_rolling(df: pl.DataFrame, d: int) -> pl.DataFrame:
     )
 
 
+def duckdb_rolling(con: duckdb.DuckDBPyConnection, d: int) -> pa.Table:
+    """Polars' windows in SQL, over the table ``records`` of ``con``: one window [t - D, t] per
+    record, per key (the frame holds the records of equal time too, as Polars' window does)."""
+    out = con.sql(
+        f"""
+        SELECT k, t, count(*) OVER w AS count, sum(v) OVER w AS sum_v, max(v) OVER w AS max_v
+        FROM records
+        WINDOW w AS (PARTITION BY k ORDER BY t RANGE BETWEEN {d} PRECEDING AND CURRENT ROW)
+        """
+    ).to_arrow_table()
+    assert out is not None
+    return out
+
+
 def left_windows(t: pa.Table) -> pa.Table:
     """windowstore's left windows ([u - D, u] for each record time u: the windows whose end
     is their latest record) as (k, t, count, sum_v, max_v), sorted."""
@@ -85,6 +105,14 @@ def polars_left(out: pl.DataFrame) -> pa.Table:
         .to_arrow()
         .cast(pa.schema([(c, pa.int64()) for c in ["k", "t", "count", "sum_v", "max_v"]]))
     )
+
+
+def duckdb_left(out: pa.Table) -> pa.Table:
+    """DuckDB's windows as polars_left gives Polars' (its sums are 128-bit: cast back)."""
+    cast = out.cast(pa.schema([(c, pa.int64()) for c in out.column_names]))
+    df = pl.from_arrow(cast)
+    assert isinstance(df, pl.DataFrame)
+    return polars_left(df)
 
 
 def stream(table: pa.Table, d: int, batch_rows: int) -> pa.Table:
@@ -202,20 +230,34 @@ def main() -> None:
     pl_s, pl_out = median_seconds(lambda: polars_rolling(df, d), args.repeat)
     if not left_windows(ws).equals(polars_left(pl_out)):
         raise AssertionError("windowstore's left windows and polars' rolling windows disagree")
+    # DuckDB at its defaults (every core, its memory limit), the input loaded into a table of
+    # its own before the timing, as Polars' DataFrame is.
+    con = duckdb.connect()
+    con.register("input", data)
+    con.execute("CREATE TABLE records AS SELECT * FROM input")
+    con.unregister("input")
+    duck_threads = con.sql("SELECT current_setting('threads')").fetchall()[0][0]
+    duck_s, duck_out = median_seconds(lambda: duckdb_rolling(con, d), args.repeat)
+    if not left_windows(ws).equals(duckdb_left(duck_out)):
+        raise AssertionError("windowstore's left windows and duckdb's RANGE windows disagree")
     mean_left = pc.mean(left_windows(ws)["count"]).as_py()
     print(
         f"{n:,} records, {args.keys:,} keys, D = {d:,} ms (a left window holds {mean_left:.1f} "
-        f"records on average); polars {pl.__version__} on {pl.thread_pool_size()} threads; "
-        f"medians of {args.repeat}"
+        f"records on average); polars {pl.__version__} on {pl.thread_pool_size()} threads, "
+        f"duckdb {duckdb.__version__} on {duck_threads} threads; medians of {args.repeat}"
     )
     print(
         f"windows: windowstore {ws.num_rows:,} (Kafka's full set, {ws.num_rows / n:.2f} per "
-        f"record), polars {pl_out.height:,} (left windows, one per record); left windows equal"
+        f"record), polars {pl_out.height:,} and duckdb {duck_out.num_rows:,} (left windows, one "
+        "per record); left windows equal"
     )
+    del duck_out
+    con.close()
 
     rows = [
         ("windowstore complete, full window set (1 core)", ws_s),
         (f"polars rolling, left windows only ({pl.thread_pool_size()} threads)", pl_s),
+        (f"duckdb RANGE frame, left windows only ({duck_threads} threads)", duck_s),
     ]
     if not args.no_streaming:
         st_s, streamed = median_seconds(lambda: stream(data, d, args.batch_rows), args.repeat)
@@ -223,9 +265,9 @@ def main() -> None:
             raise AssertionError("streaming differs from complete mode")
         rows.append(("windowstore streaming, in time order (1 core)", st_s))
 
-    print(f"{'mode':<52}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}")
+    print(f"{'mode':<52}{'median s':>10}{'M rec/s':>10}{'vs polars':>11}{'vs duckdb':>11}")
     for name, s in rows:
-        print(f"{name:<52}{s:>10.3f}{n / s / 1e6:>10.2f}{pl_s / s:>10.2f}x")
+        print(f"{name:<52}{s:>10.3f}{n / s / 1e6:>10.2f}{pl_s / s:>10.2f}x{duck_s / s:>10.2f}x")
     # In a fresh process: this one's allocator holds pages of the runs above.
     probe = subprocess.run(
         [sys.executable, __file__, "--memory-probe", *sys.argv[1:]],
