@@ -5,19 +5,19 @@
 // topic of a real broker.
 //
 // Run in Java's source-file mode on Kafka Streams' classpath (tests/spark/kafka/streams):
-//     java -cp CLASSPATH benches/KafkaStreamsBench.java BOOTSTRAP TOPIC RECORDS_FILE D GRACE \
-//         EMIT_INTERVAL_MS STATE
+//     java -cp CLASSPATH benches/KafkaStreamsBench.java BOOTSTRAP TOPIC RECORDS_FILE D GRACE STATE
 // RECORDS_FILE holds the records as little-endian int64 triples (key, time in ms, value), in
 // arrival order. The program creates TOPIC (one partition, kept forever), writes the records
 // to it with their times as record timestamps, then sentinel records (key -1) that take stream
-// time far enough to close every window, and prints one JSON line. Then each line "run" on
-// standard input starts a fresh application (its own application id and state directory) that
-// reads the topic from the start, and prints one JSON line: the seconds from the first record
-// it processed to the last (startup and the final emission excluded), and the windows it
-// emitted (the sentinels' excluded), summed column by column so that the caller can check them
-// against its own. Standard input at its end stops the program. EMIT_INTERVAL_MS sets how often
-// (wall-clock ms) Kafka looks for closed windows (an internal setting, 1000 by default; -1
-// keeps the default). STATE is the window store: "rocksdb" (Kafka's default: RocksDB, with a
+// time far enough to close every window, and prints one JSON line. Then each line
+// "run EMIT_INTERVAL_MS" on standard input starts a fresh application (its own application id
+// and state directory) that reads the topic from the start, and prints one JSON line: the
+// seconds from the first record it processed to the last (startup and the final emission
+// excluded), and the windows it emitted (the sentinels' excluded), summed column by column so
+// that the caller can check them against its own. Standard input at its end stops the program.
+// EMIT_INTERVAL_MS sets how often (wall-clock ms) the run's Kafka looks for closed windows (an
+// internal setting, once a second by default; -1 keeps Kafka's default): the runs of one
+// program may differ in it. STATE is the window store: "rocksdb" (Kafka's default: RocksDB, with a
 // changelog topic on the broker that backs it up), "rocksdb-nolog" (no changelog) or
 // "memory-nolog" (Kafka's in-memory store, no changelog).
 
@@ -85,17 +85,16 @@ public final class KafkaStreamsBench {
         });
 
     public static void main(final String[] args) throws Exception {
-        if (args.length != 7 || !List.of("rocksdb", "rocksdb-nolog", "memory-nolog").contains(args[6])) {
+        if (args.length != 6 || !List.of("rocksdb", "rocksdb-nolog", "memory-nolog").contains(args[5])) {
             throw new IllegalArgumentException("usage: KafkaStreamsBench BOOTSTRAP TOPIC RECORDS_FILE"
-                + " D GRACE EMIT_INTERVAL_MS rocksdb|rocksdb-nolog|memory-nolog");
+                + " D GRACE rocksdb|rocksdb-nolog|memory-nolog");
         }
         final String bootstrap = args[0];
         final String topic = args[1];
         final Path file = Path.of(args[2]);
         final long d = Long.parseLong(args[3]);
         final long grace = Long.parseLong(args[4]);
-        final long emitInterval = Long.parseLong(args[5]);
-        final String state = args[6];
+        final String state = args[5];
 
         final long started = System.nanoTime();
         final long records;
@@ -138,9 +137,11 @@ public final class KafkaStreamsBench {
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         int run = 0;
         for (String line = in.readLine(); line != null; line = in.readLine()) {
-            if (!line.strip().equals("run")) {
-                throw new IllegalArgumentException("expected 'run', got " + line);
+            final String[] words = line.strip().split(" ");
+            if (words.length != 2 || !words[0].equals("run")) {
+                throw new IllegalArgumentException("expected 'run EMIT_INTERVAL_MS', got " + line);
             }
+            final long emitInterval = Long.parseLong(words[1]);
             System.out.println(runOnce(bootstrap, topic, d, grace, emitInterval, state, records, sentinels, run++));
             System.out.flush();
         }
