@@ -12,7 +12,8 @@ Examples:
 
 from __future__ import annotations
 
+from windowstore.spark._metrics import metrics
 from windowstore.spark.sessions import session_windows
 from windowstore.spark.sliding import sliding_windows
 
-__all__ = ["session_windows", "sliding_windows"]
+__all__ = ["metrics", "session_windows", "sliding_windows"]
