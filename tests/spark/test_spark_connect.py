@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import Row, SparkSession
 
@@ -69,54 +70,41 @@ def read_arrow(path: Path) -> pa.Table:
         return pa.ipc.open_file(source).read_all()
 
 
-@pytest.fixture(scope="module")
-def connect_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """``connect_job.py`` run once on FRAMES: its folder and its result.json."""
-    work = tmp_path_factory.mktemp("connect")
-    write_arrow(every_event(), work / "batch.arrow")
-    write_files(FRAMES, work / "stream")
+def test_windows_and_metrics_through_spark_connect(tmp_path: Path) -> None:
+    # One test, one server: pytest-xdist's workers would each start one for a shared fixture.
+    write_arrow(every_event(), tmp_path / "batch.arrow")
+    write_files(FRAMES, tmp_path / "stream")
     proc = subprocess.run(
-        [sys.executable, "-m", "spark.connect_job", str(work)],
+        [sys.executable, "-m", "spark.connect_job", str(tmp_path)],
         cwd=TESTS, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    result: dict[str, Any] = json.loads((work / "result.json").read_text())
+    result = json.loads((tmp_path / "result.json").read_text())
     assert result["session"] == "pyspark.sql.connect.session"
-    return work, result
 
+    for name in BATCH:
+        want = complete(name)
+        assert want.num_rows > 10, name
+        assert_same_windows(read_arrow(tmp_path / f"batch-{name}.arrow"), want, KINDS[name].by)
 
-@pytest.mark.parametrize("name", BATCH)
-def test_connect_batch_windows_equal_the_complete_engine(
-    connect_run: tuple[Path, dict[str, Any]], name: str
-) -> None:
-    work, _ = connect_run
-    want = complete(name)
-    assert want.num_rows > 10
-    assert_same_windows(read_arrow(work / f"batch-{name}.arrow"), want, KINDS[name].by)
-
-
-@pytest.mark.parametrize("store", sorted(PROVIDERS))
-def test_connect_stream_final_windows_and_metrics(
-    connect_run: tuple[Path, dict[str, Any]], store: str
-) -> None:
-    work, result = connect_run
-    sink = read_arrow(work / f"stream-{store}.arrow")
-    got = sink.filter(pa.compute.not_equal(sink["k"], SENTINEL))
-    assert_same_windows(got, complete(STREAM), KINDS[STREAM].by)
-    run = result[store]
-    each = [m for m in run["each"] if m]
-    assert len(each) >= len(FRAMES)
-    assert all(set(m) == METRICS for m in each)
-    assert sum(m["windows"] for m in each) == sink.num_rows
-    assert all(m[k] == 0 for m in each for k in METRICS - {"windows"})
-    assert run["last"] == each[-1]
-    # The default provider's line, once; none on RocksDB.
-    logged = run["logged"]
-    if PROVIDERS[store] is None:
-        assert len(logged) == 1
-        assert f"spark.sql.streaming.stateStore.providerClass={ROCKSDB}" in logged[0]
-    else:
-        assert logged == []
+    want = complete(STREAM)
+    for store, chosen in PROVIDERS.items():
+        sink = read_arrow(tmp_path / f"stream-{store}.arrow")
+        assert_same_windows(sink.filter(pc.not_equal(sink["k"], SENTINEL)), want, KINDS[STREAM].by)
+        run = result[store]
+        each = [m for m in run["each"] if m]
+        assert len(each) >= len(FRAMES), store
+        assert all(set(m) == METRICS for m in each), store
+        assert sum(m["windows"] for m in each) == sink.num_rows, store
+        assert all(m[k] == 0 for m in each for k in METRICS - {"windows"}), store
+        assert run["last"] == each[-1], store
+        # The default provider's line, once; none on RocksDB.
+        logged = run["logged"]
+        if chosen is None:
+            assert len(logged) == 1
+            assert f"{PROVIDER}={ROCKSDB}" in logged[0]
+        else:
+            assert logged == []
 
 
 def test_metrics_of_a_classic_query(spark: SparkSession, tmp_path: Path) -> None:
