@@ -48,8 +48,7 @@ def wall_ms(now: Stamp | None) -> int | None:
         )
     if not _I64[0] <= now <= _I64[1]:
         raise InvalidWindowSpec(
-            f"invalid now: {now} is out of range (epoch milliseconds fit a signed 64-bit "
-            "integer)",
+            f"invalid now: {now} is out of range (epoch milliseconds fit a signed 64-bit integer)",
             "now",
         )
     return now

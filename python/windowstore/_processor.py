@@ -21,10 +21,11 @@ __all__ = [
     "TimeUnit",
     "WindowProcessor",
     "aggs_arg",
+    "arrow_data",
     "check_aggs",
     "clock_args",
-    "grace_arg",
     "finisher",
+    "grace_arg",
     "keys_arg",
 ]
 
@@ -94,7 +95,7 @@ class WindowProcessor:
         The call is all or nothing: if it raises, the processor (windows, stream time,
         counters, rejected rows, idle clock) is exactly as it was before. Calls from several
         threads serialize on the processor."""
-        return self._inner.process(data, now=wall_ms(now), then=self._finish)
+        return self._inner.process(arrow_data(data), now=wall_ms(now), then=self._finish)
 
     def poll(self, *, now: Stamp | None = None) -> pa.Table:
         """Closes what the wall clock closes without a record, for a caller's periodic timer
@@ -173,9 +174,7 @@ class WindowProcessor:
         return self._inner.next_close()
 
 
-def clock_args(
-    clock: str, time: str | None, idle_timeout: DurationLike | None
-) -> dict[str, Any]:
+def clock_args(clock: str, time: str | None, idle_timeout: DurationLike | None) -> dict[str, Any]:
     """The core's ``time``, ``clock`` and ``idle_timeout`` arguments (the core checks how they
     go together, naming the parameter); refuses an event-time processor without ``time``."""
     if clock == "event" and time is None:
@@ -202,3 +201,15 @@ def grace_arg(clock: str, grace: DurationLike | None) -> tuple[str, int]:
             )
         grace = 0
     return to_duration(grace, "grace")
+
+
+def arrow_data(data: Any) -> Any:
+    """``data`` if it has the Arrow PyCapsule interface (pyarrow, polars, duckdb, ...); else a
+    ``TypeError`` that says what is expected."""
+    if not (hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")):
+        raise TypeError(
+            "data must be Arrow data (a pyarrow Table or RecordBatch, a polars DataFrame, a "
+            "duckdb relation: anything with __arrow_c_stream__ or __arrow_c_array__), not "
+            f"{type(data).__name__}; for a dict, pass pyarrow.table(d)"
+        )
+    return data

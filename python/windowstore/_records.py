@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from windowstore import _core
+from windowstore._processor import arrow_data
 from windowstore.agg import Agg
 from windowstore.exceptions import InternalError, InvalidWindowSpec, SchemaError, SnapshotError
 
@@ -95,9 +96,7 @@ def as_table(data: Any) -> pa.Table:
         return pa.Table.from_batches([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
-    if not hasattr(data, "__arrow_c_stream__") and not hasattr(data, "__arrow_c_array__"):
-        raise ValueError("Expected object with __arrow_c_array__ or __arrow_c_stream__ method")
-    return pa.table(data)
+    return pa.table(arrow_data(data))
 
 
 def check_columns(names: Sequence[str]) -> None:

@@ -18,6 +18,7 @@ from windowstore._processor import (
     TimeUnit,
     WindowProcessor,
     aggs_arg,
+    arrow_data,
     check_aggs,
     clock_args,
     finisher,
@@ -439,7 +440,9 @@ def session_windows(
     if _records.check_output(output, aggs):
         out, rejected = _records.complete_records(data, kwargs)
     else:
-        out, rejected, _clamped = _core.session_windows(data, **kwargs, aggs=aggs_arg(aggs))
+        out, rejected, _clamped = _core.session_windows(
+            arrow_data(data), **kwargs, aggs=aggs_arg(aggs)
+        )
         finish = finisher(aggs, SessionWindowProcessor._window)
         if finish is not None:
             out = finish(out)

@@ -17,6 +17,7 @@ from windowstore._processor import (
     TimeUnit,
     WindowProcessor,
     aggs_arg,
+    arrow_data,
     check_aggs,
     clock_args,
     finisher,
@@ -172,7 +173,7 @@ def sliding_windows(
     """
     aggs = check_aggs(aggs)
     windows, rejected = _core.sliding_windows(
-        data,
+        arrow_data(data),
         key=keys_arg(key),
         time=time,
         time_unit=time_unit,

@@ -1,6 +1,7 @@
 """Structured Streaming on the real clock, with both state store providers: processing-time
-sessions that close through Spark's micro-batches without data while the source is idle, and an
-event-time stream whose windows an idle source leaves open closed by ``idle_timeout``. The
+sessions and sliding windows that close through Spark's micro-batches without data while the
+source is idle, and event-time streams (both kinds) whose windows an idle source leaves open
+closed by ``idle_timeout``. The
 waits are generous (the machine is shared); nothing asserts how long anything took."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from windowstore import InvalidWindowSpec, agg
-from windowstore.spark import session_windows
+from windowstore.spark import session_windows, sliding_windows
 
 from .streams import read_stream, write_files
 
@@ -108,6 +109,53 @@ def test_an_idle_event_time_stream_closes_its_windows(
     assert sum(m["rejected_late"] for m in metrics) == 1
 
 
+def test_processing_time_sliding_windows_close_while_the_source_is_idle(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    write_files([frame([("a", 0, 1), ("b", 0, 2), ("a", 0, 3)])], source)
+    windows = sliding_windows(
+        read_stream(spark, source, "k string, ts timestamp, x long"),
+        key="k", time_difference="2s", clock="processing", aggs=[agg.count(), agg.sum("x")],
+    )  # fmt: skip
+    name = f"ptime_sliding_{provider}"
+    query = start(windows, name, tmp_path / "checkpoint")
+    try:
+        # One micro-batch's records share an arrival time: one left window per key, which only
+        # micro-batches without data can close.
+        wait_for("the first windows", lambda: spark.table(name).count() == 2)
+    finally:
+        query.stop()
+    rows = spark.sql(
+        f"select k, count, sum_x, window_start, window_end from {name} order by k"
+    ).collect()
+    assert [(r.k, r["count"], r.sum_x) for r in rows] == [("a", 2, 4), ("b", 1, 2)]
+    assert all((r.window_end - r.window_start).total_seconds() == 2 for r in rows)
+    assert abs(time.time() - rows[0].window_end.timestamp()) < 3600
+    assert windows.schema["window_start"].dataType.simpleString() == "timestamp"
+
+
+def test_an_idle_event_time_sliding_stream_closes_its_windows(
+    spark: SparkSession, provider: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "in"
+    write_files([frame([("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)])], source)
+    windows = sliding_windows(
+        read_stream(spark, source, "k string, ts timestamp, x long"),
+        key="k", time="ts", time_difference="2s", grace="1s", idle_timeout="2s",
+        aggs=[agg.count()], name="idle_sliding",
+    )  # fmt: skip
+    name = f"idle_sliding_{provider}"
+    query = start(windows, name, tmp_path / "checkpoint")
+    try:
+        # Without idle_timeout b's window would never close: no record passes it.
+        wait_for("the idle windows", lambda: spark.table(name).count() == 2)
+    finally:
+        query.stop()
+    got = spark.sql(f"select k, count, unix_millis(window_end) e from {name}").collect()
+    assert sorted((r.k, r["count"], r.e - BASE_MS) for r in got) == [("a", 1, 0), ("b", 1, 5_000)]
+
+
 def test_wall_clock_options_are_checked_when_the_query_is_defined(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -126,4 +174,8 @@ def test_wall_clock_options_are_checked_when_the_query_is_defined(
     for df, kwargs, parameter, message in cases:
         with pytest.raises(InvalidWindowSpec, match=message) as e:
             session_windows(df, key="k", gap="2s", **kwargs)
+        assert e.value.parameter == parameter, kwargs
+    for df, kwargs, parameter, message in cases:
+        with pytest.raises(InvalidWindowSpec, match=message) as e:
+            sliding_windows(df, key="k", time_difference="2s", **kwargs)
         assert e.value.parameter == parameter, kwargs

@@ -40,9 +40,9 @@ Per call (:func:`step`, :func:`run`):
 4. the processor goes back into the state, rejected records are handed over with their counts,
    and in ``final`` mode one timer is set at the watermark that closes the next window.
 
-With ``clock="processing"`` step 2 is left out and the records are stamped with the
+With ``clock="processing"`` step 2 is left out and the records' time is the
 micro-batch's processing time; with ``idle_timeout`` the processor also advances stream time on
-the processing time once idle. Both run on processing-time timers (step 4: when the next session
+the processing time once idle. Both run on processing-time timers (step 4: when the next window
 closes, or the next micro-batch while the bucket holds open windows).
 
 Both of Spark's APIs drive this: ``transformWithStateInPandas`` (needs the RocksDB state store
@@ -125,6 +125,9 @@ DEFAULT_CACHE_ENTRIES = 4096
 #: The Spark configuration of the layout with the RocksDB provider: ``log`` or ``whole``.
 LAYOUT_CONF = "spark.windowstore.state.layout"
 
+#: The window bound columns of either kind, which hold arrival times on a processing-time clock.
+_WINDOW_BOUNDS = ("session_start", "session_end", "window_start", "window_end", "window_time")
+
 _PROCESSORS: dict[str, type[WindowProcessor]] = {
     "sessions": SessionWindowProcessor,
     "sliding": SlidingWindowProcessor,
@@ -173,7 +176,7 @@ class BucketArgs:
     #: The engine gets them as Arrow timestamps (so a session id is the same as in every other
     #: engine) and gives them back, with the session bounds, as microseconds.
     timestamps: tuple[str, ...] = ()
-    #: What reads the wall clock (Spark's processing time): ``"processing"`` (sessions whose
+    #: What reads the wall clock (Spark's processing time): ``"processing"`` (windows whose
     #: records' time is their arrival), ``"idle"`` (event time with ``idle_timeout``) or None.
     wall: str | None = None
     #: The largest state row or entry (bytes): see :data:`MAX_ENTRY_CONF`.
@@ -213,7 +216,7 @@ class BucketArgs:
         """The engine's output in the call's output types: timestamps as microseconds."""
         if self.wall == "processing":
             # Arrival times come as millisecond timestamps.
-            bounds = ("session_start", "session_end")
+            bounds = _WINDOW_BOUNDS
             table = _cast(_cast(table, bounds, pa.timestamp("us", "UTC")), bounds, pa.int64())
         if not self.timestamps:
             return table
@@ -275,7 +278,7 @@ def step(
     given is that row (after a failed or retried micro-batch Spark gives the row before it,
     with another token, which is restored). Not with the wall clock (``args.wall``): a
     restore there also decides whether the idle period goes on (see
-    :meth:`~windowstore.SessionWindowProcessor._resume_idle`), so every call restores."""
+    ``WindowProcessor._resume_idle``), so every call restores."""
     if saved is None:
         p = args.new_processor()
     else:
@@ -344,8 +347,7 @@ def _engine_calls(
     wall: dict[str, Any] = {}
     if args.wall is not None:
         wall["now"] = now_ms
-        if isinstance(p, SessionWindowProcessor):
-            p._resume_idle(_run_id())
+        p._resume_idle(_run_id())
     out: list[pa.Table] = []
     if watermark_ms > 0 and args.wall != "processing":
         # Spark's watermark is 0 until the first micro-batch ends.
@@ -358,7 +360,7 @@ def _engine_calls(
             out.append(p.process(records, **wall))
         except InvalidRecordError as e:
             raise invalid_row(e, records) from None
-    elif isinstance(p, SessionWindowProcessor) and args.wall is not None:
+    elif args.wall is not None:
         out.append(p.poll(now=now_ms))
     return out
 

@@ -15,6 +15,7 @@ from windowstore.exceptions import InvalidWindowSpec
 __all__ = [
     "by_key",
     "check_aggs",
+    "check_batch_clock",
     "check_batch_options",
     "check_on_invalid",
     "column",
@@ -77,3 +78,19 @@ def check_batch_options(emit: str, grace: DurationLike | None) -> None:
         )
     if grace is not None:
         to_duration(grace, "grace")  # still refuse an unreadable value
+
+
+def check_batch_clock(clock: str, idle_timeout: DurationLike | None) -> None:
+    """A batch DataFrame has no wall clock: its records have no arrival, and it is never idle."""
+    if clock != "event":
+        raise InvalidWindowSpec(
+            f"invalid clock: {clock!r} needs a streaming DataFrame (a batch DataFrame's records "
+            'have no arrival time); batch windows are event-time windows (clock="event")',
+            "clock",
+        )
+    if idle_timeout is not None:
+        raise InvalidWindowSpec(
+            "invalid idle_timeout: needs a streaming DataFrame; a batch DataFrame is complete "
+            "data, whose windows all come out",
+            "idle_timeout",
+        )

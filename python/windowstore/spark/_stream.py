@@ -69,9 +69,9 @@ def stream_windows(
     """The windows of streaming ``df`` (see :func:`windowstore.spark.session_windows`); with
     ``records``, its rows tagged with their sessions.
 
-    With ``clock="processing"`` (sessions) there is no time column and no watermark: the
-    workers stamp records with the micro-batch's processing time, and processing-time timers
-    close sessions. With ``idle_timeout`` the watermark stays, but the operator runs with
+    With ``clock="processing"`` there is no time column and no watermark: records' times are
+    the micro-batch's processing time, and processing-time timers close windows. With
+    ``idle_timeout`` the watermark stays, but the operator runs with
     processing-time timers too (Spark has one time mode per operator), called in every
     micro-batch while it holds open windows, so that it sees the processing time pass."""
     if emit not in ("final", "updates"):
@@ -88,7 +88,7 @@ def stream_windows(
     if processing:
         if time is not None:
             raise InvalidWindowSpec(
-                f"invalid time: {time!r}; processing-time sessions read no time column (a "
+                f"invalid time: {time!r}; processing-time windows read no time column (a "
                 "record's time is its micro-batch's processing time): leave time out",
                 "time",
             )

@@ -20,6 +20,7 @@ from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
     by_key,
     check_aggs,
+    check_batch_clock,
     check_batch_options,
     check_on_invalid,
     project,
@@ -196,7 +197,7 @@ def session_windows(
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
     if not df.isStreaming:
-        _check_batch_clock(clock, idle_timeout)
+        check_batch_clock(clock, idle_timeout)
     if df.isStreaming:
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
@@ -266,22 +267,6 @@ def session_windows(
     if not return_rejected:
         return windows
     return windows, _rejected(df, args)
-
-
-def _check_batch_clock(clock: str, idle_timeout: DurationLike | None) -> None:
-    """A batch DataFrame has no wall clock: its records have no arrival, and it is never idle."""
-    if clock != "event":
-        raise InvalidWindowSpec(
-            f"invalid clock: {clock!r} needs a streaming DataFrame (a batch DataFrame's records "
-            'have no arrival time); batch windows are event-time windows (clock="event")',
-            "clock",
-        )
-    if idle_timeout is not None:
-        raise InvalidWindowSpec(
-            "invalid idle_timeout: needs a streaming DataFrame; a batch DataFrame is complete "
-            "data, whose windows all come out",
-            "idle_timeout",
-        )
 
 
 def _records_of(df: DataFrame, args: _udf.SessionArgs, partitions: int | None) -> DataFrame:

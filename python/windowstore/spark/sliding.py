@@ -8,14 +8,17 @@ from typing import Literal, overload
 
 from pyspark.sql import DataFrame
 
+from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
+from windowstore.exceptions import InvalidWindowSpec
 from windowstore.sliding import sliding_windows as local_sliding
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
     by_key,
     check_aggs,
+    check_batch_clock,
     check_batch_options,
     check_on_invalid,
     project,
@@ -29,7 +32,7 @@ def sliding_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = None,
     time_difference: DurationLike,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
@@ -40,6 +43,8 @@ def sliding_windows(
     emit: Literal["final", "updates"] = ...,
     buckets: int | None = ...,
     name: str = ...,
+    clock: Clock = ...,
+    idle_timeout: DurationLike | None = ...,
 ) -> DataFrame: ...
 
 
@@ -48,7 +53,7 @@ def sliding_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = None,
     time_difference: DurationLike,
     aggs: Sequence[Agg] = ...,
     on_invalid: OnInvalid = ...,
@@ -59,6 +64,8 @@ def sliding_windows(
     emit: Literal["final", "updates"] = ...,
     buckets: int | None = ...,
     name: str = ...,
+    clock: Clock = ...,
+    idle_timeout: DurationLike | None = ...,
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -66,7 +73,7 @@ def sliding_windows(
     df: DataFrame,
     *,
     key: str | Sequence[str],
-    time: str,
+    time: str | None = None,
     time_difference: DurationLike,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
@@ -77,6 +84,8 @@ def sliding_windows(
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
     name: str = "windowstore",
+    clock: Clock = "event",
+    idle_timeout: DurationLike | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
     """Kafka's sliding windows (KIP-450) of a batch DataFrame, computed by the Rust engine.
 
@@ -108,6 +117,16 @@ def sliding_windows(
             Streaming how-to, "State"). Keep it for the life of a checkpoint.
         name: Streams only: the name of the observed metrics in the query's progress
             (``windows`` and ``rejected_<reason>`` per micro-batch).
+        clock: Streams only. ``"event"`` (default) or ``"processing"``: a record's time is the
+            processing time of the micro-batch that reads it (``time`` and ``grace`` are left
+            out), and a window closes in the first micro-batch whose processing time passes
+            its end, also while the source is idle (processing-time timers: use a trigger
+            interval). The window bounds are arrival timestamps. As for
+            [`session_windows`][windowstore.spark.session_windows].
+        idle_timeout: Streams only, event time: once the query's stream time has not grown for
+            this much processing time, stream time runs with the processing time, so that the
+            windows an idle source leaves open close; as for
+            [`session_windows`][windowstore.spark.session_windows].
 
     Returns:
         The windows: the key columns, ``window_start``, ``window_end`` (both inclusive),
@@ -149,7 +168,12 @@ def sliding_windows(
             return_rejected=return_rejected,
             buckets=buckets,
             name=name,
+            clock=clock,
+            idle_timeout=idle_timeout,
         )
+    check_batch_clock(clock, idle_timeout)
+    if time is None:
+        raise InvalidWindowSpec('invalid time: a batch needs its time column (time="ts")', "time")
     check_batch_options(emit, grace)
     args = _udf.SlidingArgs(
         key=names,

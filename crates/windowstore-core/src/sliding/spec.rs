@@ -60,16 +60,15 @@ impl SlidingSpec {
     fn resolve_ticks(&self, unit: TimeUnit) -> Result<Resolved> {
         let d = self.time_difference.to_ticks(unit, "time_difference")?;
         let grace = self.grace.to_ticks(unit, "grace")?;
-        let retention = d
-            .checked_mul(3)
-            .and_then(|r| r.checked_add(grace))
-            .and_then(|r| r.checked_add(2))
-            .ok_or_else(|| {
-                Error::invalid(
-                    "time_difference",
-                    format!("3 × time_difference ({d}) + grace ({grace}) overflows 64-bit ticks"),
-                )
-            })?;
+        // The store keeps windows 3 × time_difference + grace (+ 2) ticks: blame the
+        // parameter that makes that overflow.
+        let tripled = d.checked_mul(3).and_then(|r| r.checked_add(2));
+        let retention = tripled.and_then(|r| r.checked_add(grace)).ok_or_else(|| {
+            Error::invalid(
+                if tripled.is_some() { "grace" } else { "time_difference" },
+                format!("3 × time_difference ({d}) + grace ({grace}) overflows 64-bit ticks"),
+            )
+        })?;
         Ok(Resolved {
             time_difference: d,
             grace,
