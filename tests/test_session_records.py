@@ -341,3 +341,43 @@ def test_input_columns_named_like_the_tags_are_refused() -> None:
     with pytest.raises(SchemaError):
         p.process(data)
     assert p.metrics()["records"] == 0
+
+
+def test_a_batch_with_the_columns_in_another_order_is_tagged_whole() -> None:
+    # Issue 38, D1: the second batch used to fail after the core had committed its rows, and
+    # the next call then tagged a row into a session that had lost one of its rows.
+    p = SessionWindowProcessor(key="k", time="t", gap=10, grace=0, output="records")
+    p.process(pa.table({"k": ["a"], "t": [0], "x": [1]}))
+    p.process(pa.table({"x": [2], "t": [5], "k": ["a"]}))
+    out = p.process(pa.table({"k": ["a"], "t": [100], "x": [3]}))
+    assert [(r["x"], r["session_start"], r["session_end"]) for r in out.to_pylist()] == [
+        (1, 0, 5),
+        (2, 0, 5),
+    ]
+    assert p.metrics()["accepted"] == 3
+    assert p.metrics()["held_rows"] == 1
+
+
+def test_a_batch_whose_column_cannot_take_the_first_type_changes_nothing() -> None:
+    p = SessionWindowProcessor(key="k", time="t", gap=10, grace=0, output="records")
+    p.process(pa.table({"k": ["a"], "t": [0], "x": [1]}))
+    before = p.to_bytes()
+    with pytest.raises(SchemaError) as e:
+        p.process(pa.table({"k": ["a"], "t": [5], "x": ["not a number"]}))
+    assert e.value.column == "x"
+    assert p.to_bytes() == before
+
+
+def test_polars_string_views_are_tagged_in_both_modes() -> None:
+    # Issue 38, D2: string_view columns failed to be taken by index, after the processor had
+    # accepted their rows.
+    tagged = session_windows(
+        pl.DataFrame({"k": ["a", "a"], "t": [0, 4]}), key="k", time="t", gap=10, output="records"
+    )
+    assert tagged.column("k").to_pylist() == ["a", "a"]
+    p = SessionWindowProcessor(key="k", time="t", gap=10, grace=0, output="records")
+    p.process(pl.DataFrame({"k": ["a"], "t": [0]}))
+    p.process(pa.table({"k": ["a"], "t": [3]}))
+    out = p.flush()
+    assert out.column("t").to_pylist() == [0, 3]
+    assert p.metrics()["held_rows"] == 0

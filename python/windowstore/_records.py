@@ -88,15 +88,48 @@ def check_output(output: object, aggs: Sequence[Agg], emit: str = "final") -> bo
 
 
 def as_table(data: Any) -> pa.Table:
-    """``data`` (anything with the Arrow PyCapsule interface) as one table: records mode needs
-    the rows at hand."""
+    """``data`` (anything with the Arrow PyCapsule interface) as one table, view-typed columns
+    (polars' strings) read as their plain types, as the core reads them: records mode needs the
+    rows at hand, and takes rows by index, which view types do not support."""
     if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    return pa.table(arrow_data(data))
+        table = data
+    elif isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, pa.RecordBatchReader):
+        table = data.read_all()
+    else:
+        table = pa.table(arrow_data(data))
+    for i, f in enumerate(table.schema):
+        plain = _PLAIN.get(f.type)
+        if plain is not None:
+            table = table.set_column(i, f.with_type(plain), table.column(i).cast(plain))
+    return table
+
+
+#: View types and the plain types the core reads them as.
+_PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema`` (the columns of the first batch, plus the hidden row column): the
+    same columns by name in any order, each cast to its first type (nullability, encodings);
+    a column that cannot be is a ``SchemaError`` naming it, raised before any state changes."""
+    names = [f.name for f in schema if f.name != ROW]
+    if sorted(names) != sorted(table.column_names):
+        return table  # the core refuses it, naming the column
+    columns = []
+    for f in schema:
+        if f.name == ROW:
+            continue
+        column = table.column(f.name)
+        try:
+            columns.append(column.cast(f.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaError(
+                f'column "{f.name}": type {column.type} where the first batch had {f.type}: {e}',
+                f.name,
+            ) from None
+    return pa.Table.from_arrays(columns, schema=pa.schema([f for f in schema if f.name != ROW]))
 
 
 def check_columns(names: Sequence[str]) -> None:
@@ -267,6 +300,8 @@ class HeldRecords:
         """The call's input with the hidden sequence numbers (changes nothing)."""
         table = as_table(data)
         check_columns(table.column_names)
+        if self.schema is not None:
+            table = conformed(table, self.schema)
         return numbered(table, self.next_seq)
 
     def processed(self, table: pa.Table, windows: pa.Table, rejected: pa.Table | None) -> pa.Table:
