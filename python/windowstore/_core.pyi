@@ -132,6 +132,7 @@ class Processor:
         max_duration: _Duration | None = None,
         clock: str = "event",
         idle_timeout: _Duration | None = None,
+        output: str = "windows",
     ) -> Processor: ...
     @staticmethod
     def sliding(
@@ -197,6 +198,20 @@ def session_windows(
     max_duration: _Duration | None = None,
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
+
+def session_records(
+    data: Any,
+    *,
+    key: list[str],
+    time: str,
+    time_unit: str | None,
+    gap: _Duration | None,
+    gap_column: str | None,
+    max_gap: _Duration | None,
+    on_invalid: str,
+    max_duration: _Duration | None = None,
+) -> tuple[pa.Table, pa.Table]:
+    """Complete-data session records: (every usable row tagged with its session, rejected rows)."""
 
 def sliding_windows(
     data: Any,

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
 import pyarrow as pa
 
 from windowstore import _core, _records
-from windowstore._clock import Clock, Stamp, wall_ms
-from windowstore._durations import DurationLike, ticks_arg, to_duration
+from windowstore._clock import Clock, Stamp
+from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import (
     Emit,
     OnInvalid,
@@ -26,7 +24,6 @@ from windowstore._processor import (
     keys_arg,
 )
 from windowstore.agg import Agg
-from windowstore.exceptions import SnapshotError
 
 __all__ = ["Clock", "Output", "SessionWindowProcessor", "Stamp", "session_windows"]
 
@@ -138,8 +135,6 @@ class SessionWindowProcessor(WindowProcessor):
         [2]
     """
 
-    _records: _records.HeldRecords | None = None
-
     def __init__(
         self,
         *,
@@ -162,10 +157,8 @@ class SessionWindowProcessor(WindowProcessor):
         clocked = clock_args(clock, time, idle_timeout)
         g, column, m = _gaps(gap, gap_column, max_gap)
         aggs = check_aggs(aggs)
-        records = _records.check_output(output, aggs, emit)
-        keys = keys_arg(key)
         self._inner = _core.Processor.sessions(
-            key=keys,
+            key=keys_arg(key),
             time_unit=time_unit,
             gap=g,
             gap_column=column,
@@ -173,165 +166,16 @@ class SessionWindowProcessor(WindowProcessor):
             grace=grace_arg(clock, grace),
             retention=None if retention is None else to_duration(retention, "retention"),
             emit=emit,
-            aggs=[_records.rows_agg()] if records else aggs_arg(aggs),
+            aggs=aggs_arg(aggs),
             on_invalid=on_invalid,
             max_duration=_max_duration(max_duration),
+            output=output,
             **clocked,
         )
         self._finish = finisher(aggs, self._window)
-        if records:
-            self._records = _records.HeldRecords(key=keys)
 
     _kind = "session-processor/2"
     _window = ("session_start", "session_end")
-
-    # Records mode: the core sees each call's rows with a hidden sequence number and collects
-    # those numbers per session; the held rows are taken back when a session closes. The core's
-    # calls are all or nothing, and the held rows change only after the core's call succeeded.
-
-    def process(self, data: Any, *, now: Stamp | None = None) -> pa.Table:
-        """Processes a batch, table or stream (anything with the Arrow PyCapsule interface:
-        pyarrow, polars, duckdb), record by record; returns the windows it emits, or with
-        ``output="records"`` the rows of the sessions it closes.
-
-        ``now`` is the wall clock's reading (epoch milliseconds or an aware ``datetime``;
-        default: the system clock), read only with ``clock="processing"`` (the records'
-        arrival time) or ``idle_timeout`` (when they arrive; if the stream was idle, stream
-        time first advances to the reading and the windows that closes come first).
-
-        The call is all or nothing: if it raises, the processor (windows, stream time,
-        counters, rejected rows, held rows, idle clock) is exactly as it was before. Calls
-        from several threads serialize on the processor."""
-        if self._records is None:
-            return super().process(data, now=now)
-        table = self._records.number(data)
-        windows = self._inner.process(table, now=wall_ms(now))
-        return self._records.processed(table, windows, self._inner.rejected())
-
-    def poll(self, *, now: Stamp | None = None) -> pa.Table:
-        """Closes what the wall clock closes without a record, for a caller's periodic timer
-        (as the timer of Akka's session-window stage); returns the windows it emits (with
-        ``output="records"``, their rows).
-
-        ``now``: the clock's reading (epoch milliseconds or an aware ``datetime``; default: the
-        system clock). With ``clock="processing"`` stream time advances to it, closing every
-        session whose last record arrived more than ``gap`` before; with ``idle_timeout``,
-        stream time advances as the idle rule says once the stream is idle. Otherwise it does
-        nothing. All or nothing, as `process()`."""
-        if self._records is None:
-            return super().poll(now=now)
-        return self._records.emitted(self._inner.poll(now=wall_ms(now)))
-
-    def flush(self) -> pa.Table:
-        """Ends the input: in ``final`` mode, returns every window not emitted yet (with
-        ``output="records"``, the rows of every session still open)."""
-        if self._records is None:
-            return super().flush()
-        return self._records.emitted(self._inner.flush())
-
-    def advance(self, t: int, *, now: Stamp | None = None) -> pa.Table:
-        """Advances stream time to ``t`` (ticks of the time column; epoch milliseconds with
-        ``clock="processing"``) without a record, as an outside clock such as a watermark says;
-        returns the windows that closes (``final``), or with ``output="records"`` their rows.
-
-        With ``idle_timeout``, an advance that raises stream time counts as a record arriving
-        at ``now`` (default: the system clock): the idle period starts again."""
-        if self._records is None:
-            return super().advance(t, now=now)
-        out = self._inner.advance(ticks_arg(t, "t"), now=wall_ms(now))
-        return self._records.emitted(out)
-
-    def rejected(self) -> pa.Table:
-        """Takes the rejected input rows so far (the input's columns), with a ``reason``
-        column."""
-        if self._records is None:
-            return super().rejected()
-        return self._records.take_rejected()
-
-    def metrics(self) -> dict[str, int | None]:
-        """Counters: records, accepted, rejected by reason, emitted, stream time, store sizes;
-        with ``output="records"`` also ``held_rows`` and ``held_bytes``, the rows it holds."""
-        out = self._inner.metrics()
-        if self._records is not None:
-            out["held_rows"] = self._records.held_rows
-            out["held_bytes"] = self._records.held_bytes
-        return out
-
-    # --- bytes ---------------------------------------------------------------------------------
-
-    def to_bytes(self) -> bytes:
-        """The whole state as bytes: what `snapshot()` writes, for a store of your own (with
-        ``output="records"``, the held rows too; the clock and its idle mark always)."""
-        if self._records is None:
-            return super().to_bytes()
-        return self._records.to_bytes(self._inner.to_bytes())
-
-    def snapshot(self, path: str | os.PathLike[str]) -> None:
-        """Writes the whole state (windows, stream time, counters, the clock; held rows with
-        ``output="records"``) atomically to ``path``."""
-        if self._records is None:
-            return super().snapshot(path)
-        _write_atomically(Path(path), self.to_bytes())
-        return None
-
-    @classmethod
-    def from_bytes(cls: type[_S], data: bytes, *, aggs: Sequence[Agg] = ()) -> _S:
-        """A processor restored from `to_bytes()`; refuses damaged bytes whole. A processor
-        with user-defined aggregates (``agg.udf``) needs the ``aggs`` it was made with.
-
-        ``clock`` and ``idle_timeout`` come back with the state, but not the idle clock: the
-        idle period starts again at the first call after the restore (time a processor spends
-        down is not counted as idle, since records may be waiting for it upstream)."""
-        return cls._from(bytes(data), aggs, None)
-
-    @classmethod
-    def restore(cls: type[_S], path: str | os.PathLike[str], *, aggs: Sequence[Agg] = ()) -> _S:
-        """A processor restored from `snapshot()`; refuses a damaged file whole. A processor
-        with user-defined aggregates (``agg.udf``) needs the ``aggs`` it was made with.
-        ``clock`` and ``idle_timeout`` come back as with `from_bytes()`."""
-        try:
-            with open(path, "rb") as f:
-                head = f.read(len(_records.MAGIC))
-                data = head + f.read() if head == _records.MAGIC else None
-        except OSError as e:
-            raise SnapshotError(f"cannot read snapshot {os.fspath(path)!r}: {e}", str(path)) from e
-        if data is None:
-            return super().restore(path, aggs=aggs)
-        return cls._from(data, aggs, os.fspath(path))
-
-    @classmethod
-    def _from(cls: type[_S], data: bytes, aggs: Sequence[Agg], path: str | None) -> _S:
-        """A processor from bytes of either layout: the core's, or records mode's."""
-        if data[: len(_records.MAGIC)] == _records.MAGIC:
-            self = cls.__new__(cls)
-            self._inner, self._records = _records.HeldRecords.from_bytes(data, cls._kind, path)
-            return self
-        try:
-            return super().from_bytes(data, aggs=aggs)
-        except SnapshotError as e:
-            if path is None:
-                raise
-            raise SnapshotError(str(e), path) from None
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` so that a crash leaves the old file or the new one whole:
-    a temporary file beside it, synced, renamed over it, and the directory synced."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise SnapshotError(f"cannot write snapshot {str(path)!r}: {e}", str(path)) from e
 
 
 @overload

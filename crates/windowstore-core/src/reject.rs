@@ -102,10 +102,11 @@ impl Rejections {
             .push((u32::try_from(row).unwrap_or(u32::MAX), reason));
     }
 
-    /// Copies the rejected rows of `batch` (the batch just processed) aside with their reason.
-    pub fn finish_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+    /// Copies the rejected rows of `batch` (the batch just processed) aside with their reason;
+    /// returns their row numbers in `batch`, in the order they were rejected.
+    pub fn finish_batch(&mut self, batch: &RecordBatch) -> Result<Vec<u32>> {
         if self.current.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let rows = UInt32Array::from_iter_values(self.current.iter().map(|(r, _)| *r));
         let reasons: ArrayRef = Arc::new(StringArray::from_iter_values(
@@ -117,8 +118,8 @@ impl Rejections {
         let rejected = RecordBatch::try_new(rejected_schema(&batch.schema()), columns)
             .map_err(Error::arrow("copying rejected rows"))?;
         self.kept.push(rejected);
-        self.current.clear();
-        Ok(())
+        let rows = self.current.drain(..).map(|(r, _)| r).collect();
+        Ok(rows)
     }
 
     /// Where the rejections stand now, for [`Self::rollback`].

@@ -63,7 +63,7 @@ impl PyProcessor {
 impl PyProcessor {
     /// A session window processor.
     #[staticmethod]
-    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None, clock="event", idle_timeout=None))]
+    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None, clock="event", idle_timeout=None, output="windows"))]
     #[allow(clippy::too_many_arguments)]
     fn sessions(
         key: Vec<String>,
@@ -80,8 +80,19 @@ impl PyProcessor {
         max_duration: Option<PyDuration>,
         clock: &str,
         idle_timeout: Option<PyDuration>,
+        output: &str,
     ) -> PyResult<Self> {
         guard(|| {
+            let records = match output {
+                "windows" => false,
+                "records" => true,
+                other => {
+                    return Err(crate::errors::to_py(windowstore_core::Error::invalid(
+                        "output",
+                        format!("{other:?}; expected \"windows\" or \"records\""),
+                    )))
+                }
+            };
             let spec = SessionSpec {
                 gap: gap_spec(gap, gap_column, max_gap)?,
                 grace: duration(grace, "grace")?,
@@ -96,6 +107,7 @@ impl PyProcessor {
                 None => Box::new(
                     Processor::new(spec, input, aggs)
                         .and_then(|p| p.with_clock(clock))
+                        .and_then(|p| if records { p.with_records() } else { Ok(p) })
                         .py()?,
                 ),
                 Some(d) => {
@@ -106,6 +118,7 @@ impl PyProcessor {
                     Box::new(
                         Processor::new(spec, input, aggs)
                             .and_then(|p| p.with_clock(clock))
+                            .and_then(|p| if records { p.with_records() } else { Ok(p) })
                             .py()?,
                     )
                 }
@@ -209,7 +222,7 @@ impl PyProcessor {
     /// Counters, rejections by reason, stream time and store sizes.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            let (counters, rejected, stream_time, store) = self.with(py, |p| {
+            let (counters, rejected, stream_time, store, held) = self.with(py, |p| {
                 let rejected: Vec<(Reason, u64)> = Reason::ALL
                     .iter()
                     .map(|&r| (r, p.rejected_count(r)))
@@ -219,6 +232,7 @@ impl PyProcessor {
                     rejected,
                     p.stream_time(),
                     p.store_metrics(),
+                    p.held(),
                 )
             })?;
             let d = PyDict::new(py);
@@ -232,6 +246,10 @@ impl PyProcessor {
             }
             d.set_item("rejected", total)?;
             d.set_item("stream_time", stream_time)?;
+            if let Some((rows, bytes)) = held {
+                d.set_item("held_rows", rows)?;
+                d.set_item("held_bytes", bytes)?;
+            }
             if let Some(m) = store {
                 for (name, value) in m.pairs() {
                     d.set_item(format!("store_{name}"), value)?;

@@ -101,3 +101,57 @@ pub fn session_windows<'py>(
         ))
     })
 }
+
+/// Complete-data session records: every usable row tagged with its session; returns
+/// (tagged rows, rejected rows).
+#[pyfunction]
+#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, on_invalid, max_duration=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn session_records<'py>(
+    py: Python<'py>,
+    data: AnyRecordBatch,
+    key: Vec<String>,
+    time: String,
+    time_unit: Option<String>,
+    gap: Option<PyDuration>,
+    gap_column: Option<String>,
+    max_gap: Option<PyDuration>,
+    on_invalid: String,
+    max_duration: Option<PyDuration>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    guard(|| {
+        let gap = gap_spec(gap, gap_column, max_gap)?;
+        let max_duration = max_duration
+            .map(|d| duration(d, "max_duration"))
+            .transpose()?;
+        let keys = key.len();
+        let input = input_spec(key, time, time_unit)?;
+        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
+        let (schema, input_batches) = batches(data)?;
+        let (tagged, rejected) = py
+            .detach(|| {
+                windowstore_core::processor::complete_records(
+                    &schema,
+                    &input_batches,
+                    |schema, batches, aggs| {
+                        let r = windowstore_core::session::capped_session_windows(
+                            schema,
+                            batches,
+                            input,
+                            gap,
+                            max_duration,
+                            aggs,
+                            on_invalid,
+                        )?;
+                        Ok((r.windows, r.rejected))
+                    },
+                    keys,
+                )
+            })
+            .py()?;
+        Ok((
+            table(py, tagged.schema(), vec![tagged])?,
+            table(py, rejected.schema(), vec![rejected])?,
+        ))
+    })
+}

@@ -41,6 +41,8 @@ pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     fn clock(&self) -> Clock;
     /// See [`Processor::resume_idle`].
     fn resume_idle(&mut self, run: Option<&str>);
+    /// See [`Processor::held`].
+    fn held(&self) -> Option<(usize, usize)>;
     /// See [`Processor::next_close`].
     fn next_close(&self) -> Option<i64>;
     /// See [`Processor::rejected`].
@@ -97,6 +99,9 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
     }
     fn resume_idle(&mut self, run: Option<&str>) {
         Processor::resume_idle(self, run);
+    }
+    fn held(&self) -> Option<(usize, usize)> {
+        Processor::held(self)
     }
     fn next_close(&self) -> Option<i64> {
         Processor::next_close(self)

@@ -159,6 +159,7 @@ impl<K: WindowKind> Processor<K> {
             life,
             counters,
             sparse_calls,
+            held,
             ..
         } = self;
         let bound = bound
@@ -177,6 +178,7 @@ impl<K: WindowKind> Processor<K> {
         let mut records = Vec::new();
         let mut stream_times = Vec::new();
         for chunk in chunks {
+            let first = life.seq;
             for (row, checked) in chunk.checked.iter().enumerate() {
                 let seq = life.seq;
                 life.seq += 1;
@@ -197,7 +199,10 @@ impl<K: WindowKind> Processor<K> {
                     Err(reason) => life.rejections.reject(row, reason),
                 }
             }
-            life.rejections.finish_batch(&chunk.batch)?;
+            let rejected = life.rejections.finish_batch(&chunk.batch)?;
+            if let Some(held) = held.as_mut() {
+                held.hold(&chunk.batch, first, &rejected)?;
+            }
         }
         counters.accepted += records.len() as u64;
 

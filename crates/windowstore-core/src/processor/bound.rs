@@ -5,6 +5,8 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::kind::WindowKind;
+use super::records;
+use crate::agg::inputs::Inputs;
 use crate::agg::{AggSpec, Aggregator};
 use crate::emit::{EmitMode, Rows};
 use crate::input::{plain_schema, BoundInput, InputSpec};
@@ -19,6 +21,8 @@ pub(crate) struct Bound<K: WindowKind> {
     pub output: OutputBuilder,
     pub store: SessionStore,
     pub ticks: K::Ticks,
+    /// Records mode: the schema of the tagged rows it outputs.
+    pub records: Option<SchemaRef>,
 }
 
 impl<K: WindowKind> Bound<K> {
@@ -30,11 +34,18 @@ impl<K: WindowKind> Bound<K> {
         aggs: &[AggSpec],
         schema: &SchemaRef,
         arrival: bool,
+        records: bool,
     ) -> Result<Self> {
         let schema = plain_schema(schema);
         let input = BoundInput::bind(input, schema.clone(), arrival)?;
         let ticks = kind.resolve(input.time.unit())?;
-        let aggs = Aggregator::try_new(aggs.to_vec(), &schema)?;
+        let (aggs, records) = if records {
+            let tagged = records::tagged_schema(input.schema(), &input.time.output_type())?;
+            let numbered = records::with_row_field(input.schema());
+            (Aggregator::try_new(aggs.to_vec(), &numbered)?, Some(tagged))
+        } else {
+            (Aggregator::try_new(aggs.to_vec(), &schema)?, None)
+        };
         let layout = Layout {
             op: kind.emit() != EmitMode::Final,
             ..K::LAYOUT
@@ -47,7 +58,23 @@ impl<K: WindowKind> Bound<K> {
             output,
             store,
             ticks,
+            records,
         })
+    }
+
+    /// The schema of what the processor outputs: tagged rows in records mode, else windows.
+    pub fn out_schema(&self) -> &SchemaRef {
+        self.records.as_ref().unwrap_or(self.output.schema())
+    }
+
+    /// The aggregate inputs of `batch`, whose first row arrives `first` (records mode numbers
+    /// the rows for its hidden aggregate).
+    pub fn inputs(&self, batch: &RecordBatch, first: u64) -> Result<Inputs> {
+        if self.records.is_none() {
+            return Ok(self.aggs.inputs(batch));
+        }
+        let first = i64::try_from(first).unwrap_or(i64::MAX);
+        Ok(self.aggs.inputs(&records::numbered(batch, first)?))
     }
 
     /// The output batch of `rows`.

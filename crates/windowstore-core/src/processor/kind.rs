@@ -79,6 +79,9 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     const WHAT: &'static str;
     /// The output's window columns (without `op`).
     const LAYOUT: Layout;
+    /// Whether the kind can tag input rows with their window (`output="records"`): each row
+    /// must belong to exactly one window, as with sessions.
+    const RECORDS: bool = false;
 
     /// When windows are emitted.
     fn emit(&self) -> EmitMode;

@@ -25,6 +25,7 @@ mod bound;
 mod clock;
 mod kind;
 mod lifecycle;
+mod records;
 mod snapshot;
 mod step;
 mod validate;
@@ -36,6 +37,7 @@ use arrow_schema::SchemaRef;
 pub use any::{restore_any, AnyProcessor};
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
+pub use records::{complete_records, id_fields, ROW, ROWS, TAGS};
 pub use step::{Record, Step};
 
 use crate::agg::inputs::Inputs;
@@ -48,6 +50,7 @@ use crate::{Error, Result, SessionStore, StoreMetrics};
 use bound::Bound;
 use clock::IdleMark;
 use lifecycle::Lifecycle;
+use records::Held;
 
 /// What a caller runs on a call's output before the call commits (`*_then` methods of
 /// [`Processor`]); an error from it ([`Error::Callback`] for the caller's own failures) rolls the
@@ -114,6 +117,8 @@ pub struct Processor<K: WindowKind> {
     saved_idle: Option<IdleMark>,
     /// Who drives the processor ([`Self::resume_idle`]), written with the idle mark.
     run: Option<String>,
+    /// Records mode (`output="records"`): the accepted rows of open sessions.
+    held: Option<Held>,
     /// Whether calls may take the batched path (`batched`); the record path is its model.
     batched: bool,
     /// Calls that took the batched path since the processor was made or restored (not part of
@@ -159,6 +164,7 @@ impl<K: WindowKind> Processor<K> {
             idle: None,
             saved_idle: None,
             run: None,
+            held: None,
             batched: true,
             batched_calls: 0,
             sparse_calls: 0,
@@ -213,6 +219,50 @@ impl<K: WindowKind> Processor<K> {
         Ok(self)
     }
 
+    /// The processor in records mode (`output="records"`, see `records`): a window that
+    /// closes comes out as its input rows tagged with `session_start`, `session_end` and
+    /// `session_id`. Needs a kind whose rows belong to one window each (sessions), `final`
+    /// mode and no aggregations.
+    pub fn with_records(mut self) -> Result<Self> {
+        if !K::RECORDS {
+            return Err(Error::invalid(
+                "output",
+                format!(
+                    "\"records\" tags rows with their session; a {} has none",
+                    K::WHAT
+                ),
+            ));
+        }
+        if self.kind.emit() != EmitMode::Final {
+            return Err(Error::invalid(
+                "output",
+                format!(
+                    "\"records\" needs emit=\"final\" (a session's rows come out once, when it \
+                     closes), not emit={:?}",
+                    self.kind.emit().as_str()
+                ),
+            ));
+        }
+        if !self.agg_specs.is_empty() {
+            return Err(Error::invalid(
+                "aggs",
+                "output=\"records\" tags rows with their session and takes no aggregations; \
+                 group the tagged rows by session_id to aggregate them",
+            ));
+        }
+        if self.bound.is_some() {
+            return Err(Error::invalid("output", "set before the first batch"));
+        }
+        self.agg_specs = vec![records::rows_agg()];
+        self.held = Some(Held::default());
+        Ok(self)
+    }
+
+    /// In records mode, how many rows the processor holds and their Arrow size in bytes.
+    pub fn held(&self) -> Option<(usize, usize)> {
+        self.held.as_ref().map(|h| (h.rows(), h.bytes()))
+    }
+
     /// The processor's clock.
     pub fn clock(&self) -> Clock {
         self.clock
@@ -258,14 +308,15 @@ impl<K: WindowKind> Processor<K> {
                 &self.agg_specs,
                 &schema,
                 self.clock == Clock::Processing,
+                self.held.is_some(),
             )?);
         }
         Ok(())
     }
 
-    /// The output schema, once bound.
+    /// The output schema (of tagged rows in records mode), once bound.
     pub fn output_schema(&self) -> Option<SchemaRef> {
-        self.bound.as_ref().map(|b| b.output.schema().clone())
+        self.bound.as_ref().map(|b| b.out_schema().clone())
     }
 
     /// The input schema, once bound.
@@ -508,7 +559,13 @@ impl<K: WindowKind> Processor<K> {
             emit_pending::<K>(&bound.store, self.life.emitted_below, i64::MAX, &mut rows);
         }
         let out = bound.build(&rows)?;
+        let mut held = self.held.clone();
+        let out = match held.as_mut() {
+            Some(h) => h.take(&out, bound.input.keys.fields().len(), bound.out_schema())?,
+            None => out,
+        };
         then(&out)?;
+        self.held = held;
         self.life.flushed = true;
         if self.kind.emit() == EmitMode::Final {
             self.life.emitted_below = i64::MAX;
@@ -544,6 +601,7 @@ impl<K: WindowKind> Processor<K> {
     ) -> Result<Option<RecordBatch>> {
         let (chunks, checked_counters) = self.prepare(batches, arrival)?;
         let life = self.life.mark();
+        let held = self.held.clone();
         let bound = self
             .bound
             .as_mut()
@@ -568,10 +626,13 @@ impl<K: WindowKind> Processor<K> {
                 b.store.begin();
             }
             self.life.rollback(&life);
+            self.held.clone_from(&held);
             batched = false;
             applied = self.apply(&chunks, checked_counters, advance);
         }
-        let applied = applied.and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
+        let applied = applied
+            .and_then(|(out, counters)| Ok((self.tagged(out)?, counters)))
+            .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
         match applied {
             Ok((out, counters)) => {
                 if let Some(b) = self.bound.as_mut() {
@@ -586,9 +647,21 @@ impl<K: WindowKind> Processor<K> {
                     b.store.rollback()?;
                 }
                 self.life.rollback(&life);
+                self.held = held;
                 self.sparse_calls = sparse_calls;
                 Err(e)
             }
+        }
+    }
+
+    /// In records mode, the rows of the closed sessions `windows` (taken out of the held rows);
+    /// else `windows`.
+    fn tagged(&mut self, windows: RecordBatch) -> Result<RecordBatch> {
+        match (self.held.as_mut(), self.bound.as_ref()) {
+            (Some(held), Some(b)) => {
+                held.take(&windows, b.input.keys.fields().len(), b.out_schema())
+            }
+            _ => Ok(windows),
         }
     }
 
@@ -623,9 +696,10 @@ impl<K: WindowKind> Processor<K> {
                 }
                 checked.push(result);
             }
+            let inputs = bound.inputs(&batch, self.life.seq + offset as u64)?;
             offset += batch.num_rows();
             chunks.push(Chunk {
-                inputs: bound.aggs.inputs(&batch),
+                inputs,
                 batch,
                 keys,
                 ticks: times.ticks,
@@ -648,6 +722,7 @@ impl<K: WindowKind> Processor<K> {
             bound,
             life,
             counters,
+            held,
             ..
         } = self;
         let bound = bound
@@ -666,6 +741,7 @@ impl<K: WindowKind> Processor<K> {
             life.observe(t);
         }
         for chunk in chunks {
+            let first = life.seq;
             for (row, checked) in chunk.checked.iter().enumerate() {
                 let seq = life.seq;
                 life.seq += 1;
@@ -694,7 +770,10 @@ impl<K: WindowKind> Processor<K> {
                     life.rejections.reject(row, Reason::Late);
                 }
             }
-            life.rejections.finish_batch(&chunk.batch)?;
+            let rejected = life.rejections.finish_batch(&chunk.batch)?;
+            if let Some(held) = held.as_mut() {
+                held.hold(&chunk.batch, first, &rejected)?;
+            }
         }
         life.latest_end = step.latest_end;
         let rows = if mode == EmitMode::Final {

@@ -12,6 +12,7 @@ use arrow_ipc::writer::StreamWriter;
 
 use super::clock::{Clock, IdleMark};
 use super::lifecycle::Restored;
+use super::records;
 use super::{Counters, KindCounters, Processor, WindowKind};
 use crate::meta::{hex, unhex, MetaReader, MetaWriter};
 use crate::reject::{rejected_schema, Reason};
@@ -88,6 +89,18 @@ impl<K: WindowKind> Processor<K> {
         for (name, value) in self.counters.pairs() {
             w.put(name, value.to_string());
         }
+        if let Some(held) = &self.held {
+            w.put("output", "records".into());
+            if let Some(schema) = schema {
+                w.put(
+                    "held_rows",
+                    hex(&rows_bytes(
+                        &records::with_row_field(schema),
+                        &[held.to_batch(schema)?],
+                    )?),
+                );
+            }
+        }
         let kept = life.rejections.kept();
         if let (Some(schema), false) = (schema, kept.is_empty()) {
             w.put(
@@ -114,9 +127,21 @@ impl<K: WindowKind> Processor<K> {
             "idle" => Clock::Idle(r.duration("idle_timeout")?),
             _ => return Err(r.bad("clock is malformed")),
         };
-        let mut p = Self::new(kind, input, aggs)
-            .and_then(|p| p.with_clock(clock))
-            .map_err(rebuild)?;
+        let records = match r.get("output") {
+            None => false,
+            Some("records") => true,
+            Some(_) => return Err(r.bad("output is malformed")),
+        };
+        let mut p = if records {
+            if aggs != [records::rows_agg()] {
+                return Err(r.bad("records mode with other aggregations"));
+            }
+            Self::new(kind, input, Vec::new()).and_then(Self::with_records)
+        } else {
+            Self::new(kind, input, aggs)
+        }
+        .and_then(|p| p.with_clock(clock))
+        .map_err(rebuild)?;
         if r.get("idle_wall").is_some() {
             if !matches!(clock, Clock::Idle(_)) {
                 return Err(r.bad("an idle mark without an idle timeout"));
@@ -136,6 +161,21 @@ impl<K: WindowKind> Processor<K> {
                 let kept = read_rows(&bytes, &rejected_schema(&schema))
                     .map_err(|why| r.bad(&format!("rejected_rows: {why}")))?;
                 p.life.rejections.set_kept(kept);
+            }
+            if let Some(h) = r.get("held_rows") {
+                let bytes = unhex(h).ok_or_else(|| r.bad("held_rows is malformed"))?;
+                let rows = read_rows(&bytes, &records::with_row_field(&schema))
+                    .map_err(|why| r.bad(&format!("held_rows: {why}")))?;
+                let batch =
+                    arrow_select::concat::concat_batches(&records::with_row_field(&schema), &rows)
+                        .map_err(|e| r.bad(&format!("held_rows: {e}")))?;
+                let next_seq = r.number("seq")?;
+                p.held = Some(
+                    records::Held::from_batch(&batch, next_seq)
+                        .map_err(|why| r.bad(&format!("held_rows: {why}")))?,
+                );
+            } else if records {
+                return Err(r.bad("records mode without its held rows"));
             }
         } else if store.metrics().live_sessions > 0 {
             return Err(r.bad("windows without an input schema"));

@@ -229,6 +229,7 @@ impl WindowKind for CappedSessionSpec {
     const KIND: &'static str = "capped-session-processor/1";
     const PREFIX: &'static str = <SessionSpec as WindowKind>::PREFIX;
     const WHAT: &'static str = "session processor";
+    const RECORDS: bool = true;
     const LAYOUT: Layout = <SessionSpec as WindowKind>::LAYOUT;
 
     fn emit(&self) -> EmitMode {

@@ -94,6 +94,7 @@ impl WindowKind for SessionSpec {
     const KIND: &'static str = "session-processor/2";
     const PREFIX: &'static str = "windowstore.session.";
     const WHAT: &'static str = "session processor";
+    const RECORDS: bool = true;
     const LAYOUT: Layout = Layout {
         start: "session_start",
         end: "session_end",

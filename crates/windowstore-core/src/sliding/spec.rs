@@ -65,7 +65,11 @@ impl SlidingSpec {
         let tripled = d.checked_mul(3).and_then(|r| r.checked_add(2));
         let retention = tripled.and_then(|r| r.checked_add(grace)).ok_or_else(|| {
             Error::invalid(
-                if tripled.is_some() { "grace" } else { "time_difference" },
+                if tripled.is_some() {
+                    "grace"
+                } else {
+                    "time_difference"
+                },
                 format!("3 × time_difference ({d}) + grace ({grace}) overflows 64-bit ticks"),
             )
         })?;
