@@ -13,6 +13,7 @@ __all__ = [
     "_panic",
     "merge_session_partials",
     "session_partials",
+    "session_records",
     "session_windows",
     "sliding_windows",
 ]
