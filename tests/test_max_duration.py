@@ -187,3 +187,85 @@ def test_a_bad_max_duration_is_named(bad: Any) -> None:
     with pytest.raises(InvalidWindowSpec) as e:
         session_windows(table([("a", 1, 1)]), key="k", time="t", gap=10, max_duration=bad)
     assert e.value.parameter == "max_duration"
+
+
+def test_a_record_that_leaves_every_closed_session_as_it_is_is_accepted() -> None:
+    # Issue 38, D4: the record at 27 joins the open session [20, 20]; the closed [29, 29] stays
+    # cut (29 - 20 > 8) and unchanged, so the record is not late.
+    p = SessionWindowProcessor(
+        key="k", time="t", gap_column="g", max_gap=20, grace=0, max_duration=8,
+        aggs=[agg.count()],
+    )  # fmt: skip
+    out = [p.process(pa.table({"k": ["a", "a", "b"], "t": [20, 29, 32], "g": [13, 2, 1]}))]
+    out.append(p.process(pa.table({"k": ["a"], "t": [27], "g": [1]})))
+    out.append(p.flush())
+    assert p.metrics()["rejected_late"] == 0
+    got = sorted(
+        (r["k"], r["session_start"], r["session_end"], r["count"])
+        for t in out
+        for r in t.to_pylist()
+    )
+    complete = session_windows(
+        pa.table({"k": ["a", "a", "b", "a"], "t": [20, 29, 32, 27], "g": [13, 2, 1, 1]}),
+        key="k", time="t", gap_column="g", max_gap=20, max_duration=8, aggs=[agg.count()],
+    )  # fmt: skip
+    assert got == sorted(
+        (r["k"], r["session_start"], r["session_end"], r["count"]) for r in complete.to_pylist()
+    )
+
+
+@pytest.mark.parametrize("t", [8, 9])
+def test_a_record_cut_after_a_closed_session_is_judged_by_its_own_session(t: int) -> None:
+    # a@0 is closed (stream time 100 > 0 + 10 + 85). a@t is more than max_duration after it, so
+    # it starts its own session and leaves [0, 0] as it is: accepted while its own session
+    # [t, t] (reach t + 10 >= 100 - 85) is open, late once that one would be closed too.
+    p = SessionWindowProcessor(
+        key="k", time="t", gap=10, grace=85, max_duration=5, aggs=[agg.count()]
+    )
+    p.process(pa.table({"k": ["a", "b"], "t": [0, 100]}))
+    p.process(pa.table({"k": ["a"], "t": [t]}))
+    assert p.metrics()["rejected_late"] == 0
+    assert [r["session_start"] for r in p.flush().to_pylist() if r["k"] == "a"] == [t]
+    q = SessionWindowProcessor(
+        key="k", time="t", gap=10, grace=85, max_duration=5, aggs=[agg.count()]
+    )
+    q.process(pa.table({"k": ["a", "b"], "t": [0, 200]}))
+    q.process(pa.table({"k": ["a"], "t": [t]}))
+    assert q.rejected().column("reason").to_pylist() == ["late"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_accepted_capped_records_give_complete_mode_sessions_in_any_order(
+    seed: int,
+) -> None:
+    # Far out of order, beyond the grace: whatever the processor accepts, its sessions are
+    # complete mode's over the accepted records (accepting a record never changes a closed
+    # session), and every record is accepted or rejected. The tests above check that a record
+    # leaving the closed sessions as they are is accepted.
+    rng = random.Random(seed)
+    n = rng.randint(1, 60)
+    table = pa.table(
+        {
+            "k": [rng.choice("ab") for _ in range(n)],
+            "t": [rng.randint(0, 120) for _ in range(n)],
+            "i": list(range(n)),
+        }
+    )
+    params: dict[str, Any] = {
+        "key": "k",
+        "time": "t",
+        "gap": rng.choice([3, 10]),
+        "max_duration": rng.choice([4, 12]),
+        "aggs": [agg.count(), agg.collect("i")],
+    }
+    p = SessionWindowProcessor(grace=rng.choice([0, 5]), **params)
+    out = [p.process(table.slice(i, 1)) for i in range(n)]
+    out.append(p.flush())
+    rejected = p.rejected()
+    late = set(rejected.column("i").to_pylist()) if rejected.num_rows else set()
+    assert p.metrics()["accepted"] + len(late) == n
+    accepted = table.filter(pa.array([i not in late for i in range(n)]))
+    want = session_windows(accepted, **params)
+    got = [r for t in out for r in t.to_pylist()]
+    key = lambda r: (r["k"], r["session_start"])  # noqa: E731 - a sort key
+    assert sorted(got, key=key) == sorted(want.to_pylist(), key=key)

@@ -18,9 +18,9 @@
 //! sessions: only the session `S0` holding the latest record at or before `t` (if `t` is within
 //! its reach) and the sessions starting after `t` can change. Those are fetched, the record is
 //! put in its place, and that part of the key's sessions is cut again with the complete-data
-//! rule. The record is late if any of those sessions, or any session the re-cut makes, is
-//! closed (a closed session is final), or if it is older than what the store still holds (a
-//! session it would join may be gone). For a record within the grace none is (each starts after
+//! rule. The record is late if and only if the re-cut changes a closed session (its records,
+//! bounds or cut) or makes a session that is closed already (a closed session is final), or if
+//! it is older than what the store still holds (a session it would join may be gone). For a record within the grace none is (each starts after
 //! `t >= stream time - grace`, or reaches past `t`), so such records are never late and the
 //! sessions equal complete mode's. A record in time order (the common case) appends to `S0` or
 //! starts a session, without a re-cut.
@@ -305,9 +305,9 @@ impl WindowKind for CappedSessionSpec {
             Some(i) => i + 1,
             None => 0,
         };
-        if sc.old[first..].iter().any(|o| o.reach < step.close) {
-            return Ok(false);
-        }
+        // A closed session is final: with one among them, only the exact re-cut below can tell
+        // whether the record leaves it as it is.
+        let closed = sc.old[first..].iter().any(|o| o.reach < step.close);
         sc.old.drain(..first);
         let mut own_state = std::mem::take(&mut sc.acc);
         own_state.clear();
@@ -321,7 +321,9 @@ impl WindowKind for CappedSessionSpec {
         };
         let fast = match sc.old.as_slice() {
             [] => Some(append(step, sc, key, None, own, &own_state, cap)),
-            [s0] if s0.end <= t => Some(append(step, sc, key, Some(*s0), own, &own_state, cap)),
+            [s0] if s0.end <= t && !closed => {
+                Some(append(step, sc, key, Some(*s0), own, &own_state, cap))
+            }
             _ => None,
         };
         if let Some(done) = fast {
@@ -361,7 +363,18 @@ impl WindowKind for CappedSessionSpec {
         });
 
         recut(sc, cap, own);
-        if sc.new.iter().any(|n| n.reach < step.close) {
+        // The record is late if and only if accepting it would change a closed session (its
+        // records, bounds or cut) or make a session that is closed already.
+        let unchanged = |n: &New| n.same_as.is_some_and(|o| sc.old[o].cut == n.cut);
+        let changed_closed = sc.new.iter().any(|n| n.reach < step.close && !unchanged(n))
+            || sc.old.iter().enumerate().any(|(i, o)| {
+                o.reach < step.close
+                    && !sc
+                        .new
+                        .iter()
+                        .any(|n| n.same_as == Some(i) && n.cut == o.cut)
+            });
+        if changed_closed {
             return Ok(false);
         }
         states(step, sc, key, own)?;
