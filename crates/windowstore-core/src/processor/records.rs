@@ -84,11 +84,45 @@ pub(crate) fn tagged_schema(input: &Schema, bound_type: &DataType) -> Result<Sch
     Ok(Arc::new(Schema::new(fields)))
 }
 
-/// One call's held rows: their numbers (ascending) and the rows.
+/// One call's held rows: their numbers (ascending), the rows, and which of them are still held.
+/// A row taken out is only marked; a segment is compacted once less than half of it is held,
+/// and dropped once none is, so a call's cost does not grow with the rows held.
 #[derive(Debug, Clone)]
 struct Segment {
     seqs: Arc<[i64]>,
     rows: RecordBatch,
+    alive: Arc<[bool]>,
+    live: usize,
+}
+
+impl Segment {
+    fn new(seqs: Arc<[i64]>, rows: RecordBatch) -> Self {
+        let live = seqs.len();
+        Self {
+            seqs,
+            rows,
+            alive: vec![true; live].into(),
+            live,
+        }
+    }
+
+    /// The segment with only its rows still held.
+    fn compacted(&self) -> Result<Self> {
+        if self.live == self.seqs.len() {
+            return Ok(self.clone());
+        }
+        let seqs: Arc<[i64]> = self
+            .seqs
+            .iter()
+            .zip(self.alive.iter())
+            .filter(|(_, &a)| a)
+            .map(|(&s, _)| s)
+            .collect();
+        let keep = BooleanArray::from(self.alive.to_vec());
+        let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
+            .map_err(Error::arrow("releasing held rows"))?;
+        Ok(Self::new(seqs, rows))
+    }
 }
 
 /// The accepted rows of open sessions, in segments of one call each, oldest first.
@@ -100,11 +134,11 @@ pub(crate) struct Held {
 impl Held {
     /// How many rows are held.
     pub fn rows(&self) -> usize {
-        self.segments.iter().map(|s| s.seqs.len()).sum()
+        self.segments.iter().map(|s| s.live).sum()
     }
 
-    /// The Arrow size of the held rows' data (what their slices of the buffers take, so the
-    /// same rows count the same after a snapshot and restore).
+    /// The Arrow size of the segments' data (their slices of the buffers): the held rows, and
+    /// the rows taken out of a segment not compacted yet.
     pub fn bytes(&self) -> usize {
         self.segments
             .iter()
@@ -136,7 +170,7 @@ impl Held {
             arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
                 .map_err(Error::arrow("holding rows"))?
         };
-        self.segments.push(Segment { seqs, rows });
+        self.segments.push(Segment::new(seqs, rows));
         Ok(())
     }
 
@@ -175,6 +209,7 @@ impl Held {
                     .partition_point(|&f| f <= seq)
                     .checked_sub(1)
                     .and_then(|s| Some(s).zip(self.segments[s].seqs.binary_search(&seq).ok()))
+                    .filter(|&(s, i)| self.segments[s].alive[i])
                     .ok_or_else(|| {
                         Error::Internal(format!(
                             "records mode: a closed session holds row {seq}, which is not held"
@@ -200,31 +235,30 @@ impl Held {
         columns.push(take(&ids)?);
         let out =
             RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))?;
-        // What is left held: each segment without its taken rows.
+        // What is left held: taken rows marked, half-empty segments compacted, empty ones gone.
         let mut segments = Vec::with_capacity(self.segments.len());
         for (segment, taken) in self.segments.iter().zip(taken) {
             if taken.is_empty() {
                 segments.push(segment.clone());
                 continue;
             }
-            let mut keep = vec![true; segment.seqs.len()];
-            for i in taken {
-                keep[i] = false;
+            let mut alive = segment.alive.to_vec();
+            for &i in &taken {
+                alive[i] = false;
             }
-            let seqs: Arc<[i64]> = segment
-                .seqs
-                .iter()
-                .zip(&keep)
-                .filter(|(_, &k)| k)
-                .map(|(&s, _)| s)
-                .collect();
-            let keep = BooleanArray::from(keep);
-            if seqs.is_empty() {
+            let marked = Segment {
+                alive: alive.into(),
+                live: segment.live - taken.len(),
+                ..segment.clone()
+            };
+            if marked.live == 0 {
                 continue;
             }
-            let rows = arrow_select::filter::filter_record_batch(&segment.rows, &keep)
-                .map_err(Error::arrow("releasing held rows"))?;
-            segments.push(Segment { seqs, rows });
+            segments.push(if marked.live * 2 < marked.seqs.len() {
+                marked.compacted()?
+            } else {
+                marked
+            });
         }
         self.segments = segments;
         Ok(out)
@@ -233,18 +267,18 @@ impl Held {
     /// The held rows as one batch of `schema` (the bound input's) plus the hidden row numbers,
     /// for a snapshot.
     pub fn to_batch(&self, schema: &Schema) -> Result<RecordBatch> {
-        let numbered = self
-            .segments
-            .iter()
-            .map(|s| {
-                let mut columns = s.rows.columns().to_vec();
-                columns.push(Arc::new(Int64Array::from_iter_values(
-                    s.seqs.iter().copied(),
-                )));
+        let mut numbered = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            let s = s.compacted()?;
+            let mut columns = s.rows.columns().to_vec();
+            columns.push(Arc::new(Int64Array::from_iter_values(
+                s.seqs.iter().copied(),
+            )));
+            numbered.push(
                 RecordBatch::try_new(with_row_field(schema), columns)
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(Error::arrow("writing held rows"))?;
+                    .map_err(Error::arrow("writing held rows"))?,
+            );
+        }
         arrow_select::concat::concat_batches(&with_row_field(schema), &numbered)
             .map_err(Error::arrow("writing held rows"))
     }
@@ -267,12 +301,10 @@ impl Held {
         }
         let mut held = Self::default();
         if !seqs.is_empty() {
-            held.segments.push(Segment {
-                seqs,
-                rows: batch
-                    .project(&(0..n - 1).collect::<Vec<_>>())
-                    .map_err(|e| e.to_string())?,
-            });
+            let rows = batch
+                .project(&(0..n - 1).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())?;
+            held.segments.push(Segment::new(seqs, rows));
         }
         Ok(held)
     }
