@@ -19,14 +19,11 @@ import argparse
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from bench_sessions import AGGS, GAP_MS, GRACE_MS
 from harness import alternating_medians
 
-from windowstore import SessionWindowProcessor, agg, session_windows
+from windowstore import SessionWindowProcessor, session_windows
 from windowstore.clickstream import clickstream
-
-GAP_MS = 30 * 60 * 1000
-GRACE_MS = 5 * 60 * 1000
-AGGS = [agg.count(), agg.sum("amount"), agg.max("amount")]
 
 
 def polars_records(df: pl.DataFrame) -> pl.DataFrame:

@@ -13,7 +13,6 @@ __all__ = [
     "_panic",
     "merge_session_partials",
     "session_partials",
-    "session_records",
     "session_windows",
     "sliding_windows",
 ]
@@ -197,22 +196,10 @@ def session_windows(
     aggs: list[_Agg],
     on_invalid: str,
     max_duration: _Duration | None = None,
+    output: str = "windows",
 ) -> tuple[pa.Table, pa.Table, int]:
-    """Complete-data session windows: (windows, rejected rows, gaps clamped)."""
-
-def session_records(
-    data: Any,
-    *,
-    key: list[str],
-    time: str,
-    time_unit: str | None,
-    gap: _Duration | None,
-    gap_column: str | None,
-    max_gap: _Duration | None,
-    on_invalid: str,
-    max_duration: _Duration | None = None,
-) -> tuple[pa.Table, pa.Table]:
-    """Complete-data session records: (every usable row tagged with its session, rejected rows)."""
+    """Complete-data session windows: (windows, or with output="records" every usable row
+    tagged with its session, rejected rows, gaps clamped)."""
 
 def sliding_windows(
     data: Any,

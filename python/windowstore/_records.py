@@ -73,4 +73,7 @@ def complete_records(data: Any, core_kwargs: dict[str, Any]) -> tuple[pa.Table, 
 
     ``core_kwargs`` are those of ``_core.session_windows`` without ``aggs``. Sessions come by
     key, then start; the rows of a session by time, ties in input order."""
-    return _core.session_records(arrow_data(data), **core_kwargs)
+    tagged, rejected, _clamped = _core.session_windows(
+        arrow_data(data), **core_kwargs, aggs=[], output="records"
+    )
+    return tagged, rejected

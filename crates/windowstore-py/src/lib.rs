@@ -24,7 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PySessionStore>()?;
     m.add_class::<processor::PyProcessor>()?;
     m.add_function(wrap_pyfunction!(sessions::session_windows, m)?)?;
-    m.add_function(wrap_pyfunction!(sessions::session_records, m)?)?;
     m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;

@@ -1,5 +1,6 @@
 //! `windowstore._core.session_windows` and the session parameters the processor class shares.
 
+use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::input::InputSpec;
@@ -57,7 +58,7 @@ pub(crate) fn input_spec(
 
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]
-#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None))]
+#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None, output="windows"))]
 #[allow(clippy::too_many_arguments)]
 pub fn session_windows<'py>(
     py: Python<'py>,
@@ -71,6 +72,7 @@ pub fn session_windows<'py>(
     aggs: Vec<PyAgg>,
     on_invalid: String,
     max_duration: Option<PyDuration>,
+    output: &str,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
@@ -81,77 +83,46 @@ pub fn session_windows<'py>(
         let aggs = crate::convert::aggs(aggs)?;
         let on_invalid = OnInvalid::parse(&on_invalid).py()?;
         let (schema, input_batches) = batches(data)?;
+        let keys = input.key.len();
+        let sessions = move |schema, batches: &[RecordBatch], aggs| {
+            windowstore_core::session::capped_session_windows(
+                schema,
+                batches,
+                input,
+                gap,
+                max_duration,
+                aggs,
+                on_invalid,
+            )
+        };
         let result = py
-            .detach(|| {
-                windowstore_core::session::capped_session_windows(
-                    schema,
-                    &input_batches,
-                    input,
-                    gap,
-                    max_duration,
-                    aggs,
-                    on_invalid,
-                )
+            .detach(|| match output {
+                "windows" => sessions(schema, &input_batches, aggs),
+                "records" => {
+                    if !aggs.is_empty() {
+                        return Err(windowstore_core::Error::invalid(
+                            "aggs",
+                            "output=\"records\" tags rows with their session and takes no \
+                             aggregations",
+                        ));
+                    }
+                    windowstore_core::processor::complete_records(
+                        &schema,
+                        &input_batches,
+                        keys,
+                        sessions,
+                    )
+                }
+                other => Err(windowstore_core::Error::invalid(
+                    "output",
+                    format!("{other:?}; expected \"windows\" or \"records\""),
+                )),
             })
             .py()?;
         Ok((
             table(py, result.windows.schema(), vec![result.windows])?,
             table(py, result.rejected.schema(), vec![result.rejected])?,
             result.gap_clamped,
-        ))
-    })
-}
-
-/// Complete-data session records: every usable row tagged with its session; returns
-/// (tagged rows, rejected rows).
-#[pyfunction]
-#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, on_invalid, max_duration=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn session_records<'py>(
-    py: Python<'py>,
-    data: AnyRecordBatch,
-    key: Vec<String>,
-    time: String,
-    time_unit: Option<String>,
-    gap: Option<PyDuration>,
-    gap_column: Option<String>,
-    max_gap: Option<PyDuration>,
-    on_invalid: String,
-    max_duration: Option<PyDuration>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    guard(|| {
-        let gap = gap_spec(gap, gap_column, max_gap)?;
-        let max_duration = max_duration
-            .map(|d| duration(d, "max_duration"))
-            .transpose()?;
-        let keys = key.len();
-        let input = input_spec(key, time, time_unit)?;
-        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-        let (schema, input_batches) = batches(data)?;
-        let (tagged, rejected) = py
-            .detach(|| {
-                windowstore_core::processor::complete_records(
-                    &schema,
-                    &input_batches,
-                    |schema, batches, aggs| {
-                        let r = windowstore_core::session::capped_session_windows(
-                            schema,
-                            batches,
-                            input,
-                            gap,
-                            max_duration,
-                            aggs,
-                            on_invalid,
-                        )?;
-                        Ok((r.windows, r.rejected))
-                    },
-                    keys,
-                )
-            })
-            .py()?;
-        Ok((
-            table(py, tagged.schema(), vec![tagged])?,
-            table(py, rejected.schema(), vec![rejected])?,
         ))
     })
 }

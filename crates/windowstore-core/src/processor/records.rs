@@ -27,6 +27,7 @@ use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
 
 use crate::agg::{AggFunc, AggSpec, Overflow};
+use crate::session::complete::CompleteSessions;
 use crate::{Error, Result};
 
 /// The hidden aggregate input: each row's arrival number.
@@ -310,18 +311,17 @@ impl Held {
     }
 }
 
-/// Complete mode's tagged rows: every usable row of `batches` (of `schema`) with its session's
-/// `session_start`, `session_end` and `session_id`, sessions by key then start, a session's
-/// rows in event-time order (ties in input order); and the rejected rows with their reason.
-/// `sessions` computes the sessions of its input with the hidden [`rows_agg`] as its one
-/// aggregate (the complete-data engine), returning `(windows, rejected)`.
+/// Complete mode's tagged rows: `sessions` (the complete-data engine, given the input with
+/// its rows numbered and the hidden [`rows_agg`] as its one aggregate) with its windows
+/// replaced by every usable row of `batches` (of `schema`) tagged with its session's
+/// `session_start`, `session_end` and `session_id`: sessions by key then start, a session's
+/// rows in event-time order (ties in input order), each row's columns of their own types.
 pub fn complete_records(
     schema: &SchemaRef,
     batches: &[RecordBatch],
-    sessions: impl FnOnce(SchemaRef, &[RecordBatch], Vec<AggSpec>) -> Result<(RecordBatch, RecordBatch)>,
     keys: usize,
-) -> Result<(RecordBatch, RecordBatch)> {
-    // The rows keep their own types (dictionaries, views): tagging adds columns only.
+    sessions: impl FnOnce(SchemaRef, &[RecordBatch], Vec<AggSpec>) -> Result<CompleteSessions>,
+) -> Result<CompleteSessions> {
     tagged_schema(schema, &DataType::Int64)?;
     let mut held = Held::default();
     let mut numbered_batches = Vec::with_capacity(batches.len());
@@ -331,17 +331,17 @@ pub fn complete_records(
         held.hold(batch, first, &[])?;
         first += batch.num_rows() as u64;
     }
-    let (windows, rejected) =
-        sessions(with_row_field(schema), &numbered_batches, vec![rows_agg()])?;
-    let bound_type = windows.schema().field(keys).data_type().clone();
-    let tagged = held.take(&windows, keys, &tagged_schema(schema, &bound_type)?)?;
-    let without_row: Vec<usize> = (0..rejected.num_columns())
-        .filter(|&i| rejected.schema().field(i).name() != ROW)
+    let mut out = sessions(with_row_field(schema), &numbered_batches, vec![rows_agg()])?;
+    let bound_type = out.windows.schema().field(keys).data_type().clone();
+    out.windows = held.take(&out.windows, keys, &tagged_schema(schema, &bound_type)?)?;
+    let without_row: Vec<usize> = (0..out.rejected.num_columns())
+        .filter(|&i| out.rejected.schema().field(i).name() != ROW)
         .collect();
-    let rejected = rejected
+    out.rejected = out
+        .rejected
         .project(&without_row)
         .map_err(Error::arrow("collecting rejected rows"))?;
-    Ok((tagged, rejected))
+    Ok(out)
 }
 
 /// `windows` sorted by their key values, then start.
