@@ -7,7 +7,9 @@ the workers' input schema), and the output schema. The workers run :mod:`._bucke
 The plan, for an input ``df``:
 
     df.withWatermark(time, grace)                      (unless df has a watermark already)
-      .select(bucket, keys, unix_micros(time), ...)    (the columns the engine reads)
+      .select(bucket, keys, unix_micros(time), ...,    (the columns the engine reads, and
+              mark)                                     the watermark's mark: no row is late
+                                                        for Spark, windowstore judges them)
       .groupBy(bucket)
       .transformWithStateInPandas(...)                 (RocksDB provider; else
                                                         applyInPandasWithState)
@@ -43,6 +45,10 @@ from windowstore.spark._plan import column, positive_int
 __all__ = ["stream_windows"]
 
 _WATERMARK = "spark.watermarkDelayMs"
+#: The input column that carries the watermark mark, and its value: past every watermark (in
+#: microseconds, as Spark compares them), so that Spark drops no row as late.
+_MARK = "__windowstore_watermark"
+_NEVER_LATE = (1 << 63) - 1
 _ROCKSDB = "RocksDBStateStoreProvider"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
@@ -121,16 +127,17 @@ def stream_windows(
     # time zone, and integers are cheaper to hand over.
     micros = {c for c in used if isinstance(_schema.field(df, c).dataType, TimestampType)}
     bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
+    # The time column loses its watermark mark here (unix_micros(...).alias carries none):
+    # Spark's stateful operators drop every input row whose marked column is at or below the
+    # watermark, and windowstore decides lateness itself (a record behind the watermark may
+    # still join an open window). The mark goes on _MARK instead, a constant no watermark
+    # reaches: applyInPandasWithState needs a marked input column for its event-time timeout
+    # and its watermark. Spark computes the watermark upstream, from the time column.
+    mark = [] if processing else [F.lit(_NEVER_LATE).alias(_MARK, metadata={_WATERMARK: delay_ms})]
     projected = df.select(
         bucket.alias(_bucket.BUCKET),
-        *[
-            # The time column keeps its watermark mark: applyInPandasWithState checks that its
-            # input has one.
-            F.unix_micros(column(c)).alias(c, metadata={_WATERMARK: delay_ms})
-            if c == time and time is not None
-            else (F.unix_micros(column(c)).alias(c) if c in micros else column(c))
-            for c in used
-        ],
+        *[F.unix_micros(column(c)).alias(c) if c in micros else column(c) for c in used],
+        *mark,
     )
     input_schema = _schema.arrow_schema(projected, used)
     engine_params = {
@@ -278,7 +285,7 @@ def _check_stream_time(df: DataFrame, time: str) -> None:
 
 def _event_time(df: DataFrame, time: str, grace: DurationLike | None) -> tuple[DataFrame, int]:
     """``df`` with a watermark on ``time`` and its delay in ms: the one ``df`` has, or one of
-    ``grace``. Lateness is then Spark's: stream time is the watermark plus the delay."""
+    ``grace``. Stream time is then the watermark plus the delay."""
     marked = {f.name: f.metadata[_WATERMARK] for f in df.schema.fields if _WATERMARK in f.metadata}
     others = sorted(set(marked) - {time})
     if others:
