@@ -1,6 +1,5 @@
 //! `windowstore._core.session_windows` and the session parameters the processor class shares.
 
-use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::input::InputSpec;
@@ -83,36 +82,29 @@ pub fn session_windows<'py>(
         let aggs = crate::convert::aggs(aggs)?;
         let on_invalid = OnInvalid::parse(&on_invalid).py()?;
         let (schema, input_batches) = batches(data)?;
-        let keys = input.key.len();
-        let sessions = move |schema, batches: &[RecordBatch], aggs| {
-            windowstore_core::session::capped_session_windows(
-                schema,
-                batches,
-                input,
-                gap,
-                max_duration,
-                aggs,
-                on_invalid,
-            )
-        };
         let result = py
             .detach(|| match output {
-                "windows" => sessions(schema, &input_batches, aggs),
-                "records" => {
-                    if !aggs.is_empty() {
-                        return Err(windowstore_core::Error::invalid(
-                            "aggs",
-                            "output=\"records\" tags rows with their session and takes no \
-                             aggregations",
-                        ));
-                    }
-                    windowstore_core::processor::complete_records(
-                        &schema,
-                        &input_batches,
-                        keys,
-                        sessions,
-                    )
-                }
+                "windows" => windowstore_core::session::capped_session_windows(
+                    schema,
+                    &input_batches,
+                    input,
+                    gap,
+                    max_duration,
+                    aggs,
+                    on_invalid,
+                ),
+                "records" if aggs.is_empty() => windowstore_core::session::capped_session_records(
+                    schema,
+                    &input_batches,
+                    input,
+                    gap,
+                    max_duration,
+                    on_invalid,
+                ),
+                "records" => Err(windowstore_core::Error::invalid(
+                    "aggs",
+                    "output=\"records\" tags rows with their session and takes no aggregations",
+                )),
                 other => Err(windowstore_core::Error::invalid(
                     "output",
                     format!("{other:?}; expected \"windows\" or \"records\""),

@@ -37,7 +37,8 @@ use arrow_schema::SchemaRef;
 pub use any::{restore_any, AnyProcessor};
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
-pub use records::{complete_records, id_fields, ROW, ROWS, TAGS};
+pub use records::{id_fields, ROW, ROWS, TAGS};
+pub(crate) use records::{ids_of, sort_order, tagged_schema};
 pub use step::{Record, Step};
 
 use crate::agg::inputs::Inputs;

@@ -27,7 +27,6 @@ use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
 
 use crate::agg::{AggFunc, AggSpec, Overflow};
-use crate::session::complete::CompleteSessions;
 use crate::{Error, Result};
 
 /// The hidden aggregate input: each row's arrival number.
@@ -105,6 +104,16 @@ impl Segment {
             alive: vec![true; live].into(),
             live,
         }
+    }
+
+    /// Where row `seq` is in the segment: at `seq - first` while the segment holds a call's
+    /// rows without gaps (the common case, no search), else found by binary search.
+    fn position(&self, seq: i64) -> Option<usize> {
+        let guess = usize::try_from(seq - self.seqs[0]).ok()?;
+        if self.seqs.get(guess) == Some(&seq) {
+            return Some(guess);
+        }
+        self.seqs.binary_search(&seq).ok()
     }
 
     /// The segment with only its rows still held.
@@ -209,7 +218,7 @@ impl Held {
                 let place = firsts
                     .partition_point(|&f| f <= seq)
                     .checked_sub(1)
-                    .and_then(|s| Some(s).zip(self.segments[s].seqs.binary_search(&seq).ok()))
+                    .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
                     .filter(|&(s, i)| self.segments[s].alive[i])
                     .ok_or_else(|| {
                         Error::Internal(format!(
@@ -311,67 +320,45 @@ impl Held {
     }
 }
 
-/// Complete mode's tagged rows: `sessions` (the complete-data engine, given the input with
-/// its rows numbered and the hidden [`rows_agg`] as its one aggregate) with its windows
-/// replaced by every usable row of `batches` (of `schema`) tagged with its session's
-/// `session_start`, `session_end` and `session_id`: sessions by key then start, a session's
-/// rows in event-time order (ties in input order), each row's columns of their own types.
-pub fn complete_records(
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-    keys: usize,
-    sessions: impl FnOnce(SchemaRef, &[RecordBatch], Vec<AggSpec>) -> Result<CompleteSessions>,
-) -> Result<CompleteSessions> {
-    tagged_schema(schema, &DataType::Int64)?;
-    let mut held = Held::default();
-    let mut numbered_batches = Vec::with_capacity(batches.len());
-    let mut first = 0u64;
-    for batch in batches {
-        numbered_batches.push(numbered(batch, i64::try_from(first).unwrap_or(i64::MAX))?);
-        held.hold(batch, first, &[])?;
-        first += batch.num_rows() as u64;
-    }
-    let mut out = sessions(with_row_field(schema), &numbered_batches, vec![rows_agg()])?;
-    let bound_type = out.windows.schema().field(keys).data_type().clone();
-    out.windows = held.take(&out.windows, keys, &tagged_schema(schema, &bound_type)?)?;
-    let without_row: Vec<usize> = (0..out.rejected.num_columns())
-        .filter(|&i| out.rejected.schema().field(i).name() != ROW)
-        .collect();
-    out.rejected = out
-        .rejected
-        .project(&without_row)
-        .map_err(Error::arrow("collecting rejected rows"))?;
-    Ok(out)
-}
-
 /// `windows` sorted by their key values, then start.
 fn in_order(windows: &RecordBatch, keys: usize) -> Result<RecordBatch> {
     if windows.num_rows() < 2 {
         return Ok(windows.clone());
     }
     let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
+    arrow_select::take::take_record_batch(windows, &sort_order(&columns)?)
+        .map_err(Error::arrow("ordering sessions"))
+}
+
+/// The order of the rows of `columns` (key columns, then the start) by their values.
+pub(crate) fn sort_order(columns: &[ArrayRef]) -> Result<UInt32Array> {
     let fields = columns
         .iter()
         .map(|c| SortField::new(c.data_type().clone()))
         .collect();
     let converter = RowConverter::new(fields).map_err(Error::arrow("ordering sessions"))?;
     let rows = converter
-        .convert_columns(&columns)
+        .convert_columns(columns)
         .map_err(Error::arrow("ordering sessions"))?;
-    let mut order: Vec<u32> = (0..windows.num_rows() as u32).collect();
+    let n = columns.first().map_or(0, |c| c.len());
+    let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
-    arrow_select::take::take_record_batch(windows, &UInt32Array::from(order))
-        .map_err(Error::arrow("ordering sessions"))
+    Ok(UInt32Array::from(order))
 }
 
 /// The `session_id` of each window of `windows` (`keys` key columns, then the start).
 fn session_ids(windows: &RecordBatch, keys: usize) -> Result<Int64Array> {
-    let fields = (0..=keys)
-        .map(|i| id_fields(windows.column(i)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut ids = Vec::with_capacity(windows.num_rows());
+    let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
+    ids_of(&columns)
+}
+
+/// The `session_id` of each row of `columns` (the key columns, then the session's start).
+pub(crate) fn ids_of(columns: &[ArrayRef]) -> Result<Int64Array> {
+    let fields = columns.iter().map(id_fields).collect::<Result<Vec<_>>>()?;
+    let rows = columns.first().map_or(0, |c| c.len());
+    let mut ids = Vec::with_capacity(rows);
     let mut digest = [0u8; 8];
-    for row in 0..windows.num_rows() {
+    for row in 0..rows {
         let mut h = Blake2bVar::new(8).map_err(|e| Error::Internal(e.to_string()))?;
         for column in &fields {
             let v = &column[row];

@@ -128,6 +128,91 @@ pub fn capped_session_windows(
     })
 }
 
+/// [`capped_session_windows`] with every usable row tagged instead of one row per session:
+/// `windows` holds the input rows (their columns of their own types) with their session's
+/// `session_start`, `session_end` and `session_id`, sessions by key value then start, a
+/// session's rows in (time, row) order. The sessions are the cut's own: no aggregate.
+pub fn capped_session_records(
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    input: InputSpec,
+    gap: GapSpec,
+    max_duration: Option<Duration>,
+    on_invalid: OnInvalid,
+) -> Result<CompleteSessions> {
+    let original = arrow_select::concat::concat_batches(&schema, batches)
+        .map_err(Error::arrow("reading the input"))?;
+    let Cut {
+        schema: bound_schema,
+        batch,
+        bound,
+        ticks: t,
+        order,
+        offsets,
+        mut rejections,
+        gap_clamped,
+        max_duration_cuts,
+        ..
+    } = cut(
+        schema.clone(),
+        batches,
+        input,
+        gap,
+        max_duration,
+        Vec::new(),
+        on_invalid,
+    )?;
+    let tagged = crate::processor::tagged_schema(&schema, &bound.time.output_type())?;
+    let sessions = offsets.len() - 1;
+    let firsts = UInt32Array::from_iter_values(offsets[..sessions].iter().map(|&i| order[i]));
+    let mut by = bound
+        .keys
+        .columns()
+        .iter()
+        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::arrow("gathering keys"))?;
+    let starts: Vec<i64> = firsts.values().iter().map(|&r| t[r as usize]).collect();
+    by.push(bound.time.to_array(starts));
+    let ranked = crate::processor::sort_order(&by)?;
+    let ids = crate::processor::ids_of(&by)?;
+    // The rows session by session in that order, and each row's session.
+    let mut rows = Vec::with_capacity(order.len());
+    let mut parents = Vec::with_capacity(order.len());
+    for &w in ranked.values() {
+        let w = w as usize;
+        rows.extend_from_slice(&order[offsets[w]..offsets[w + 1]]);
+        parents.extend(std::iter::repeat_n(w as u32, offsets[w + 1] - offsets[w]));
+    }
+    let rows = UInt32Array::from(rows);
+    let parents = UInt32Array::from(parents);
+    let ends: Vec<i64> = offsets[1..]
+        .iter()
+        .map(|&end| t[order[end - 1] as usize])
+        .collect();
+    let session_columns: [ArrayRef; 3] = [
+        by.pop()
+            .ok_or_else(|| Error::Internal("no start column".into()))?,
+        bound.time.to_array(ends),
+        std::sync::Arc::new(ids),
+    ];
+    let mut columns = arrow_select::take::take_arrays(original.columns(), &rows, None)
+        .map_err(Error::arrow("gathering rows"))?;
+    for c in &session_columns {
+        columns.push(
+            arrow_select::take::take(c.as_ref(), &parents, None)
+                .map_err(Error::arrow("tagging rows"))?,
+        );
+    }
+    let windows = RecordBatch::try_new(tagged, columns).map_err(Error::arrow("tagging rows"))?;
+    Ok(CompleteSessions {
+        windows,
+        rejected: rejections.drain(&bound_schema)?,
+        gap_clamped,
+        max_duration_cuts,
+    })
+}
+
 /// Bounded input checked row by row, grouped by key and time and cut into sessions: the part
 /// of complete mode that map-side partial sessions ([`super::partial`]) share.
 pub(crate) struct Cut {

@@ -16,6 +16,6 @@ mod run;
 pub mod spec;
 
 pub use capped::{CappedCounters, CappedSessionSpec};
-pub use complete::{capped_session_windows, session_windows};
+pub use complete::{capped_session_records, capped_session_windows, session_windows};
 pub use kind::{SessionCounters, SessionProcessor};
 pub use spec::{GapSpec, SessionSpec};
