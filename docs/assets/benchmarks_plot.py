@@ -19,14 +19,23 @@ import matplotlib.pyplot as plt
 # (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better),
 # all measured on 2026-11-26 (docs/benchmarks.md, "Where windowstore stands").
 FIGURES = [
-    ("Sessions, complete mode\nvs Polars (10M events)", 7.274, 1.341, False),
+    ("Sessions, complete mode\nvs Polars (10M events)", 2.803, 0.588, False),
+    ("Sessions, complete mode\nvs DuckDB (10M events)", 2.783, 0.588, False),
+    ("Sessions tagged on rows\nvs Polars over (10M events)", 2.864, 1.546, False),
     (
         "Sliding, complete mode, all windows\nvs Polars rolling, left windows (10M)",
-        2.951,
-        1.528,
+        2.140,
+        1.576,
         False,
     ),
-    ("Sliding, streaming\nvs Kafka Streams (1M records)", 340.0, 3.595, False),
+    (
+        "Sliding, complete mode, all windows\nvs DuckDB RANGE, left windows (10M)",
+        3.236,
+        1.576,
+        False,
+    ),
+    ("Sliding, streaming vs Kafka Streams\nat its defaults (200k records)", 27.718, 0.254, False),
+    ("Sessions, streaming vs Flink SQL\nparallelism 2 (1M events)", 5.78, 0.72, False),
     ("Spark batch sessions\nvs session_window (10M events)", 16.57, 9.71, False),
     ("Spark batch sliding, all windows\nvs rangeBetween, left windows (10M)", 16.40, 16.96, False),
     ("Spark streaming sessions, RocksDB\nvs native (events/s)", 35_971, 68_444, True),
@@ -37,7 +46,7 @@ FIGURES = [
 def main() -> None:
     labels = [f[0] for f in FIGURES]
     speed = [(ws / base) if higher else (base / ws) for _, base, ws, higher in FIGURES]
-    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8, 5.4), layout="constrained")
     colors = ["#2e7d32" if s >= 1 else "#c62828" for s in speed]
     bars = ax.barh(labels[::-1], speed[::-1], color=colors[::-1])
     ax.axvline(1.0, color="gray", linestyle="--", linewidth=1, zorder=0)
