@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import zstandard
 
 from windowstore import SessionStore, SnapshotError
 
@@ -59,7 +60,8 @@ def test_round_trip(tmp_path: Path) -> None:
 def test_payload_is_arrow_ipc(tmp_path: Path) -> None:
     path = tmp_path / "s.snap"
     sample().snapshot(path)
-    table = pa.ipc.open_stream(path.read_bytes()[HEADER_LEN:]).read_all()
+    # The payload is a zstd frame of an Arrow IPC stream.
+    table = pa.ipc.open_stream(zstandard.decompress(path.read_bytes()[HEADER_LEN:])).read_all()
     assert table.column_names == ["key", "start", "end", "value"]
     assert table.num_rows == len(rows(sample()))
     assert table.schema.metadata[b"windowstore.retention"] == b"100"

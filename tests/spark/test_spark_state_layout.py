@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StructField, StructType
 
-from windowstore import InvalidWindowSpec, SessionWindowProcessor, agg
+from windowstore import InvalidWindowSpec, SessionWindowProcessor, SnapshotError, agg
 from windowstore.spark import session_windows
 from windowstore.spark._bucket import (
     CACHE_CONF,
@@ -37,9 +37,7 @@ from windowstore.spark._bucket import (
     MAX_ENTRY_CONF,
     BucketArgs,
     output_schema,
-    pack,
     step,
-    unpack,
 )
 
 from .compare import assert_same_windows
@@ -186,10 +184,9 @@ def test_a_micro_batch_writes_the_log_entries_of_the_buckets_it_touches(
     )
     assert rewritten is not None
     assert logged is not None
-    # A bucket of 500 open sessions, rewritten (packed: about 4x smaller than the snapshot),
-    # against one record's log entry.
+    # A bucket of 500 open sessions, rewritten (compressed by the core), against one record's
+    # log entry.
     assert len(rewritten["engine"]) > 5 * logged["n"]
-    assert len(unpack(bytes(rewritten["engine"]))) > 20 * logged["n"]
 
 
 def test_state_entries_stay_within_the_bound(
@@ -482,28 +479,17 @@ def test_the_whole_layout_keeps_the_processor_that_wrote_the_row(
     assert row[2] != rows[4][2], "every row has its own token"
 
 
-def test_state_rows_hold_packed_snapshots_and_bare_ones_still_restore() -> None:
-    """A state row holds the engine's snapshot compressed (several times smaller here); a row
-    of the bare snapshot (as written before packing) restores the same processor: the next
-    call gives the same output, row bytes and timer from either."""
+@pytest.mark.parametrize(
+    "older",
+    [b"WSZSTD01" + bytes(40), b"WSSNAP\x00\x01" + bytes(40), b"WSRECS\x00\x01" + bytes(40)],
+)
+def test_a_state_row_of_an_older_layout_fails_the_call_saying_so(older: bytes) -> None:
+    """State rows hold the core's own snapshot (layout 2, compressed by the core); a row written
+    by an earlier version's layout (the Spark adapter's packing, the core's layout 1, records
+    mode's wrapper) fails the call with a SnapshotError that says so, changing nothing."""
     args = whole_args(0)
-    calls = whole_calls(4)
-    saved = None
-    for call in calls[:3]:
-        _, saved, _ = step(args, saved, call[0], [call[1]])
-    assert saved is not None
-    snapshot = unpack(saved[1])
-    assert snapshot.startswith(b"WSSNAP")
-    assert saved[1] == pack(snapshot), "packing is deterministic"
-    assert len(saved[1]) * 2 < len(snapshot)
-    assert unpack(snapshot) == snapshot, "a bare snapshot passes through"
-
-    def next_call(row: Any) -> tuple[list[Any], bytes, int | None]:
-        frames, after, timer = step(args, row, calls[3][0], [calls[3][1]])
-        # As Arrow rows: the count columns' nulls are NaN in pandas, unequal to themselves.
-        rows = [pa.Table.from_pandas(f, preserve_index=False).to_pylist() for f in frames]
-        return rows, after[1], timer
-
-    packed, bare = next_call(saved), next_call((saved[0], snapshot, saved[2]))
-    assert packed == bare
-    assert packed[0], "windows closed"
+    calls = whole_calls(2)
+    _, saved, _ = step(args, None, calls[0][0], [calls[0][1]])
+    assert saved[1].startswith(b"WSSNAP\x00\x02")
+    with pytest.raises(SnapshotError, match="older windowstore layout"):
+        step(args, (saved[0], older, "another token"), calls[1][0], [calls[1][1]])

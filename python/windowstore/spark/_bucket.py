@@ -10,7 +10,8 @@ Two layouts of a bucket's state:
 
 - ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
   default provider, whose API has one state value per grouping key): one row, the bytes of
-  :meth:`~windowstore.SessionWindowProcessor.to_bytes` compressed (:func:`pack`), written whole
+  :meth:`~windowstore.SessionWindowProcessor.to_bytes` (the core's one layout, compressed by the
+  core), written whole
   by every call, and read back only by a worker that does not hold the processor that wrote
   it (:func:`step`). With RocksDB a row past ``max_entry_bytes`` holds no bytes and its snapshot
   goes to the map state ``windowstore_log`` in chunks instead (:func:`write_chunks`); the
@@ -190,9 +191,10 @@ class BucketArgs:
         return _PROCESSORS[self.kind](**self.params)
 
     def restore(self, params: str, engine: bytes) -> WindowProcessor:
-        """The processor of a state row's ``engine`` bytes (packed or not: :func:`unpack`)."""
+        """The processor of a state row's ``engine`` bytes (the core refuses, naming it, a row
+        written in an older layout)."""
         self.check(params)
-        return self.from_snapshot(unpack(engine))
+        return self.from_snapshot(engine)
 
     def from_snapshot(self, snapshot: bytes) -> WindowProcessor:
         return _PROCESSORS[self.kind].from_bytes(snapshot, aggs=self.params.get("aggs", ()))
@@ -223,29 +225,13 @@ class BucketArgs:
         return _cast(table, (*self.timestamps, "session_start", "session_end"), pa.int64())
 
 
-#: A packed engine snapshot (:func:`pack`) begins with this, then the snapshot's length (8 bytes,
-#: little-endian), then the snapshot compressed with zstd. A bare snapshot begins with the
-#: engine's own magic (``WSSNAP``), so rows written before packing are still read.
-_PACKED = b"WSZSTD01"
-#: Level 1: snapshots shrink about 4x (sorted times and fixed-width states compress well) at
-#: about 3 ms a megabyte, against the cost of a state row's bytes in Spark (measured: about
-#: 30 ms a megabyte per micro-batch with the default provider; docs/benchmarks.md).
-_ZSTD = pa.Codec("zstd", compression_level=1)
-
-
-def pack(snapshot: bytes) -> bytes:
-    """An engine snapshot as a state row or base snapshot holds it: compressed."""
-    compressed = bytes(_ZSTD.compress(snapshot, asbytes=True))
-    return _PACKED + len(snapshot).to_bytes(8, "little") + compressed
-
-
-def unpack(blob: bytes) -> bytes:
-    """The engine snapshot in ``blob``: packed (:func:`pack`) or bare (written before packing)."""
-    if not blob.startswith(_PACKED):
-        return blob
-    size = int.from_bytes(blob[len(_PACKED) : len(_PACKED) + 8], "little")
-    view = memoryview(blob)[len(_PACKED) + 8 :]
-    return bytes(_ZSTD.decompress(view, decompressed_size=size, asbytes=True))
+def state_size(p: WindowProcessor) -> int:
+    """About the bytes of ``p``'s state before the core compresses it (its sessions' keys,
+    bounds and values, and held rows): what the log layout weighs its log against."""
+    m = p.metrics()
+    sessions = m.get("store_live_sessions") or 0
+    parts = ("store_key_bytes", "store_value_bytes", "held_bytes")
+    return 16 * sessions + sum(m.get(name) or 0 for name in parts)
 
 
 def _cast(table: pa.Table, names: Iterable[str], to: pa.DataType) -> pa.Table:
@@ -287,7 +273,7 @@ def step(
         cached = _WHOLE_CACHE.pop(token, None)
         p = cached if cached is not None else args.restore(params, engine)
     result = run(args, p, watermark_ms, _records(args, frames), now_ms)
-    engine = pack(p.to_bytes())
+    engine = p.to_bytes()
     if len(engine) > args.max_entry_bytes and not spills:
         raise StoreCapacityError(
             f"a bucket's state row would hold {len(engine):,} bytes, more than the "
@@ -681,7 +667,7 @@ class LogWindowsProcessor(_BucketProcessor):
                 "windowstore: a bucket's meta entry names a base snapshot, and the state holds "
                 "none: the state store does not hold what this query wrote"
             )
-        p = self.args.from_snapshot(unpack(base))
+        p = self.args.from_snapshot(base)
         if len(log) != at.log_next or not _chained(log, at.base, at.head):
             raise RuntimeError(
                 f"windowstore: a bucket's state log has {len(log)} entries, not the "
@@ -706,18 +692,18 @@ class LogWindowsProcessor(_BucketProcessor):
             p.rejected()  # taken, as the call took them
 
     def _compact(self, p: WindowProcessor, at: _Position) -> None:
-        """Writes ``p`` as the bucket's new base snapshot (packed) and clears the log."""
+        """Writes ``p`` as the bucket's new base snapshot and clears the log."""
         snapshot = p.to_bytes()
         at.base = at.head = _token()
         # The last base's chunks and the log go (a bucket's first call has neither).
         if at.base_bytes or at.log_next:
             self.log.clear()
-        write_chunks(self.log, at.base, pack(snapshot), self.args.max_entry_bytes)
+        write_chunks(self.log, at.base, snapshot, self.args.max_entry_bytes)
         if at.base_bytes and self.old_base.exists():
             self.old_base.clear()
-        # The snapshot's own size: compaction keeps the cadence it had before packing (the log
-        # is replayed on the engine's state, whose size this is).
-        at.base_bytes, at.log_next, at.log_bytes = len(snapshot), 0, 0
+        # The state's size before compression: the log is replayed on the engine's state, so
+        # that is what the log is weighed against.
+        at.base_bytes, at.log_next, at.log_bytes = state_size(p), 0, 0
 
     def _append(self, at: _Position, watermark: int, records: pa.Table | None) -> None:
         """Appends the call to the log: its records in parts of at most max_entry_bytes."""

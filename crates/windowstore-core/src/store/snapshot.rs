@@ -1,17 +1,20 @@
 //! Snapshots: a store written to one file and read back whole, or refused.
 //!
-//! File layout: a 20-byte header, then an Arrow IPC stream.
+//! The one layout of every windowstore state (a store, a processor of any kind and options,
+//! Spark's state rows): a 20-byte header, then an Arrow IPC stream compressed whole with zstd.
 //!
-//! | bytes  | content                                              |
-//! |--------|------------------------------------------------------|
-//! | 0..8   | magic `WSSNAP\0\x01` (format version 1)              |
-//! | 8..16  | payload length, u64 little-endian                    |
-//! | 16..20 | CRC-32 of the payload, u32 little-endian             |
-//! | 20..   | Arrow IPC stream: `key`, `start`, `end`, `value`     |
+//! | bytes  | content                                                        |
+//! |--------|----------------------------------------------------------------|
+//! | 0..8   | magic `WSSNAP\0\x02` (layout version 2)                        |
+//! | 8..16  | payload length, u64 little-endian                              |
+//! | 16..20 | CRC-32 of the payload, u32 little-endian                       |
+//! | 20..   | a zstd frame of an Arrow IPC stream: `key`, `start`, `end`, `value` |
 //!
 //! The stream's schema metadata carries retention, segment interval, store time, the store's
-//! counters, and whatever the caller adds (processors keep their own state there). pyarrow reads
-//! the payload with `pyarrow.ipc.open_stream(data[20:])`.
+//! counters, and whatever the caller adds (processors keep their own state there), so the
+//! compression covers it too. Python reads the payload with
+//! `pyarrow.ipc.open_stream(zstandard.decompress(data[20:]))`. Bytes of an older layout
+//! (version 1, or the wrappers earlier Python code put around it) are refused, saying so.
 //!
 //! Writes are atomic ([`super::atomic_file`]): a temporary file beside the target, fsync,
 //! rename, fsync of the folder; killed writers' temporary files are cleaned up. A
@@ -34,9 +37,21 @@ use super::metrics::Counters;
 use super::session_store::SessionStore;
 use crate::{Error, Result};
 
-/// First bytes of every snapshot file: a name and the format version.
-pub const MAGIC: [u8; 8] = *b"WSSNAP\x00\x01";
-/// Bytes before the Arrow IPC payload.
+/// First bytes of every snapshot file: a name and the layout version.
+pub const MAGIC: [u8; 8] = *b"WSSNAP\x00\x02";
+
+/// The first bytes of older layouts, refused by name: the core's version 1, and what Python
+/// code wrapped around it before the core held records mode, the wall clocks and compression.
+const OLDER: [(&[u8], &str); 4] = [
+    (b"WSSNAP\x00\x01", "layout version 1"),
+    (b"WSRECS", "records mode's Python wrapper"),
+    (b"WSCLOCK", "the wall clock's Python wrapper"),
+    (b"WSZSTD01", "the Spark adapter's packed rows"),
+];
+/// zstd's level for snapshots: its fastest standard level (sorted times and fixed-width states
+/// compress well at it).
+const ZSTD_LEVEL: i32 = 1;
+/// Bytes before the compressed payload.
 pub const HEADER_LEN: usize = 20;
 /// Rows per record batch in the payload.
 const BATCH_ROWS: usize = 65_536;
@@ -127,10 +142,11 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
     // Room for the whole file: the batches' buffers, and a few kilobytes per message for the
     // schema, the metadata and the batches' headers and padding.
     let data: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-    let mut out = Vec::with_capacity(HEADER_LEN + data + 4096 * (batches.len() + 2));
+    let mut out = Vec::with_capacity(HEADER_LEN + data / 2);
     out.extend_from_slice(&[0; HEADER_LEN]);
+    let mut ipc = Vec::with_capacity(data + 4096 * (batches.len() + 2));
     let mut writer =
-        StreamWriter::try_new(&mut out, &schema).map_err(Error::arrow("encoding snapshot"))?;
+        StreamWriter::try_new(&mut ipc, &schema).map_err(Error::arrow("encoding snapshot"))?;
     for batch in batches {
         writer
             .write(&batch)
@@ -138,6 +154,9 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
     }
     writer.finish().map_err(Error::arrow("encoding snapshot"))?;
     drop(writer);
+    let compressed = zstd::bulk::compress(&ipc, ZSTD_LEVEL)
+        .map_err(|e| Error::Internal(format!("compressing a snapshot: {e}")))?;
+    out.extend_from_slice(&compressed);
     let payload_len = (out.len() - HEADER_LEN) as u64;
     let crc = crc32fast::hash(&out[HEADER_LEN..]);
     out[0..8].copy_from_slice(&MAGIC);
@@ -155,6 +174,12 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
         return Err(refuse(format!(
             "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
             bytes.len()
+        )));
+    }
+    if let Some((_, what)) = OLDER.iter().find(|(magic, _)| bytes.starts_with(magic)) {
+        return Err(refuse(format!(
+            "written in an older windowstore layout ({what}); this version reads layout 2 \
+             only: start from a new snapshot, or a new checkpoint location for a Spark query"
         )));
     }
     if bytes[0..8] != MAGIC {
@@ -182,7 +207,9 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
              (the file was altered)"
         )));
     }
-    let reader = StreamReader::try_new(&bytes[HEADER_LEN..], None)
+    let ipc = zstd::stream::decode_all(&bytes[HEADER_LEN..])
+        .map_err(|e| refuse(format!("unreadable zstd payload: {e}")))?;
+    let reader = StreamReader::try_new(ipc.as_slice(), None)
         .map_err(|e| refuse(format!("unreadable Arrow IPC payload: {e}")))?;
     let schema = reader.schema();
     let expected = entries_schema();

@@ -92,7 +92,8 @@ fn extra_metadata_round_trips_and_payload_is_plain_arrow_ipc() {
     let bytes = snapshot::encode(&store, &extra).unwrap();
     let (_, got) = snapshot::decode("mem".as_ref(), &bytes).unwrap();
     assert_eq!(got, extra);
-    let reader = arrow_ipc::reader::StreamReader::try_new(&bytes[HEADER_LEN..], None).unwrap();
+    let ipc = zstd::stream::decode_all(&bytes[HEADER_LEN..]).unwrap();
+    let reader = arrow_ipc::reader::StreamReader::try_new(ipc.as_slice(), None).unwrap();
     let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, store.entries().len());
 }
