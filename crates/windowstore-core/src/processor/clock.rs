@@ -67,14 +67,12 @@ pub fn system_now() -> i64 {
 
 /// When the last record arrived on the wall clock, and stream time just after it: an idle
 /// processor's stream time runs from there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct IdleMark {
     /// The reading (epoch ms) at which the last record arrived.
     pub wall_ms: i64,
     /// Stream time just after it.
     pub stream_time: i64,
-    /// Who drove the processor when the mark was written (see [`super::Processor::resume_idle`]).
-    pub run: Option<String>,
 }
 
 impl IdleMark {
@@ -104,7 +102,6 @@ mod tests {
         IdleMark {
             wall_ms,
             stream_time,
-            run: None,
         }
     }
 

@@ -113,9 +113,9 @@ pub struct Processor<K: WindowKind> {
     clock: Clock,
     /// With an idle timeout: when the last record arrived, and stream time just after it.
     idle: Option<IdleMark>,
-    /// The idle mark a restored snapshot carried: [`Self::resume_idle`] keeps it for the run
-    /// that wrote it.
-    saved_idle: Option<IdleMark>,
+    /// The idle mark a restored snapshot carried, and the run that wrote it:
+    /// [`Self::resume_idle`] keeps it for that run.
+    saved_idle: Option<(IdleMark, String)>,
     /// Who drives the processor ([`Self::resume_idle`]), written with the idle mark.
     run: Option<String>,
     /// Records mode (`output="records"`): the accepted rows of open sessions.
@@ -275,9 +275,9 @@ impl<K: WindowKind> Processor<K> {
     /// idle time).
     pub fn resume_idle(&mut self, run: Option<&str>) {
         self.run = run.map(str::to_string);
-        if let Some(saved) = &self.saved_idle {
-            if run.is_some() && saved.run.as_deref() == run {
-                self.idle = Some(saved.clone());
+        if let Some((mark, wrote)) = &self.saved_idle {
+            if run == Some(wrote.as_str()) {
+                self.idle = Some(*mark);
             }
         }
     }
@@ -407,7 +407,7 @@ impl<K: WindowKind> Processor<K> {
         let wall = self.wall(now);
         let (advance, arrival) = match (self.clock, wall) {
             (Clock::Processing, Some(wall)) => {
-                let at = self.life.stream_time.map_or(wall, |st| st.max(wall));
+                let at = self.arrival(wall);
                 (Some(at), at)
             }
             (Clock::Idle(_), Some(wall)) => (self.idle_target(wall), 0),
@@ -421,11 +421,7 @@ impl<K: WindowKind> Processor<K> {
         if let (Clock::Idle(_), Some(wall), Some(st)) = (self.clock, wall, self.life.stream_time) {
             // The idle period starts again with records (or starts at the first call).
             if self.idle.is_none() || batches.iter().any(|b| b.num_rows() > 0) {
-                self.idle = Some(IdleMark {
-                    wall_ms: wall,
-                    stream_time: st,
-                    run: None,
-                });
+                self.restart_idle(wall, st);
             }
         }
         match (out, self.output_schema()) {
@@ -463,11 +459,7 @@ impl<K: WindowKind> Processor<K> {
         let out = self.advance_to(t, then)?;
         if let (Clock::Idle(_), Some(wall)) = (self.clock, wall) {
             if before.is_none_or(|b| t > b) {
-                self.idle = Some(IdleMark {
-                    wall_ms: wall,
-                    stream_time: t,
-                    run: None,
-                });
+                self.restart_idle(wall, t);
             }
         }
         Ok(out)
@@ -489,17 +481,10 @@ impl<K: WindowKind> Processor<K> {
             return Ok(None);
         };
         match self.clock {
-            Clock::Processing => {
-                let at = self.life.stream_time.map_or(wall, |st| st.max(wall));
-                self.advance_to(at, then)
-            }
+            Clock::Processing => self.advance_to(self.arrival(wall), then),
             Clock::Idle(_) if self.idle.is_none() => {
                 if let Some(st) = self.life.stream_time {
-                    self.idle = Some(IdleMark {
-                        wall_ms: wall,
-                        stream_time: st,
-                        run: None,
-                    });
+                    self.restart_idle(wall, st);
                 }
                 Ok(None)
             }
@@ -518,6 +503,21 @@ impl<K: WindowKind> Processor<K> {
             return Ok(None);
         }
         self.transaction(&[], Some(t), 0, then)
+    }
+
+    /// A processing-time record's time at reading `wall`: the latest reading so far (a clock
+    /// that steps back is held there).
+    fn arrival(&self, wall: i64) -> i64 {
+        self.life.stream_time.map_or(wall, |st| st.max(wall))
+    }
+
+    /// The idle period starts again: the last record arrived at `wall`, stream time just after
+    /// it is `stream_time`.
+    fn restart_idle(&mut self, wall: i64, stream_time: i64) {
+        self.idle = Some(IdleMark {
+            wall_ms: wall,
+            stream_time,
+        });
     }
 
     /// The wall clock's reading for a call, if the clock reads it.

@@ -146,11 +146,14 @@ impl<K: WindowKind> Processor<K> {
             if !matches!(clock, Clock::Idle(_)) {
                 return Err(r.bad("an idle mark without an idle timeout"));
             }
-            p.saved_idle = Some(IdleMark {
+            let mark = IdleMark {
                 wall_ms: r.number("idle_wall")?,
                 stream_time: r.number("idle_stream_time")?,
-                run: r.get("idle_run").map(|_| r.text("idle_run")).transpose()?,
-            });
+            };
+            // Only the run that wrote it can resume it (Processor::resume_idle).
+            if r.get("idle_run").is_some() {
+                p.saved_idle = Some((mark, r.text("idle_run")?));
+            }
         }
         if let Some(schema) = schema {
             p.bind(schema.clone()).map_err(rebuild)?;

@@ -61,6 +61,8 @@ pub fn capped_session_windows(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<CompleteSessions> {
+    let cut = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
+    let mut columns = cut.session_columns()?;
     let Cut {
         schema,
         batch,
@@ -73,7 +75,7 @@ pub fn capped_session_windows(
         gap_clamped,
         max_duration_cuts,
         ..
-    } = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
+    } = cut;
     let layout = Layout {
         start: "session_start",
         end: "session_end",
@@ -81,28 +83,6 @@ pub fn capped_session_windows(
         op: false,
     };
     let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
-    let windows = offsets.len() - 1;
-    let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
-    let mut columns: Vec<ArrayRef> = bound
-        .keys
-        .columns()
-        .iter()
-        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
-        .collect::<Result<_, _>>()
-        .map_err(Error::arrow("gathering keys"))?;
-    columns.push(
-        bound
-            .time
-            .to_array(firsts.values().iter().map(|&r| t[r as usize]).collect()),
-    );
-    columns.push(
-        bound.time.to_array(
-            offsets[1..]
-                .iter()
-                .map(|&end| t[order[end - 1] as usize])
-                .collect(),
-        ),
-    );
     match aggregator.aggregate_runs(&batch, &t, &order, &offsets) {
         Ok(arrays) => columns.extend(arrays),
         Err(e) => {
@@ -142,18 +122,7 @@ pub fn capped_session_records(
 ) -> Result<CompleteSessions> {
     let original = arrow_select::concat::concat_batches(&schema, batches)
         .map_err(Error::arrow("reading the input"))?;
-    let Cut {
-        schema: bound_schema,
-        batch,
-        bound,
-        ticks: t,
-        order,
-        offsets,
-        mut rejections,
-        gap_clamped,
-        max_duration_cuts,
-        ..
-    } = cut(
+    let cut = cut(
         schema.clone(),
         batches,
         input,
@@ -162,18 +131,23 @@ pub fn capped_session_records(
         Vec::new(),
         on_invalid,
     )?;
+    // Each session's key columns and start (what orders the sessions and makes their ids),
+    // then its end.
+    let mut by = cut.session_columns()?;
+    let end = by
+        .pop()
+        .ok_or_else(|| Error::Internal("no end column".into()))?;
+    let Cut {
+        schema: bound_schema,
+        bound,
+        order,
+        offsets,
+        mut rejections,
+        gap_clamped,
+        max_duration_cuts,
+        ..
+    } = cut;
     let tagged = crate::processor::tagged_schema(&schema, &bound.time.output_type())?;
-    let sessions = offsets.len() - 1;
-    let firsts = UInt32Array::from_iter_values(offsets[..sessions].iter().map(|&i| order[i]));
-    let mut by = bound
-        .keys
-        .columns()
-        .iter()
-        .map(|&c| arrow_select::take::take(batch.column(c).as_ref(), &firsts, None))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Error::arrow("gathering keys"))?;
-    let starts: Vec<i64> = firsts.values().iter().map(|&r| t[r as usize]).collect();
-    by.push(bound.time.to_array(starts));
     let ranked = crate::processor::sort_order(&by)?;
     let ids = crate::processor::ids_of(&by)?;
     // The rows session by session in that order, and each row's session.
@@ -186,14 +160,10 @@ pub fn capped_session_records(
     }
     let rows = UInt32Array::from(rows);
     let parents = UInt32Array::from(parents);
-    let ends: Vec<i64> = offsets[1..]
-        .iter()
-        .map(|&end| t[order[end - 1] as usize])
-        .collect();
     let session_columns: [ArrayRef; 3] = [
         by.pop()
             .ok_or_else(|| Error::Internal("no start column".into()))?,
-        bound.time.to_array(ends),
+        end,
         std::sync::Arc::new(ids),
     ];
     let mut columns = arrow_select::take::take_arrays(original.columns(), &rows, None)
@@ -238,6 +208,32 @@ pub(crate) struct Cut {
     pub gap_clamped: u64,
     /// Sessions ended by `max_duration`.
     pub max_duration_cuts: u64,
+}
+
+impl Cut {
+    /// One row per session, in the cut's order: its key columns (taken from its first row),
+    /// its start (first time) and its end (last time), in the output's types.
+    pub(crate) fn session_columns(&self) -> Result<Vec<ArrayRef>> {
+        let (order, offsets, t) = (&self.order, &self.offsets, &self.ticks);
+        let sessions = offsets.len() - 1;
+        let firsts = UInt32Array::from_iter_values(offsets[..sessions].iter().map(|&i| order[i]));
+        let mut columns: Vec<ArrayRef> = self
+            .bound
+            .keys
+            .columns()
+            .iter()
+            .map(|&c| arrow_select::take::take(self.batch.column(c).as_ref(), &firsts, None))
+            .collect::<Result<_, _>>()
+            .map_err(Error::arrow("gathering keys"))?;
+        let starts = firsts.values().iter().map(|&r| t[r as usize]).collect();
+        columns.push(self.bound.time.to_array(starts));
+        let ends = offsets[1..]
+            .iter()
+            .map(|&end| t[order[end - 1] as usize])
+            .collect();
+        columns.push(self.bound.time.to_array(ends));
+        Ok(columns)
+    }
 }
 
 /// Checks the rows of `batches`, groups the valid ones by key and time and cuts each key's
