@@ -18,8 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import windowstore
-from windowstore import InvalidWindowSpec, agg, cli
-from windowstore.cli import cli_words, main, parse_agg
+from windowstore import InvalidWindowSpec, agg
+from windowstore.cli import main, on_spark, progress
+from windowstore.cli.flags import cli_words, parse_agg
 
 
 def test_demo_checks_itself(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +102,7 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(repr(args))
         raise AssertionError("a SparkSession was asked for")
 
-    monkeypatch.setattr(cli, "_session", spy)
+    monkeypatch.setattr(on_spark, "session", spy)
     return asked
 
 
@@ -264,16 +265,16 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_counts_are_written_in_words() -> None:
-    assert cli._plural(1, "rejected row") == "1 rejected row"
-    assert cli._plural(4, "session window") == "4 session windows"
-    assert cli._plural(12_345, "row") == "12,345 rows"
+    assert progress.plural(1, "rejected row") == "1 rejected row"
+    assert progress.plural(4, "session window") == "4 session windows"
+    assert progress.plural(12_345, "row") == "12,345 rows"
 
 
 def test_spark_is_quiet_unless_verbose(tmp_path: Path) -> None:
-    quiet = cli._log_options({}, verbose=False)["spark.driver.extraJavaOptions"]
+    quiet = on_spark.log_options({}, verbose=False)["spark.driver.extraJavaOptions"]
     path = Path(quiet.removeprefix("-Dlog4j2.configurationFile=file:"))
     assert "threshold.level = off" in path.read_text()
-    verbose = cli._log_options({"spark.driver.extraJavaOptions": "-Dx=1"}, verbose=True)
+    verbose = on_spark.log_options({"spark.driver.extraJavaOptions": "-Dx=1"}, verbose=True)
     option = verbose["spark.driver.extraJavaOptions"]
     assert option.endswith(" -Dx=1")  # the user's own options are kept
     loud = Path(option.split()[0].removeprefix("-Dlog4j2.configurationFile=file:"))
@@ -281,7 +282,7 @@ def test_spark_is_quiet_unless_verbose(tmp_path: Path) -> None:
 
 
 def test_the_demo_timeline_has_a_colour_legend() -> None:
-    from windowstore._plots import timeline_figure
+    from windowstore.cli.plots import timeline_figure
 
     sessions = pa.table(
         {

@@ -1,0 +1,201 @@
+"""A ``sessions`` or ``sliding`` command checked whole before Spark starts: its arguments and,
+for a local input, the input's columns, through the engines' own rules (pyspark is not
+imported). Every problem is a ``BadArgument`` naming the flag, the input or the column."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from windowstore import agg
+from windowstore.cli.flags import (
+    FLAGS,
+    BadArgument,
+    cli_words,
+    confs,
+    duration,
+    parse_agg,
+    without_name,
+)
+from windowstore.cli.inputs import file_format, input_schema, local_path
+from windowstore.exceptions import InvalidWindowSpec, SchemaError
+from windowstore.sessions import session_windows
+from windowstore.sliding import sliding_windows
+
+__all__ = ["PARSED_COLUMN", "WindowJob", "check_job"]
+
+#: The type of a time column parsed with ``--time-format``.
+PARSED_TIME = pa.timestamp("us", "UTC")
+#: The column holding the parsed time (the input's own time column stays as it was, so that
+#: rejected rows keep the text that did not parse).
+PARSED_COLUMN = "__windowstore_time"
+
+
+@dataclass
+class WindowJob:
+    """A ``sessions`` or ``sliding`` command with every argument checked, before Spark starts."""
+
+    command: str
+    input: str
+    output: str
+    rejected: str | None
+    in_fmt: str
+    out_fmt: str
+    keys: list[str]
+    time: str
+    time_format: str | None
+    aggs: list[agg.Agg]
+    windows: dict[str, Any]
+    common: dict[str, Any]
+    conf: dict[str, str]
+    overwrite: bool
+
+
+def _agg_argument(text: str) -> agg.Agg:
+    """``parse_agg``, its errors as ``BadArgument`` naming ``--agg`` and the part at fault."""
+    try:
+        return parse_agg(text)
+    except InvalidWindowSpec as e:
+        detail = without_name(str(e))
+        part = {"max_size": "MAX_SIZE ", "overflow": "OVERFLOW "}.get(e.parameter or "", "")
+        if part:
+            detail = f"{text!r}: {part}{detail}"
+        raise BadArgument("--agg", detail) from e
+
+
+def _check_clock(args: argparse.Namespace) -> None:
+    """The command reads bounded input in one batch job: there is no wall clock to read."""
+    if args.clock != "event":
+        raise BadArgument(
+            "--clock",
+            f"{args.clock!r} needs a stream: the records of a file have no arrival time. For "
+            'processing-time sessions use SessionWindowProcessor(clock="processing") or '
+            'windowstore.spark.session_windows(clock="processing") on a streaming DataFrame',
+        )
+    if args.idle_timeout is not None:
+        raise BadArgument(
+            "--idle-timeout",
+            "a bounded input is never idle: every session of it is written when the job "
+            "ends. idle_timeout= is for streams (SessionWindowProcessor, or "
+            "windowstore.spark.session_windows on a streaming DataFrame)",
+        )
+
+
+def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
+    """The window arguments of ``sessions``: a fixed gap or a gap column with its cap."""
+    if args.gap is not None and args.gap_column is not None:
+        raise BadArgument("--gap", "give --gap or --gap-column, not both")
+    if args.gap is None and args.gap_column is None:
+        raise BadArgument("--gap", "give --gap (fixed) or --gap-column and --max-gap (dynamic)")
+    if args.gap_column is not None and args.max_gap is None:
+        raise BadArgument("--max-gap", "--gap-column needs --max-gap (the largest gap)")
+    if args.gap_column is None and args.max_gap is not None:
+        raise BadArgument("--max-gap", "only with --gap-column (dynamic gaps)")
+    return {
+        "gap": duration(args.gap, "gap"),
+        "gap_column": args.gap_column,
+        "max_gap": duration(args.max_gap, "max_gap"),
+        "max_duration": duration(args.max_duration, "max_duration"),
+    }
+
+
+def check_job(args: argparse.Namespace) -> WindowJob:
+    """Checks a ``sessions`` / ``sliding`` command's arguments and, for a local input, its
+    schema (Parquet footer or CSV header) with the engines' own rules; all of this without
+    Spark (pyspark is not imported).
+
+    Raises:
+        BadArgument: naming the flag, the input, or the column at fault.
+    """
+    keys = [k.strip() for given in args.key for k in given.split(",") if k.strip()]
+    if not keys:
+        raise BadArgument("--key", "give at least one key column")
+    records = args.command == "sessions" and args.records
+    if args.command == "sessions":
+        _check_clock(args)
+    if records and args.agg:
+        raise BadArgument(
+            "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
+        )
+    aggs = [] if records else [_agg_argument(a) for a in args.agg] or [agg.count()]
+    if args.partitions is not None and args.partitions < 1:
+        raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
+    conf = confs(args.conf)
+
+    windows: dict[str, Any]
+    if args.command == "sessions":
+        windows = _session_windows(args)
+    else:
+        windows = {"time_difference": duration(args.time_difference, "time_difference")}
+
+    in_fmt = file_format(args.input, args.format)
+    out_fmt = file_format(args.output, args.output_format)
+    rejected = None
+    if args.on_invalid == "drop":
+        rejected = args.rejected or args.output.rstrip("/") + ".rejected"
+    elif args.rejected:
+        raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
+    targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
+    for flag, target in targets:
+        local = local_path(target)
+        if local is not None and local.exists() and not args.overwrite:
+            raise BadArgument(flag, f"{target} exists; give --overwrite to replace it")
+    common: dict[str, Any] = {
+        "key": keys,
+        "time": args.time,
+        "aggs": aggs,
+        "on_invalid": args.on_invalid,
+        "time_unit": args.time_unit,
+    }
+    if records:
+        common["output"] = "records"
+    job = WindowJob(command=args.command, input=args.input, output=args.output,
+                    rejected=rejected, in_fmt=in_fmt, out_fmt=out_fmt, keys=keys, time=args.time,
+                    time_format=args.time_format, aggs=aggs, windows=windows, common=common,
+                    conf=conf, overwrite=args.overwrite)  # fmt: skip
+    source = local_path(args.input)
+    if source is not None:
+        if not source.exists():
+            raise BadArgument("INPUT", f"no such file or directory: {args.input}")
+        _check_schema(job, input_schema(source, in_fmt))
+    return job
+
+
+def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
+    """The input's columns checked against the job: names first (a CSV header gives only
+    names; Spark infers its types), then a Parquet schema's types through the engines' own
+    checks on an empty table of it."""
+    names = schema if isinstance(schema, list) else schema.names
+    flags = {k: "--key" for k in job.keys}
+    flags.update({a.column: "--agg" for a in job.aggs if a.column is not None})
+    if job.windows.get("gap_column"):
+        flags[job.windows["gap_column"]] = "--gap-column"
+    flags[job.time] = "--time"
+    for column, flag in flags.items():
+        if column not in names:
+            raise BadArgument(
+                flag, f'column "{column}": no such column; {job.input} has {", ".join(names)}'
+            )
+    if isinstance(schema, list):
+        return
+    if job.time_format is not None:
+        t = schema.field(job.time).type
+        if not (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_timestamp(t)
+                or pa.types.is_date(t)):  # fmt: skip
+            raise BadArgument(
+                "--time-format", f'column "{job.time}" is {t}, not text to parse as a time'
+            )
+        schema = schema.set(schema.get_field_index(job.time), pa.field(job.time, PARSED_TIME))
+    empty = schema.empty_table()
+    try:
+        if job.command == "sessions":
+            session_windows(empty, **job.windows, **job.common)
+        else:
+            sliding_windows(empty, **job.windows, **job.common)
+    except SchemaError as e:
+        raise BadArgument(flags.get(e.column or ""), f"{job.input}: {cli_words(str(e))}") from e
+    except InvalidWindowSpec as e:
+        raise BadArgument(FLAGS.get(e.parameter or ""), cli_words(str(e))) from e

@@ -1,0 +1,143 @@
+"""The command line's own words: aggregations, durations and ``--conf`` read from text, and
+errors that name the flag at fault (``BadArgument``, ``cli_words``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from windowstore import agg
+from windowstore._durations import to_duration
+from windowstore.exceptions import InvalidWindowSpec
+
+__all__ = ["FLAGS", "BadArgument", "cli_words", "confs", "duration", "parse_agg", "without_name"]
+
+
+def parse_agg(text: str) -> agg.Agg:
+    """An aggregation from its command-line form: ``count``, ``sum:amount``, ``max:amount``,
+    ``collect:page:10:drop_oldest``, optionally named: ``total=sum:amount``.
+
+    Example:
+        >>> parse_agg("top=max:amount").output_name
+        'top'
+    """
+    name, _, spec = text.rpartition("=")
+    func, *rest = spec.split(":")
+    simple = {"sum": agg.sum, "min": agg.min, "max": agg.max, "mean": agg.mean,
+              "first": agg.first, "last": agg.last}  # fmt: skip
+    if func == "count" and not rest:
+        result = agg.count()
+    elif func in simple and len(rest) == 1:
+        result = simple[func](rest[0])
+    elif func == "collect" and 1 <= len(rest) <= 3:
+        size = None
+        if len(rest) > 1 and rest[1]:
+            if not rest[1].isdigit():
+                raise InvalidWindowSpec(f"invalid aggs: max_size {rest[1]!r} in {text!r}", "aggs")
+            size = int(rest[1])
+        overflow = rest[2] if len(rest) > 2 else "drop_oldest"
+        result = agg.collect(rest[0], size, overflow)  # type: ignore[arg-type]
+    else:
+        raise InvalidWindowSpec(
+            f"invalid aggs: cannot read {text!r}; use count, sum:COL, min:COL, max:COL, mean:COL, "
+            f"first:COL, last:COL or collect:COL[:MAX_SIZE[:OVERFLOW]], optionally NAME=...",
+            "aggs",
+        )
+    return result.alias(name) if name else result
+
+
+class BadArgument(Exception):
+    """A command-line argument or the input it names is unusable: exit code 2.
+
+    ``flag`` is the argument as the user typed it (``--gap``, ``INPUT``), or ``None`` when the
+    message names a column of the input instead.
+    """
+
+    def __init__(self, flag: str | None, message: str) -> None:
+        super().__init__(message)
+        self.flag = flag
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"argument {self.flag}: {text}" if self.flag else text
+
+
+#: The command-line flag of each parameter of the Python API that errors may name.
+FLAGS = {
+    "key": "--key",
+    "time": "--time",
+    "time_unit": "--time-unit",
+    "gap": "--gap",
+    "gap_column": "--gap-column",
+    "max_gap": "--max-gap",
+    "max_duration": "--max-duration",
+    "time_difference": "--time-difference",
+    "aggs": "--agg",
+    "max_size": "--agg collect:COL:MAX_SIZE",
+    "overflow": "--agg collect:COL:MAX_SIZE:OVERFLOW",
+    "on_invalid": "--on-invalid",
+    "partitions": "--partitions",
+    "conf": "--conf",
+    "output": "--records",
+    "clock": "--clock",
+    "idle_timeout": "--idle-timeout",
+}
+
+#: Hints of the Python API's messages, in the command line's words.
+_HINTS = [
+    (re.compile(r"on_invalid='drop' with return_rejected=True"), "--on-invalid drop"),
+    (re.compile(r"give gap \(fixed\) or gap_column and max_gap \(dynamic\)"),
+     "give --gap (fixed) or --gap-column and --max-gap (dynamic)"),
+    (re.compile(r"give gap or gap_column, not both"), "give --gap or --gap-column, not both"),
+    (re.compile(r"a gap column needs max_gap"), "--gap-column needs --max-gap"),
+    (re.compile(r"parse it into a timestamp first \([^)]*\)( or give integer epoch ticks)?"),
+     "give its format with --time-format (a Spark datetime pattern such as "
+     "'yyyy-MM-dd HH:mm:ss'), or use integer epoch ticks"),
+]  # fmt: skip
+_INVALID = re.compile(r"^invalid (\w+):")
+
+
+def cli_words(message: str) -> str:
+    """``message`` (an error of the Python API) with its parameters named as the command
+    line's flags.
+
+    Example:
+        >>> cli_words("invalid max_gap: a gap column needs max_gap (the largest gap)")
+        'invalid --max-gap: --gap-column needs --max-gap (the largest gap)'
+    """
+    for pattern, words in _HINTS:
+        message = pattern.sub(words, message)
+    return _INVALID.sub(lambda m: f"invalid {FLAGS.get(m[1], m[1])}:", message)
+
+
+def without_name(message: str) -> str:
+    """``message`` without its leading ``invalid PARAMETER:``."""
+    return _INVALID.sub("", message).strip()
+
+
+def _ticks_or_text(text: str) -> str | int:
+    """A duration argument: digits are integer ticks, anything else a duration string."""
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def duration(text: str | None, parameter: str) -> str | int | None:
+    """A duration argument, checked now (a ``BadArgument`` naming its flag if unreadable)."""
+    if text is None:
+        return None
+    value = _ticks_or_text(text)
+    try:
+        to_duration(value, parameter)
+    except InvalidWindowSpec as e:
+        raise BadArgument(FLAGS[parameter], str(e).removeprefix(f"invalid {parameter}: ")) from e
+    return value
+
+
+def confs(pairs: Sequence[str]) -> dict[str, str]:
+    """The ``--conf KEY=VALUE`` arguments as a dict."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadArgument("--conf", f"{pair!r} is not KEY=VALUE")
+        out[key] = value
+    return out

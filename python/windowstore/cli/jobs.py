@@ -1,0 +1,272 @@
+"""``windowstore sessions`` and ``windowstore sliding``: the Spark adapters over Parquet or CSV
+files, on a local Spark session or a cluster. The arguments and a local input's columns are
+checked first (``checks.check_job``); Spark starts only for a job that can run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from windowstore.cli import on_spark
+from windowstore.cli.arguments import Command, spark_options
+from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job
+from windowstore.cli.flags import BadArgument, cli_words
+from windowstore.cli.progress import Progress, Say, counted, plural
+from windowstore.exceptions import WindowStoreError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["SESSIONS", "SLIDING", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``windowstore sessions`` or ``windowstore sliding``; returns the exit code."""
+    try:
+        job = check_job(args)
+    except BadArgument as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        from windowstore.spark import session_windows as spark_sessions
+        from windowstore.spark import sliding_windows as spark_sliding
+    except ImportError as e:
+        print(
+            f"error: windowstore {args.command} runs on Spark, and pyspark cannot be imported "
+            f"({e}); install the Spark extra's packages: {on_spark.install_hint()}",
+            file=sys.stderr,
+        )
+        return 2
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    began = time.perf_counter()
+    say = Say(began)
+    say(f"starting Spark ({args.master or 'local[*]'})")
+    spark, owned = on_spark.session(
+        args.master, job.conf, f"windowstore {args.command}", args.verbose
+    )
+    try:
+        with Progress(spark, say):
+            try:
+                df = on_spark.read(spark, job.input, job.in_fmt)
+            except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
+                print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
+                      f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
+                return 2
+            say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
+            time_column = job.time
+            if job.time_format is not None:
+                df = df.withColumn(PARSED_COLUMN, _parse_time(df, job.time, job.time_format))
+                time_column = PARSED_COLUMN
+            rows_in = Observation("input")
+            df = df.observe(rows_in, F.count(F.lit(1)).alias("rows"))
+            common = {**job.common, "time": time_column, "partitions": args.partitions}
+            try:
+                if job.command == "sessions":
+                    result, rejected = spark_sessions(
+                        df, **job.windows, return_rejected=True, **common
+                    )
+                else:
+                    result, rejected = spark_sliding(
+                        df, **job.windows, return_rejected=True, **common
+                    )
+            except WindowStoreError as e:
+                print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
+                return 2
+            if job.time_format is not None:
+                rejected = rejected.drop(PARSED_COLUMN)
+                result = result.drop(PARSED_COLUMN) if "output" in job.common else result
+            kind = "session" if job.command == "sessions" else "sliding"
+            rows_out = Observation("windows")
+            result = result.observe(rows_out, F.count(F.lit(1)).alias("rows"))
+            say(f"computing {kind} windows and writing them to {job.output}")
+            try:
+                on_spark.write(result, job.output, job.out_fmt, job.overwrite)
+                read = on_spark.observed(rows_in)
+                if read is not None:
+                    say(f"read {plural(read, 'row')}")
+                noun = "tagged row" if "output" in job.common else f"{kind} window"
+                print(f"{counted(on_spark.observed(rows_out), noun)} written to "
+                      f"{job.output} ({job.out_fmt})")  # fmt: skip
+                if job.rejected is not None:
+                    rows_rejected = Observation("rejected")
+                    rejected = rejected.observe(rows_rejected, F.count(F.lit(1)).alias("rows"))
+                    say(f"writing rejected rows to {job.rejected}")
+                    on_spark.write(rejected, job.rejected, job.out_fmt, job.overwrite)
+                    n = on_spark.observed(rows_rejected)
+                    print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
+                          f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
+            except Exception as e:  # a failed Spark job: its cause is the Python worker's error
+                print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
+                return 1
+        print(f"done in {time.perf_counter() - began:.1f}s on {spark.sparkContext.master}")
+        return 0
+    finally:
+        if owned:
+            spark.stop()
+
+
+def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
+    """The time column parsed with ``pattern`` (a Spark datetime pattern); a value that does
+    not match is null (a ``null_time`` row). A column Spark already read as a timestamp is
+    taken as it is."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
+
+    dt = df.schema[column].dataType
+    if isinstance(dt, TimestampType | TimestampNTZType | DateType):
+        return F.col(column).cast("timestamp")
+    return F.try_to_timestamp(F.col(column).cast("string"), F.lit(pattern))
+
+
+def _job_error(e: Exception, job: WindowJob | None = None) -> str:
+    """The windowstore error line of a failed Spark job's message (in the command line's
+    words), or its first line."""
+    lines = str(e).splitlines()
+    found = next(
+        (line.strip() for line in lines if "windowstore" in line and "Error" in line),
+        lines[0] if lines else type(e).__name__,
+    )
+    found = cli_words(found)
+    if job is not None and job.time_format is not None:
+        found = found.replace(f"'{PARSED_COLUMN}'", f"'{job.time}' (parsed)")
+        if "null_time" in found:
+            found += (
+                f" (with --time-format, a time that does not match {job.time_format!r} is null)"
+            )
+    return found
+
+
+def _window_options(
+    p: argparse.ArgumentParser, specific: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """The options of a window command, with the window kind's ``specific`` ones."""
+    p.add_argument("input", metavar="INPUT",
+                   help="input file or directory (Parquet, or CSV with a header); a local path "
+                   "or a URL Spark reads (s3a://, hdfs://)")  # fmt: skip
+    p.add_argument("-o", "--output", required=True, metavar="OUTPUT",
+                   help="output directory (must not exist, unless --overwrite)")  # fmt: skip
+    p.add_argument("--key", action="append", required=True, metavar="COL",
+                   help="key column (repeat, or comma-separated, for several)")  # fmt: skip
+    p.add_argument("--time", required=True, metavar="COL",
+                   help="time column: a timestamp, integer epoch ticks, or text with "
+                   "--time-format")  # fmt: skip
+    p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
+                   help="tick of an integer time column (default: ms)")  # fmt: skip
+    p.add_argument("--time-format", metavar="PATTERN",
+                   help="parse a text time column with this Spark datetime pattern, e.g. "
+                   "'yyyy-MM-dd HH:mm:ss' (times in UTC unless the text has a zone); a time "
+                   "that does not match is a null_time row")  # fmt: skip
+    specific(p)  # the window kind's own options
+    p.add_argument("--agg", action="append", default=[], metavar="FUNC[:COL[:...]]",
+                   help="an aggregation, see below (repeatable; default: count)")  # fmt: skip
+    p.add_argument("--on-invalid", choices=["error", "drop"], default="error",
+                   help="unusable rows (null key or time, invalid gap): fail the job (error), "
+                   "or write them with their reason to --rejected (drop)")  # fmt: skip
+    p.add_argument("--rejected", metavar="PATH",
+                   help="where --on-invalid drop writes rejected rows (default: "
+                   "OUTPUT.rejected)")  # fmt: skip
+    p.add_argument("--format", choices=["parquet", "csv"],
+                   help="input format (default: csv for a name ending in .csv, else "
+                   "parquet)")  # fmt: skip
+    p.add_argument(
+        "--output-format",
+        choices=["parquet", "csv"],
+        help="output format (default: by the output's name, as --format)",
+    )
+    p.add_argument("--partitions", type=int, metavar="N",
+                   help="partitions of the shuffle by key (default: "
+                   "spark.sql.shuffle.partitions)")  # fmt: skip
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing OUTPUT (and --rejected)"
+    )
+    spark_options(p)
+
+
+def _gaps(p: argparse.ArgumentParser) -> None:
+    """The options of ``sessions``: the gap, the cap on a session, tagged rows, the clock."""
+    p.add_argument("--gap", metavar="DURATION", help="fixed inactivity gap that closes a session")
+    p.add_argument(
+        "--gap-column",
+        metavar="COL",
+        help="column of per-record gaps (dynamic gaps; needs --max-gap)",
+    )
+    p.add_argument("--max-gap", metavar="DURATION", help="cap on the dynamic gaps")
+    p.add_argument("--max-duration", metavar="DURATION",
+                   help="longest span of a session from its first to its last event: a record "
+                   "later than that after its session's start starts a new session")  # fmt: skip
+    p.add_argument("--records", action="store_true",
+                   help="write every input row with session_start, session_end and session_id "
+                   "instead of one row per session (no --agg)")  # fmt: skip
+    p.add_argument("--clock", choices=("event", "processing"), default="event",
+                   help="what gives a record its time: its --time column (event, the only "
+                   "clock of a bounded input; processing time is for streams, in the Python "
+                   "API)")  # fmt: skip
+    p.add_argument("--idle-timeout", metavar="DURATION",
+                   help="streams only (the Python API): refused here, since a bounded input is "
+                   "never idle and every window of it is written")  # fmt: skip
+
+
+def _length(p: argparse.ArgumentParser) -> None:
+    """The option of ``sliding``: the window length."""
+    p.add_argument("--time-difference", required=True, metavar="DURATION",
+                   help="window length D (windows [start, start + D], both ends "
+                   "inclusive)")  # fmt: skip
+
+
+_DURATIONS = """\
+durations: 30m, 90s, 1h30m, 1.5s, '5 minutes', or an integer count of ticks of the time column
+(--time-unit). aggregations (--agg, repeatable; default: count): count, sum:COL, min:COL,
+max:COL, mean:COL, first:COL, last:COL, collect:COL[:MAX_SIZE[:OVERFLOW]] (OVERFLOW:
+drop_oldest, drop_newest or fail), each optionally named NAME=... (top=max:amount).
+"""
+
+_SESSIONS_EXAMPLES = """\
+examples:
+  windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
+      --agg count --agg sum:amount --agg top=max:amount --agg collect:page:10
+  windowstore sessions clicks.csv -o sessions.csv --key user_id --time ts --gap 30m \\
+      --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop     # rejects: sessions.csv.rejected
+  windowstore sessions events/ -o out/ --key device --time t --time-unit s \\
+      --gap-column idle --max-gap 2h                              # a gap per record
+  windowstore sessions clicks.parquet -o tagged/ --key user_id --time ts --gap 30m \\
+      --records                                  # every row, tagged with its session
+  windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
+      --max-duration 4h                          # no session longer than 4 hours
+"""
+
+_SLIDING_EXAMPLES = """\
+examples:
+  windowstore sliding clicks.parquet -o windows/ --key user_id --time ts \\
+      --time-difference 5m --agg count --agg max:amount
+  windowstore sliding s3a://bucket/clicks/ -o s3a://bucket/windows/ --key user_id --time ts \\
+      --time-difference 5m --master spark://host:7077 \\
+      --conf spark.archives=env.tar.gz#environment \\
+      --conf spark.pyspark.python=./environment/bin/python
+"""
+
+
+def _window_command(
+    name: str,
+    kind: str,
+    window: str,
+    examples: str,
+    specific: Callable[[argparse.ArgumentParser], None],
+) -> Command:
+    """A window command: ``kind`` windows, ``window`` the synopsis' window argument."""
+    return Command(
+        name=name,
+        synopsis=f"INPUT -o OUTPUT --key COL --time COL {window} [--agg ...]",
+        help=f"{kind} windows of a Parquet/CSV input on Spark",
+        epilog=examples + "\n" + _DURATIONS,
+        options=lambda p: _window_options(p, specific),
+        run=run,
+    )
+
+
+SESSIONS = _window_command("sessions", "session", "--gap 30m", _SESSIONS_EXAMPLES, _gaps)
+SLIDING = _window_command("sliding", "sliding", "--time-difference 5m", _SLIDING_EXAMPLES, _length)

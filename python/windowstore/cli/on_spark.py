@@ -1,0 +1,126 @@
+"""What the commands do on Spark, imported lazily: start a session (Spark's log lines off
+unless ``--verbose``), read and write Parquet or CSV, and count rows as a job writes them.
+Nothing here imports pyspark until it is called."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Observation, SparkSession
+
+__all__ = ["install_hint", "log_options", "observed", "read", "session", "write"]
+
+
+def install_hint() -> str:
+    """How to install the Spark extra's packages into this environment, naming the packages
+    (with the windowstore wheel's own version bounds) rather than a package index."""
+    try:
+        requirements = metadata.requires("windowstore") or []
+    except metadata.PackageNotFoundError:
+        requirements = []
+    spark = [r.split(";")[0].strip() for r in requirements if 'extra == "spark"' in r]
+    spark = spark or ["pyspark>=4.1,<5", "pandas<3", "matplotlib>=3.8", "protobuf>=5"]
+    packages = " ".join(f"'{r.replace(' ', '')}'" for r in spark)
+    return f"{sys.executable} -m pip install {packages}"
+
+
+_LOG4J = """\
+# Spark's log lines for the windowstore command: quiet (nothing) unless --verbose. The root
+# level stays WARN either way (Spark prints "Setting default log level" when it differs from
+# its shell default); the quiet appender's filter drops every line.
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+appender.console.filter.threshold.type = ThresholdFilter
+appender.console.filter.threshold.level = {threshold}
+"""
+
+
+def log_options(conf: dict[str, str], verbose: bool) -> dict[str, str]:
+    """``conf`` with the driver's log4j set up: quiet (nothing but the command's own lines)
+    unless ``verbose`` (Spark's warnings and errors). A ``spark.driver.extraJavaOptions`` of
+    the user's is kept, after the setting."""
+    name = "verbose" if verbose else "quiet"
+    path = Path(tempfile.gettempdir()) / f"windowstore-{os.getuid()}-log4j2-{name}.properties"
+    text = _LOG4J.format(threshold="all" if verbose else "off")
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    option = f"-Dlog4j2.configurationFile=file:{path}"
+    given = conf.get("spark.driver.extraJavaOptions")
+    return {**conf, "spark.driver.extraJavaOptions": f"{option} {given}" if given else option}
+
+
+def session(
+    master: str | None, conf: dict[str, str], app: str, verbose: bool = False
+) -> tuple[SparkSession, bool]:
+    """The active SparkSession if there is one (running inside a Spark program: it is not
+    stopped afterwards), else a new one on ``master``; and whether it is ours to stop.
+    Spark's own log lines are off unless ``verbose``."""
+    from pyspark.sql import SparkSession
+
+    from windowstore.spark.session import spark_session
+
+    if not verbose:
+        warnings.filterwarnings("ignore", module="pyspark")
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    spark = spark_session(master, log_options(conf, verbose), app=app)
+    if verbose:
+        spark.sparkContext.setLogLevel("WARN")
+    return spark, True
+
+
+def read(spark: SparkSession, path: str, fmt: str) -> DataFrame:
+    """``path`` as a DataFrame: CSV with a header (types inferred), or Parquet."""
+    if fmt == "csv":
+        return spark.read.csv(path, header=True, inferSchema=True)
+    return spark.read.parquet(path)
+
+
+def write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
+    """Writes ``df`` to ``path`` as ``fmt``, replacing it only if ``overwrite``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    if fmt == "csv":  # CSV has no arrays: collected lists are written as JSON
+        df = df.select(
+            *[
+                F.to_json(F.col(f.name)).alias(f.name)
+                if isinstance(f.dataType, ArrayType)
+                else F.col(f.name)
+                for f in df.schema.fields
+            ]
+        )
+    writer = df.write.mode("overwrite" if overwrite else "errorifexists")
+    if fmt == "csv":
+        writer.csv(path, header=True)
+    else:
+        writer.parquet(path)
+
+
+def observed(observation: Observation, timeout: float = 60.0) -> int | None:
+    """The ``rows`` an observation counted during the action that just ran, or ``None`` if
+    Spark has not reported it within ``timeout`` seconds (``Observation.get`` would wait
+    forever)."""
+    box: list[int] = []
+
+    def get() -> None:
+        box.append(int(observation.get["rows"]))
+
+    thread = threading.Thread(target=get, name="windowstore-observation", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return box[0] if box else None
