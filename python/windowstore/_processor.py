@@ -11,6 +11,7 @@ import pyarrow as pa
 from windowstore import _core
 from windowstore._clock import Stamp, wall_ms
 from windowstore._durations import DurationLike, ticks_arg, to_duration
+from windowstore._query import key_batch, time_ticks
 from windowstore._udfs import Finisher, core_aggs
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
@@ -167,6 +168,46 @@ class WindowProcessor:
         Spark adapter restores a bucket's processor at every micro-batch of one run of a query;
         a restart is another run, and starts the idle period again as any restore does)."""
         self._inner.resume_idle(run)
+
+    def windows(self, key: Any = None) -> pa.Table:
+        """The windows the processor holds and has not closed, with their aggregates so far,
+        ordered by key, then start; ``key`` selects one key (a value, or a tuple of values for
+        several key columns). Changes nothing.
+
+        The columns are those of ``emit="final"`` (no ``op`` column in the changelog modes;
+        every input column plus the session tags with ``output="records"``). A window is open
+        while stream time minus ``grace`` has not passed its closing bound (a session's reach,
+        a sliding window's end) and the processor has not been flushed: in ``final`` mode,
+        these are exactly the windows (or tagged rows) `flush()` would emit now. Before the
+        first batch, an empty table without columns.
+
+        Reading one key costs a lookup plus the windows returned; every key, a pass over the
+        held windows. Runs under the processor's lock, so it is safe beside `process()` in
+        another thread."""
+        return self._read(None if key is None else [key], "key")
+
+    def _read(
+        self,
+        keys: Sequence[Any] | None,
+        parameter: str,
+        earliest_end: Any = None,
+        latest_start: Any = None,
+    ) -> pa.Table:
+        """The open windows of ``keys`` (None: every key; one key, or the first and last of a
+        range) within the time bounds, as the user sees them (udfs computed)."""
+        key_schema = self._inner.key_schema()
+        out_schema = self._inner.output_schema()
+        if key_schema is None or out_schema is None:
+            return pa.table({})
+        time_type = out_schema.field(self._window[1]).type
+        out = self._inner.windows(
+            None if keys is None else key_batch(key_schema, keys, parameter),
+            time_ticks(earliest_end, time_type, "earliest_end"),
+            time_ticks(latest_start, time_type, "latest_start"),
+        )
+        if out is None:
+            return pa.table({})
+        return out if self._finish is None else self._finish(out)
 
     def next_close(self) -> int | None:
         """In ``final`` mode, the earliest stream time at which a held window closes (so

@@ -174,6 +174,25 @@ class SessionWindowProcessor(WindowProcessor):
         )
         self._finish = finisher(aggs, self._window)
 
+    def fetch(self, key: Any) -> pa.Table:
+        """The open sessions of ``key`` (a value, or a tuple for several key columns): Kafka's
+        ``ReadOnlySessionStore.fetch(key)`` over what the processor holds. The same as
+        ``windows(key)``."""
+        return self._read([key], "key")
+
+    def fetch_range(self, key_from: Any, key_to: Any) -> pa.Table:
+        """The open sessions of the keys from ``key_from`` to ``key_to`` (both inclusive, in the
+        keys' sort order; tuples compare column by column), ordered by key, then start: Kafka's
+        ``fetch(keyFrom, keyTo)``. An inverted range is empty. Visits every held key."""
+        return self._read([key_from, key_to], "key_from")
+
+    def find_sessions(self, key: Any, earliest_end: Any, latest_start: Any) -> pa.Table:
+        """The open sessions of ``key`` that end at or after ``earliest_end`` and start at or
+        before ``latest_start`` (times of the session columns: int ticks, or ``datetime`` for
+        a timestamp column): Kafka's ``findSessions(key, earliestSessionEndTime,
+        latestSessionStartTime)``, the sessions a record at a time in between could meet."""
+        return self._read([key], "key", earliest_end, latest_start)
+
     _kind = "session-processor/2"
     _window = ("session_start", "session_end")
 

@@ -12,8 +12,9 @@ use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::{PyRecordBatch, PySchema};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::processor::{restore_any, AnyProcessor, Clock, Processor};
+use windowstore_core::processor::{restore_any, AnyProcessor, Clock, Processor, WindowQuery};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;
@@ -342,6 +343,46 @@ impl PyProcessor {
     #[pyo3(signature = (run))]
     fn resume_idle(&self, py: Python<'_>, run: Option<String>) -> PyResult<()> {
         self.with(py, |p| p.resume_idle(run.as_deref()))
+    }
+
+    /// The open windows (see the core's `Processor::windows`) of the keys `keys` (a batch of
+    /// the key columns: one row for one key, first and last row for a range; None: every
+    /// key), ending at or after `earliest_end` and starting at or before `latest_start`
+    /// (ticks); None before the first batch. Changes nothing.
+    #[pyo3(signature = (keys=None, earliest_end=None, latest_start=None))]
+    fn windows<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Option<PyRecordBatch>,
+        earliest_end: Option<i64>,
+        latest_start: Option<i64>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            let query = WindowQuery {
+                keys: keys.map(PyRecordBatch::into_inner),
+                earliest_end,
+                latest_start,
+            };
+            maybe_table(py, self.with(py, |p| p.windows(&query))?.py()?)
+        })
+    }
+
+    /// The key columns' schema (what `windows` reads keys as), or None before the first batch.
+    fn key_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            self.with(py, |p| p.key_schema())?
+                .map(|schema| PySchema::new(schema).into_pyarrow(py))
+                .transpose()
+        })
+    }
+
+    /// The output schema (tagged rows in records mode), or None before the first batch.
+    fn output_schema<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        guard(|| {
+            self.with(py, |p| p.output_schema())?
+                .map(|schema| PySchema::new(schema).into_pyarrow(py))
+                .transpose()
+        })
     }
 
     /// The earliest stream time at which a window not emitted yet closes (`final`).

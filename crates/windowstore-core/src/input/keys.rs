@@ -1,7 +1,7 @@
 //! Key columns as comparable bytes: arrow-row encodes one or more columns of any supported
 //! type into byte strings that compare like the values, and decodes them back for output.
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_row::{RowConverter, Rows, SortField};
 use arrow_schema::{DataType, FieldRef, Schema};
@@ -193,6 +193,38 @@ impl KeyCodec {
             }
         }
         Ok(BatchKeys { rows, null })
+    }
+
+    /// The encoded keys of the rows of `batch`, a batch of the key columns alone (found by
+    /// name, cast to the key types), for a lookup: a missing column, a value the key type
+    /// cannot hold or a null is an error naming the column.
+    pub fn encode_lookup(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+        let mut arrays = Vec::with_capacity(self.fields.len());
+        for field in &self.fields {
+            let name = field.name();
+            let column = batch
+                .column_by_name(name)
+                .ok_or_else(|| Error::schema(name, "the key of a lookup needs every key column"))?;
+            let options = arrow_cast::CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            let column = arrow_cast::cast_with_options(column, field.data_type(), &options)
+                .map_err(|e| {
+                    Error::schema(
+                        name,
+                        format!("the key of a lookup is not a {}: {e}", field.data_type()),
+                    )
+                })?;
+            if column.null_count() > 0 {
+                return Err(Error::schema(name, "the key of a lookup cannot be null"));
+            }
+            arrays.push(column);
+        }
+        let rows = self.converter.convert_columns(&arrays).map_err(|e| {
+            Error::schema(self.fields[0].name(), format!("cannot encode keys: {e}"))
+        })?;
+        Ok(rows.iter().map(|r| r.as_ref().to_vec()).collect())
     }
 
     /// The keys of `batch` for grouping within it (see [`KeyView`]).

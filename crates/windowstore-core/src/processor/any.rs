@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{Clock, Processor, Then, WindowKind};
+use super::{Clock, Processor, Then, WindowKind, WindowQuery};
 use crate::reject::Reason;
 use crate::session::{CappedSessionSpec, SessionSpec};
 use crate::sliding::SlidingSpec;
@@ -57,6 +57,10 @@ pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     fn store_metrics(&self) -> Option<StoreMetrics>;
     /// See [`Processor::output_schema`].
     fn output_schema(&self) -> Option<SchemaRef>;
+    /// See [`Processor::key_schema`].
+    fn key_schema(&self) -> Option<SchemaRef>;
+    /// See [`Processor::windows`].
+    fn windows(&self, query: &WindowQuery) -> Result<Option<RecordBatch>>;
     /// See [`Processor::snapshot`].
     fn snapshot(&self, path: &Path) -> Result<()>;
     /// See [`Processor::to_bytes`].
@@ -123,6 +127,12 @@ impl<K: WindowKind> AnyProcessor for Processor<K> {
     }
     fn output_schema(&self) -> Option<SchemaRef> {
         Processor::output_schema(self)
+    }
+    fn key_schema(&self) -> Option<SchemaRef> {
+        Processor::key_schema(self)
+    }
+    fn windows(&self, query: &WindowQuery) -> Result<Option<RecordBatch>> {
+        Processor::windows(self, query)
     }
     fn snapshot(&self, path: &Path) -> Result<()> {
         Processor::snapshot(self, path)

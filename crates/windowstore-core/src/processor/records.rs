@@ -194,8 +194,21 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
+        let (out, taken) = self.tag(windows, keys, schema)?;
+        self.release(taken)?;
+        Ok(out)
+    }
+
+    /// The rows of the sessions `windows` tagged, as [`Self::take`] returns them, leaving them
+    /// held; with, per segment, the positions of the rows returned.
+    pub fn tag(
+        &self,
+        windows: &RecordBatch,
+        keys: usize,
+        schema: &SchemaRef,
+    ) -> Result<(RecordBatch, Vec<Vec<usize>>)> {
         if windows.num_rows() == 0 {
-            return Ok(RecordBatch::new_empty(schema.clone()));
+            return Ok((RecordBatch::new_empty(schema.clone()), Vec::new()));
         }
         let windows = in_order(windows, keys)?;
         let lists = windows
@@ -245,7 +258,15 @@ impl Held {
         columns.push(take(&ids)?);
         let out =
             RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))?;
-        // What is left held: taken rows marked, half-empty segments compacted, empty ones gone.
+        Ok((out, taken))
+    }
+
+    /// Releases the rows at positions `taken` (per segment, from [`Self::tag`]): taken rows
+    /// are marked, half-empty segments compacted, empty ones dropped.
+    fn release(&mut self, taken: Vec<Vec<usize>>) -> Result<()> {
+        if taken.is_empty() {
+            return Ok(());
+        }
         let mut segments = Vec::with_capacity(self.segments.len());
         for (segment, taken) in self.segments.iter().zip(taken) {
             if taken.is_empty() {
@@ -271,7 +292,7 @@ impl Held {
             });
         }
         self.segments = segments;
-        Ok(out)
+        Ok(())
     }
 
     /// The held rows as one batch of `schema` (the bound input's) plus the hidden row numbers,
@@ -321,7 +342,7 @@ impl Held {
 }
 
 /// `windows` sorted by their key values, then start.
-fn in_order(windows: &RecordBatch, keys: usize) -> Result<RecordBatch> {
+pub(crate) fn in_order(windows: &RecordBatch, keys: usize) -> Result<RecordBatch> {
     if windows.num_rows() < 2 {
         return Ok(windows.clone());
     }

@@ -858,6 +858,30 @@ impl SessionStore {
         }
     }
 
+    /// The held sessions (live, or expired and not dropped yet: what [`Self::held_sessions_by_end`]
+    /// reads) whose end is at least `earliest_end`, of the keys in `[from, to]` (byte order,
+    /// both inclusive; `None`: every key), in no particular order. One key costs a hash probe
+    /// per segment; a range of keys visits every key (the key table is hashed).
+    pub fn held_sessions(
+        &self,
+        keys: Option<(&[u8], &[u8])>,
+        earliest_end: i64,
+    ) -> Vec<KeyedSession<'_>> {
+        let bounds = SessionBounds::by_end(earliest_end, i64::MAX);
+        let ids = match keys {
+            None => return self.scan_by_end(bounds),
+            Some((from, to)) if from == to => self.keys.get(from).into_iter().collect(),
+            Some((from, to)) => self.keys.range(from, to),
+        };
+        ids.into_iter()
+            .flat_map(|id| {
+                let key = self.keys.bytes(id);
+                self.scan_key(id, bounds)
+                    .map(move |session| KeyedSession { key, session })
+            })
+            .collect()
+    }
+
     /// The live sessions of the keys `ids`, in the order of `ids`, then end, then start.
     fn sessions_of_keys(&self, ids: Vec<KeyId>) -> Vec<KeyedSession<'_>> {
         let bounds = SessionBounds::find(i64::MIN, i64::MAX).live_from(self.min_live_end());
