@@ -157,7 +157,8 @@ pub fn restore_any(
     expect: Option<&str>,
 ) -> Result<Box<dyn AnyProcessor>> {
     let name = path.unwrap_or(Path::new(super::snapshot::IN_MEMORY));
-    let (store, meta) = snapshot::decode(name, bytes)?;
+    let decoded = snapshot::decode_tables(name, bytes)?;
+    let meta = &decoded.1;
     let tagged =
         |tag: &str, prefix: &str| meta.get(&format!("{prefix}kind")).is_some_and(|v| v == tag);
     let kind = if tagged(SessionSpec::KIND, SessionSpec::PREFIX) {
@@ -182,12 +183,10 @@ pub fn restore_any(
         ));
     }
     Ok(if kind == SessionSpec::KIND {
-        Box::new(Processor::<SessionSpec>::from_parts(name, store, &meta)?)
+        Box::new(Processor::<SessionSpec>::from_parts(name, decoded)?)
     } else if kind == CappedSessionSpec::KIND {
-        Box::new(Processor::<CappedSessionSpec>::from_parts(
-            name, store, &meta,
-        )?)
+        Box::new(Processor::<CappedSessionSpec>::from_parts(name, decoded)?)
     } else {
-        Box::new(Processor::<SlidingSpec>::from_parts(name, store, &meta)?)
+        Box::new(Processor::<SlidingSpec>::from_parts(name, decoded)?)
     })
 }

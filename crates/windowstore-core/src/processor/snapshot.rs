@@ -7,20 +7,23 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use arrow_array::RecordBatch;
-use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::StreamWriter;
+use arrow_schema::SchemaRef;
 
 use super::clock::{Clock, IdleMark};
 use super::lifecycle::Restored;
 use super::records;
 use super::{Counters, KindCounters, Processor, WindowKind};
-use crate::meta::{hex, unhex, MetaReader, MetaWriter};
+use crate::meta::{MetaReader, MetaWriter};
 use crate::reject::{rejected_schema, Reason};
 use crate::store::snapshot;
 use crate::{Error, Result, SessionStore};
 
 /// What names snapshot bytes that came from memory in errors (a file's path names a file).
 pub(crate) const IN_MEMORY: &str = "<snapshot bytes>";
+/// The snapshot table of records mode's held rows.
+const HELD: &str = "held_rows";
+/// The snapshot table of the rejected rows not taken yet.
+const REJECTED: &str = "rejected_rows";
 
 impl<K: WindowKind> Processor<K> {
     /// Writes the processor's whole state to `path` atomically (see `store::snapshot`).
@@ -34,24 +37,44 @@ impl<K: WindowKind> Processor<K> {
     /// Restores a processor written by [`Self::snapshot`]; refuses a damaged file whole.
     pub fn restore(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (store, meta) = snapshot::read(path)?;
-        Self::from_parts(path, store, &meta)
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::snapshot(path, format!("cannot read: {e}")))?;
+        Self::from_parts(path, snapshot::decode_tables(path, &bytes)?)
     }
 
     /// The processor's whole state as bytes (the bytes [`Self::snapshot`] writes).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let meta = self.meta()?;
+        let tables = self.tables()?;
         match &self.bound {
-            Some(b) => snapshot::encode(&b.store, &meta),
-            None => snapshot::encode(&SessionStore::new(1, None)?, &meta),
+            Some(b) => snapshot::encode_tables(&b.store, &meta, &tables),
+            None => snapshot::encode_tables(&SessionStore::new(1, None)?, &meta, &tables),
         }
     }
 
     /// Restores a processor from [`Self::to_bytes`]; refuses damaged bytes whole.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let path = Path::new(IN_MEMORY);
-        let (store, meta) = snapshot::decode(path, bytes)?;
-        Self::from_parts(path, store, &meta)
+        Self::from_parts(path, snapshot::decode_tables(path, bytes)?)
+    }
+
+    /// The rows the processor keeps beside its windows: the held rows of records mode and the
+    /// rejected rows not taken yet.
+    fn tables(&self) -> Result<Vec<snapshot::Table>> {
+        let mut tables = Vec::new();
+        let Some(schema) = self.bound.as_ref().map(|b| b.input.schema()) else {
+            return Ok(tables);
+        };
+        if let Some(held) = &self.held {
+            let numbered = records::with_row_field(schema);
+            tables.push((HELD.into(), numbered, vec![held.to_batch(schema)?]));
+        }
+        let kept = self.life.rejections.kept();
+        if !kept.is_empty() {
+            let rejected = rejected_schema(schema);
+            tables.push((REJECTED.into(), rejected, kept.to_vec()));
+        }
+        Ok(tables)
     }
 
     fn meta(&self) -> Result<HashMap<String, String>> {
@@ -89,34 +112,21 @@ impl<K: WindowKind> Processor<K> {
         for (name, value) in self.counters.pairs() {
             w.put(name, value.to_string());
         }
-        if let Some(held) = &self.held {
+        if self.held.is_some() {
             w.put("output", "records".into());
-            if let Some(schema) = schema {
-                w.put(
-                    "held_rows",
-                    hex(&rows_bytes(
-                        &records::with_row_field(schema),
-                        &[held.to_batch(schema)?],
-                    )?),
-                );
-            }
-        }
-        let kept = life.rejections.kept();
-        if let (Some(schema), false) = (schema, kept.is_empty()) {
-            w.put(
-                "rejected_rows",
-                hex(&rows_bytes(&rejected_schema(schema), kept)?),
-            );
         }
         Ok(meta)
     }
 
     pub(super) fn from_parts(
         path: &Path,
-        store: SessionStore,
-        meta: &HashMap<String, String>,
+        (store, meta, tables): snapshot::Decoded,
     ) -> Result<Self> {
-        let r = MetaReader::new(K::PREFIX, K::WHAT, K::KIND, path, meta)?;
+        let r = MetaReader::new(K::PREFIX, K::WHAT, K::KIND, path, &meta)?;
+        let mut tables: HashMap<String, (SchemaRef, Vec<RecordBatch>)> = tables
+            .into_iter()
+            .map(|(name, schema, batches)| (name, (schema, batches)))
+            .collect();
         let (emit, on_invalid) = r.policies()?;
         let kind = K::read_meta(&r, emit, on_invalid)?;
         let (input, aggs, schema) = r.input()?;
@@ -159,29 +169,33 @@ impl<K: WindowKind> Processor<K> {
             p.bind(schema.clone()).map_err(rebuild)?;
             let bound = p.bound.as_mut().ok_or_else(|| r.bad("no schema"))?;
             bound.restore_store(store).map_err(rebuild)?;
-            if let Some(h) = r.get("rejected_rows") {
-                let bytes = unhex(h).ok_or_else(|| r.bad("rejected_rows is malformed"))?;
-                let kept = read_rows(&bytes, &rejected_schema(&schema))
-                    .map_err(|why| r.bad(&format!("rejected_rows: {why}")))?;
+            if let Some(kept) = tables.remove(REJECTED) {
+                let kept = read_rows(kept, &rejected_schema(&schema))
+                    .map_err(|why| r.bad(&format!("{REJECTED}: {why}")))?;
                 p.life.rejections.set_kept(kept);
             }
-            if let Some(h) = r.get("held_rows") {
-                let bytes = unhex(h).ok_or_else(|| r.bad("held_rows is malformed"))?;
-                let rows = read_rows(&bytes, &records::with_row_field(&schema))
-                    .map_err(|why| r.bad(&format!("held_rows: {why}")))?;
-                let batch =
-                    arrow_select::concat::concat_batches(&records::with_row_field(&schema), &rows)
-                        .map_err(|e| r.bad(&format!("held_rows: {e}")))?;
+            if let Some(held) = tables.remove(HELD) {
+                let numbered = records::with_row_field(&schema);
+                let rows =
+                    read_rows(held, &numbered).map_err(|why| r.bad(&format!("{HELD}: {why}")))?;
+                let batch = arrow_select::concat::concat_batches(&numbered, &rows)
+                    .map_err(|e| r.bad(&format!("{HELD}: {e}")))?;
                 let next_seq = r.number("seq")?;
                 p.held = Some(
                     records::Held::from_batch(&batch, next_seq)
-                        .map_err(|why| r.bad(&format!("held_rows: {why}")))?,
+                        .map_err(|why| r.bad(&format!("{HELD}: {why}")))?,
                 );
+                if !records {
+                    return Err(r.bad("held rows without records mode"));
+                }
             } else if records {
                 return Err(r.bad("records mode without its held rows"));
             }
         } else if store.metrics().live_sessions > 0 {
             return Err(r.bad("windows without an input schema"));
+        }
+        if let Some(name) = tables.keys().next() {
+            return Err(r.bad(&format!("an unexpected table {name:?}")));
         }
         p.life.restore(Restored {
             stream_time: r
@@ -220,27 +234,13 @@ impl<K: WindowKind> Processor<K> {
     }
 }
 
-/// `batches` as an Arrow IPC stream of `schema`.
-fn rows_bytes(schema: &arrow_schema::Schema, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut w =
-        StreamWriter::try_new(&mut out, schema).map_err(Error::arrow("writing rejected rows"))?;
-    for b in batches {
-        w.write(b).map_err(Error::arrow("writing rejected rows"))?;
-    }
-    w.finish().map_err(Error::arrow("writing rejected rows"))?;
-    drop(w);
-    Ok(out)
-}
-
-/// The batches of an Arrow IPC stream, which must have `schema`.
+/// A table's batches, which must have `schema`'s columns.
 fn read_rows(
-    bytes: &[u8],
+    (found, batches): (SchemaRef, Vec<RecordBatch>),
     schema: &arrow_schema::Schema,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
-    let reader = StreamReader::try_new(bytes, None).map_err(|e| e.to_string())?;
-    if reader.schema().fields() != schema.fields() {
+    if found.fields() != schema.fields() {
         return Err("their columns are not the input's".into());
     }
-    reader.map(|b| b.map_err(|e| e.to_string())).collect()
+    Ok(batches)
 }

@@ -8,11 +8,13 @@
 //! | 0..8   | magic `WSSNAP\0\x02` (layout version 2)                        |
 //! | 8..16  | payload length, u64 little-endian                              |
 //! | 16..20 | CRC-32 of the payload, u32 little-endian                       |
-//! | 20..   | a zstd frame of an Arrow IPC stream: `key`, `start`, `end`, `value` |
+//! | 20..   | a zstd frame of Arrow IPC streams: the sessions (`key`, `start`, `end`, `value`), then the caller's tables |
 //!
-//! The stream's schema metadata carries retention, segment interval, store time, the store's
-//! counters, and whatever the caller adds (processors keep their own state there), so the
-//! compression covers it too. Python reads the payload with
+//! The first stream's schema metadata carries retention, segment interval, store time, the
+//! store's counters, the names of the tables that follow (`windowstore.tables`) and whatever
+//! the caller adds (processors keep their own state there), so the compression covers it too.
+//! Each table the caller adds (a processor's held rows and rejected rows) is an IPC stream of
+//! its own after the first, in the order named. Python reads the sessions with
 //! `pyarrow.ipc.open_stream(zstandard.decompress(data[20:]))`. Bytes of an older layout
 //! (version 1, or the wrappers earlier Python code put around it) are refused, saying so.
 //!
@@ -65,6 +67,10 @@ const PUTS: &str = "windowstore.puts";
 const REMOVES: &str = "windowstore.removes";
 const EXPIRED_PUTS: &str = "windowstore.expired_puts";
 const EXPIRED_SESSIONS: &str = "windowstore.expired_sessions";
+const TABLES: &str = "windowstore.tables";
+
+/// A table a caller keeps in a snapshot beside the sessions: its name, schema and batches.
+pub type Table = (String, SchemaRef, Vec<RecordBatch>);
 
 /// The Arrow schema of a snapshot's rows (and of [`entries_batches`]).
 pub fn entries_schema() -> Schema {
@@ -117,8 +123,21 @@ fn entries_batches_with(store: &SessionStore, schema: SchemaRef) -> Result<Vec<R
 
 /// Encodes `store` and the caller's `extra` metadata as snapshot file bytes.
 pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<Vec<u8>> {
+    encode_tables(store, extra, &[])
+}
+
+/// [`encode`], with the caller's `tables` after the sessions (names without commas).
+pub fn encode_tables(
+    store: &SessionStore,
+    extra: &HashMap<String, String>,
+    tables: &[Table],
+) -> Result<Vec<u8>> {
     let counters = store.counters();
     let mut metadata = extra.clone();
+    let names: Vec<&str> = tables.iter().map(|(name, _, _)| name.as_str()).collect();
+    if !names.is_empty() {
+        metadata.insert(TABLES.to_string(), names.join(","));
+    }
     for (k, v) in [
         (FORMAT, FORMAT_VALUE.to_string()),
         (RETENTION, store.retention().to_string()),
@@ -154,6 +173,16 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
     }
     writer.finish().map_err(Error::arrow("encoding snapshot"))?;
     drop(writer);
+    for (_, schema, batches) in tables {
+        let mut writer =
+            StreamWriter::try_new(&mut ipc, schema).map_err(Error::arrow("encoding snapshot"))?;
+        for batch in batches {
+            writer
+                .write(batch)
+                .map_err(Error::arrow("encoding snapshot"))?;
+        }
+        writer.finish().map_err(Error::arrow("encoding snapshot"))?;
+    }
     let compressed = zstd::bulk::compress(&ipc, ZSTD_LEVEL)
         .map_err(|e| Error::Internal(format!("compressing a snapshot: {e}")))?;
     out.extend_from_slice(&compressed);
@@ -165,10 +194,26 @@ pub fn encode(store: &SessionStore, extra: &HashMap<String, String>) -> Result<V
     Ok(out)
 }
 
-/// Decodes snapshot file bytes into a store and the caller's extra metadata.
+/// Decodes snapshot file bytes into a store and the caller's extra metadata (a snapshot with
+/// tables is refused: see [`decode_tables`]).
 ///
 /// `path` only names the file in errors.
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String, String>)> {
+    let (store, meta, tables) = decode_tables(path, bytes)?;
+    if let Some((name, _, _)) = tables.first() {
+        return Err(Error::snapshot(
+            path,
+            format!("a processor's snapshot (it holds {name}), not a store's"),
+        ));
+    }
+    Ok((store, meta))
+}
+
+/// A store, the caller's extra metadata and its tables, in the order written.
+pub type Decoded = (SessionStore, HashMap<String, String>, Vec<Table>);
+
+/// Decodes snapshot file bytes written by [`encode_tables`].
+pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
     let refuse = |reason: String| Error::snapshot(path, reason);
     if bytes.len() < HEADER_LEN {
         return Err(refuse(format!(
@@ -209,7 +254,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
     }
     let ipc = zstd::stream::decode_all(&bytes[HEADER_LEN..])
         .map_err(|e| refuse(format!("unreadable zstd payload: {e}")))?;
-    let reader = StreamReader::try_new(ipc.as_slice(), None)
+    let mut rest = ipc.as_slice();
+    let reader = StreamReader::try_new(&mut rest, None)
         .map_err(|e| refuse(format!("unreadable Arrow IPC payload: {e}")))?;
     let schema = reader.schema();
     let expected = entries_schema();
@@ -246,9 +292,26 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
     };
     let mut store = SessionStore::restored(retention, interval, store_time, counters)
         .map_err(|e| refuse(format!("bad store parameters: {e}")))?;
+    let names = metadata.remove(TABLES).unwrap_or_default();
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| refuse(format!("unreadable record batch: {e}")))?;
+    let mut tables = Vec::new();
+    for name in names.split(',').filter(|n| !n.is_empty()) {
+        let reader = StreamReader::try_new(&mut rest, None)
+            .map_err(|e| refuse(format!("unreadable table {name}: {e}")))?;
+        let schema = reader.schema();
+        let table = reader
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| refuse(format!("unreadable table {name}: {e}")))?;
+        tables.push((name.to_string(), schema, table));
+    }
+    if !rest.is_empty() {
+        return Err(refuse(format!(
+            "{} bytes after the tables the snapshot names",
+            rest.len()
+        )));
+    }
     let columns = batches
         .iter()
         .map(columns_of)
@@ -269,7 +332,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<(SessionStore, HashMap<String
                 .map_err(refuse)?;
         }
     }
-    Ok((store, metadata))
+    Ok((store, metadata, tables))
 }
 
 /// A batch's four columns, typed.

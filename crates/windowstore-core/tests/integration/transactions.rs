@@ -316,7 +316,7 @@ fn rejected_rows_travel_in_snapshots() {
 /// re-encoded with a valid checksum, as an attacker or a bug in another writer would.
 fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec<u8>)) -> Vec<u8> {
     let path = std::path::Path::new("<test>");
-    let (store, meta) = snapshot::decode(path, bytes).unwrap();
+    let (store, meta, tables) = snapshot::decode_tables(path, bytes).unwrap();
     let mut out = SessionStore::new(store.retention(), Some(store.segment_interval())).unwrap();
     for w in store.entries() {
         let (mut key, mut start, mut end, mut value) = (
@@ -330,7 +330,7 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec
             out.put(&key, start, end, &value).unwrap();
         }
     }
-    snapshot::encode(&out, &meta).unwrap()
+    snapshot::encode_tables(&out, &meta, &tables).unwrap()
 }
 
 fn refused(bytes: &[u8]) -> bool {
