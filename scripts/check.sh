@@ -26,6 +26,8 @@ python -m mypy.stubtest windowstore._core --mypy-config-file pyproject.toml
 
 step "cargo clippy (release, all targets, warnings are errors)"
 cargo clippy --release --workspace --all-targets -- -D warnings
+step "cargo doc (release, no broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace
 step "cargo test (release; proptest runs ${PROPTEST_CASES:-10000} cases)"
 cargo test --release --workspace
 

@@ -3,6 +3,7 @@
 //! The crate is pure Rust and knows nothing of Python or Spark. Its heart is the segmented
 //! [`SessionStore`] of KIP-94 (`store`); the session and sliding window engines build on it.
 #![deny(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod agg;
 pub mod emit;

@@ -1,5 +1,7 @@
 //! The `windowstore._core` extension module: converts types and maps errors, nothing else.
 
+#![deny(rustdoc::broken_intra_doc_links)]
+
 mod convert;
 mod errors;
 mod guard;

@@ -5,7 +5,7 @@
 //! window state, so a window of `n` records grown one record at a time costs `O(n^2)` when it
 //! holds a `collect` list. The merged state differs from the old one only in a few places:
 //! fixed-width segments are rewritten, and a `collect` list gains one element at the record's
-//! place in `(time, seq)` order and a new count. [`append_edits`] computes exactly those
+//! place in `(time, seq)` order and a new count. `append_edits` computes exactly those
 //! splices; applying them gives the bytes `merge(record, state)` gives (the same function is
 //! called for every segment but a growing `collect`, with the same argument order).
 //!

@@ -16,7 +16,7 @@ use crate::{Error, Result, StoreMetrics};
 
 /// What every processor does, whatever its window kind (see [`Processor`]).
 pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
-    /// The kind's snapshot tag (`session-processor/1`, `sliding-processor/1`).
+    /// The kind's snapshot tag (`session-processor/2`, `sliding-processor/1`, ...).
     fn kind_tag(&self) -> &'static str;
     /// See [`Processor::process_table_at`].
     fn process_table(

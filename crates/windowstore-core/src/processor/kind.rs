@@ -60,7 +60,7 @@ pub trait KindCounters: Copy + Default + Debug + PartialEq + Send + Sync {
 /// A kind stores each window in the store under its closing bound (a session's reach, a
 /// sliding window's end) in the place of the end, so that the windows `final` mode must emit
 /// once stream time passes `x + grace` are exactly those stored with end `x`
-/// (see [`super::emit_pending`]).
+/// (see `emit_pending`).
 pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// The parameters in ticks of the time column.
     type Ticks: Copy + Debug + Send + Sync;
@@ -71,7 +71,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// Buffers a kind reuses from record to record within a call.
     type Scratch: Default;
 
-    /// The kind's tag in snapshots (`session-processor/1`, ...).
+    /// The kind's tag in snapshots (`session-processor/2`, ...).
     const KIND: &'static str;
     /// The prefix of the kind's snapshot metadata (`windowstore.session.`, ...).
     const PREFIX: &'static str;

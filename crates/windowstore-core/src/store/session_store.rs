@@ -33,7 +33,7 @@ const READ_AHEAD_MIN_SESSIONS: u64 = 1 << 20;
 /// A spare journal holding more than this is dropped rather than kept for the next call.
 const MAX_SPARE_JOURNAL_BYTES: usize = 64 << 20;
 
-/// What a caller will read of a key's sessions ([`SessionStore::warm`]): those of
+/// What a caller will read of a key's sessions (`SessionStore::warm`): those of
 /// [`SessionStore::find_sessions`] with `earliest_end` and `latest_start`, and the values of
 /// those ending at or after `values_from`, with the value of the latest ending before it (in
 /// each segment).
