@@ -174,54 +174,6 @@ impl<K: WindowKind> Processor<K> {
         })
     }
 
-    /// The processor with clock `clock` (see [`Clock`]). A processing-time clock reads no time
-    /// column (`input.time` is empty), and takes no gap column and no grace; the event-time
-    /// clocks need the time column.
-    pub fn with_clock(mut self, clock: Clock) -> Result<Self> {
-        clock.validate()?;
-        if clock == Clock::Processing {
-            if !self.input.time.is_empty() {
-                return Err(Error::invalid(
-                    "time",
-                    format!(
-                        "{:?}: a processing-time processor reads no time column (a record's time \
-                         is its arrival on the wall clock, now=); leave time out, or use \
-                         clock=\"event\"",
-                        self.input.time
-                    ),
-                ));
-            }
-            if self.input.time_unit.is_some() {
-                return Err(Error::invalid(
-                    "time_unit",
-                    "a processing-time processor reads no time column",
-                ));
-            }
-            if self.kind.gap_column().is_some() {
-                return Err(Error::invalid(
-                    "gap_column",
-                    "processing-time sessions take a fixed gap= (how long a key may stay \
-                     silent on the wall clock)",
-                ));
-            }
-            if !self.kind.grace_spec().is_zero() {
-                return Err(Error::invalid(
-                    "grace",
-                    "processing-time records are never late (each arrives at the clock's \
-                     latest reading), so there is no grace; leave it out",
-                ));
-            }
-        } else if self.input.time.is_empty() {
-            return Err(Error::invalid(
-                "time",
-                "an event-time processor needs its time column (time=\"ts\"); \
-                 clock=\"processing\" uses arrival times instead",
-            ));
-        }
-        self.clock = clock;
-        Ok(self)
-    }
-
     /// The processor in records mode (`output="records"`, see `records`): a window that
     /// closes comes out as its input rows tagged with `session_start`, `session_end` and
     /// `session_id`. Needs a kind whose rows belong to one window each (sessions), `final`
@@ -264,24 +216,6 @@ impl<K: WindowKind> Processor<K> {
     /// In records mode, how many rows the processor holds and their Arrow size in bytes.
     pub fn held(&self) -> Option<(usize, usize)> {
         self.held.as_ref().map(|h| (h.rows(), h.bytes()))
-    }
-
-    /// The processor's clock.
-    pub fn clock(&self) -> Clock {
-        self.clock
-    }
-
-    /// Says who drives the processor (an opaque token, such as a streaming query's run), and
-    /// keeps the idle mark a restored snapshot carried if the same `run` wrote it: a restore
-    /// otherwise starts the idle period again at the first call after it (down time is not
-    /// idle time).
-    pub fn resume_idle(&mut self, run: Option<&str>) {
-        self.run = run.map(str::to_string);
-        if let Some((mark, wrote)) = &self.saved_idle {
-            if run == Some(wrote.as_str()) {
-                self.idle = Some(*mark);
-            }
-        }
     }
 
     /// Calls that took the batched path since the processor was made or restored.
@@ -431,116 +365,6 @@ impl<K: WindowKind> Processor<K> {
             (None, Some(schema)) => Ok(RecordBatch::new_empty(schema)),
             (None, None) => Err(Error::invalid("process", "the processor has no schema")),
         }
-    }
-
-    /// Advances stream time to `t` (if later) without a record, as when an external clock,
-    /// such as Spark's watermark, says that time has passed. Returns what that emits: in
-    /// `final` mode the windows it closes; nothing in the changelog modes. `None` before the
-    /// processor has seen a schema (it then holds no window).
-    pub fn advance(&mut self, t: i64) -> Result<Option<RecordBatch>> {
-        self.advance_then(t, &mut |_| Ok(()))
-    }
-
-    /// [`Self::advance`], running `then` on the output (if any) before the call commits.
-    pub fn advance_then(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
-        self.advance_at(t, None, then)
-    }
-
-    /// [`Self::advance_then`] at the wall clock's reading `now` (epoch milliseconds; `None`:
-    /// the system clock): with an idle timeout, an advance that raises stream time counts as
-    /// a record arriving at `now`.
-    pub fn advance_at(
-        &mut self,
-        t: i64,
-        now: Option<i64>,
-        then: &mut Then<'_>,
-    ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
-        let wall = self.wall(now);
-        let before = self.life.stream_time;
-        let out = self.advance_to(t, then)?;
-        if let (Clock::Idle(_), Some(wall)) = (self.clock, wall) {
-            if before.is_none_or(|b| t > b) {
-                self.restart_idle(wall, t);
-            }
-        }
-        Ok(out)
-    }
-
-    /// Closes what the wall clock closes at reading `now` (epoch milliseconds; `None`: the
-    /// system clock) without a record, for a caller's periodic timer: with a processing-time
-    /// clock stream time advances to `max(now, stream time)`; with an idle timeout it
-    /// advances as the idle rule says once the stream is idle (the first poll after a
-    /// restore starts the idle period). Returns what that emits (`final` mode); `None` when
-    /// nothing moved or before the processor has seen a schema. All or nothing, as every call.
-    pub fn poll_then(
-        &mut self,
-        now: Option<i64>,
-        then: &mut Then<'_>,
-    ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
-        let Some(wall) = self.wall(now) else {
-            return Ok(None);
-        };
-        match self.clock {
-            Clock::Processing => self.advance_to(self.arrival(wall), then),
-            Clock::Idle(_) if self.idle.is_none() => {
-                if let Some(st) = self.life.stream_time {
-                    self.restart_idle(wall, st);
-                }
-                Ok(None)
-            }
-            Clock::Idle(_) => match self.idle_target(wall) {
-                Some(target) => self.advance_to(target, then),
-                None => Ok(None),
-            },
-            Clock::Event => Ok(None),
-        }
-    }
-
-    /// Stream time to `t` inside a transaction (observed only, before a schema is known).
-    fn advance_to(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
-        if self.bound.is_none() {
-            self.life.observe(t);
-            return Ok(None);
-        }
-        self.transaction(&[], Some(t), 0, then)
-    }
-
-    /// A processing-time record's time at reading `wall`: the latest reading so far (a clock
-    /// that steps back is held there).
-    fn arrival(&self, wall: i64) -> i64 {
-        self.life.stream_time.map_or(wall, |st| st.max(wall))
-    }
-
-    /// The idle period starts again: the last record arrived at `wall`, stream time just after
-    /// it is `stream_time`.
-    fn restart_idle(&mut self, wall: i64, stream_time: i64) {
-        self.idle = Some(IdleMark {
-            wall_ms: wall,
-            stream_time,
-        });
-    }
-
-    /// The wall clock's reading for a call, if the clock reads it.
-    fn wall(&self, now: Option<i64>) -> Option<i64> {
-        self.clock
-            .reads_wall()
-            .then(|| now.unwrap_or_else(system_now))
-    }
-
-    /// The stream time the idle rule gives at reading `wall`, if the stream is idle and that
-    /// is ahead of stream time.
-    fn idle_target(&self, wall: i64) -> Option<i64> {
-        let Clock::Idle(timeout) = self.clock else {
-            return None;
-        };
-        let unit = self.bound.as_ref()?.input.time.unit();
-        let target = self.idle.as_ref()?.target(wall, timeout, unit)?;
-        self.life
-            .stream_time
-            .is_none_or(|st| target > st)
-            .then_some(target)
     }
 
     /// End of input: in `final` mode emits every window not emitted yet. The processor takes
