@@ -47,7 +47,9 @@ the processing time once idle. Both run on processing-time timers (step 4: when 
 closes, or the next micro-batch while the bucket holds open windows).
 
 Both of Spark's APIs drive this: ``transformWithStateInPandas`` (needs the RocksDB state store
-provider) and ``applyInPandasWithState`` (any provider).
+provider) and ``applyInPandasWithState`` (any provider). The state variables' schemas, the
+chunks, the log and its replay are in :mod:`._state`, which
+:func:`windowstore.spark.read_state` shares.
 """
 
 from __future__ import annotations
@@ -68,20 +70,28 @@ from pyspark.sql.streaming.stateful_processor import (
     StatefulProcessorHandle,
     TimerValues,
 )
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from windowstore._processor import WindowProcessor
-from windowstore.exceptions import InvalidRecordError, InvalidWindowSpec, StoreCapacityError
+from windowstore.exceptions import InvalidWindowSpec, StoreCapacityError
 from windowstore.sessions import SessionWindowProcessor
 from windowstore.sliding import SlidingWindowProcessor
-from windowstore.spark._udf import invalid_row
+from windowstore.spark._state import (
+    CHUNK_SCHEMA,
+    ENTRY_SCHEMA,
+    META_SCHEMA,
+    SEQ_SCHEMA,
+    STATE_SCHEMA,
+    Position,
+    base_snapshot,
+    chained,
+    engine_calls,
+    join_chunks,
+    read_log,
+    read_spilled,
+    replay,
+    replay_log,
+    write_chunks,
+)
 
 __all__ = [
     "BUCKET",
@@ -92,9 +102,12 @@ __all__ = [
     "LogWindowsProcessor",
     "WindowsProcessor",
     "apply_in_pandas_with_state",
+    "join_chunks",
     "output_schema",
+    "read_log",
     "read_rejected",
     "step",
+    "write_chunks",
 ]
 
 #: The bucket column added to the input.
@@ -103,16 +116,6 @@ BUCKET = "__windowstore_bucket"
 REJECTED = "__windowstore_rejected"
 #: Why a record is rejected (the engine's reasons); each has a count column in the output.
 REASONS = ("late", "invalid_gap", "null_key", "null_time", "time_overflow")
-#: A bucket's state row in the whole layout: the parameters that made it, the engine's bytes,
-#: and a random id made with each row (the worker cache's key: a processor a worker kept after
-#: writing the row holds what the row holds).
-STATE_SCHEMA = StructType(
-    [
-        StructField("params", StringType(), False),
-        StructField("engine", BinaryType(), False),
-        StructField("token", StringType(), False),
-    ]
-)
 
 #: The Spark configuration of the largest state row or entry (bytes), and its default.
 MAX_ENTRY_CONF = "spark.windowstore.state.maxEntryBytes"
@@ -313,51 +316,12 @@ def run(
     input, :func:`_records`); returns the output frames. Deterministic: the same calls on the
     same processor leave the same state (the log of :class:`LogWindowsProcessor` replays
     them)."""
-    out = _engine_calls(args, p, watermark_ms, records, now_ms)
+    out = engine_calls(args, p, watermark_ms, records, now_ms)
     parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
     rejected = p.rejected()
     if rejected.num_rows:
         parts.append(_rejected_row(args, args.from_engine(rejected)))
     return [pa.concat_tables(parts).to_pandas()] if parts else []
-
-
-def _engine_calls(
-    args: BucketArgs,
-    p: WindowProcessor,
-    watermark_ms: int,
-    records: pa.Table | None,
-    now_ms: int | None,
-) -> list[pa.Table]:
-    """The engine's calls of one bucket call (see :func:`run`); returns their outputs."""
-    # The wall clock's reading, for the processors that read it.
-    wall: dict[str, Any] = {}
-    if args.wall is not None:
-        wall["now"] = now_ms
-        p._resume_idle(_run_id())
-    out: list[pa.Table] = []
-    if watermark_ms > 0 and args.wall != "processing":
-        # Spark's watermark is 0 until the first micro-batch ends.
-        out.append(p.advance((watermark_ms + args.delay_ms) * 1000, **wall))
-    if records is not None:
-        records = args.to_engine(records)
-        if args.time is not None:
-            records = records.sort_by([(args.time, "ascending")])
-        try:
-            out.append(p.process(records, **wall))
-        except InvalidRecordError as e:
-            raise invalid_row(e, records) from None
-    elif args.wall is not None:
-        out.append(p.poll(now=now_ms))
-    return out
-
-
-def _run_id() -> str | None:
-    """The run of the streaming query (Spark sets it as the job group of every micro-batch):
-    a restart is a new run."""
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    return None if context is None else context.getLocalProperty("spark.jobGroup.id")
 
 
 def _records(args: BucketArgs, frames: Iterable[pd.DataFrame]) -> pa.Table | None:
@@ -501,66 +465,16 @@ class WindowsProcessor(_BucketProcessor):
         pass
 
 
-#: A bucket's position in the log layout (:class:`LogWindowsProcessor`), its one value state.
-META_SCHEMA = StructType(
-    [
-        StructField("params", StringType(), False),
-        # The bucket's state for all time (a random id made with it): the worker cache's key.
-        StructField("lineage", StringType(), False),
-        # The base snapshot (a random id made with each): what the log applies to.
-        StructField("base", StringType(), False),
-        StructField("base_bytes", LongType(), False),
-        # The log's length (its entries are numbered 0 to log_next - 1) and size.
-        StructField("log_next", LongType(), False),
-        StructField("log_bytes", LongType(), False),
-        # The last entry's token (the base's id while the log is empty).
-        StructField("head", StringType(), False),
-        # The bucket's registered timer, if any.
-        StructField("timer", LongType(), True),
-    ]
-)
-#: The base snapshot as earlier versions kept it: a list state of chunks, all of them one
-#: RocksDB value. Read (and cleared), never written.
-CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
-#: The log: one entry per call since the base (or several parts of one call's records), keyed
-#: by number from 0; each names the entry before it (``prev``), so that a cached processor knows
-#: whether the log continues what it has applied. The base snapshot's chunks are entries of the
-#: same map at negative keys (:func:`write_chunks`).
-SEQ_SCHEMA = StructType([StructField("seq", LongType(), False)])
-ENTRY_SCHEMA = StructType(
-    [
-        StructField("token", StringType(), False),
-        StructField("prev", StringType(), False),
-        StructField("watermark", LongType(), False),
-        StructField("part", IntegerType(), False),
-        StructField("parts", IntegerType(), False),
-        # The call's records (a part of them), Arrow IPC with LZ4; null: none.
-        StructField("records", BinaryType(), True),
-    ]
-)
 #: How many missing log entries a cached processor catches up with one read each; past that,
 #: the bucket is restored from its base and whole log (read in bulk).
 _CATCH_UP = 16
 
 
 @dataclass
-class _Position:
-    """Where a bucket's state is: its meta entry, as a processor has applied it."""
-
-    lineage: str
-    base: str
-    base_bytes: int
-    log_next: int
-    log_bytes: int
-    head: str
-    timer: int | None
-
-
-@dataclass
 class _Cached:
     """A processor a worker keeps after a call, with the position it holds."""
 
-    position: _Position
+    position: Position
     processor: WindowProcessor
 
 
@@ -611,7 +525,7 @@ class LogWindowsProcessor(_BucketProcessor):
             p, at = self._first()
         else:
             args.check(meta[0])
-            at = _Position(*meta[1:])
+            at = Position(*meta[1:])
             p = self._restore(at)
         frames = run(args, p, watermark, records)
         size = 0 if records is None else records.nbytes
@@ -630,9 +544,9 @@ class LogWindowsProcessor(_BucketProcessor):
         _keep(_CACHE, at.lineage, _Cached(at, p), args.cache_entries)
         yield from frames
 
-    def _first(self) -> tuple[WindowProcessor, _Position]:
+    def _first(self) -> tuple[WindowProcessor, Position]:
         """A bucket without a meta entry: new, or a checkpoint of the whole-state layout."""
-        at = _Position(_token(), "", 0, 0, 0, "", None)
+        at = Position(_token(), "", 0, 0, 0, "", None)
         saved = self.whole.get()
         if saved is None:
             return self.args.new_processor(), at
@@ -644,7 +558,7 @@ class LogWindowsProcessor(_BucketProcessor):
         at.timer = next(iter(self.handle.listTimers()), None)
         return p, at
 
-    def _restore(self, at: _Position) -> WindowProcessor:
+    def _restore(self, at: Position) -> WindowProcessor:
         """The bucket's processor at ``at``: the cached one, caught up if needed, else the
         base snapshot with the log replayed."""
         cached = _CACHE.pop(at.lineage, None)
@@ -655,43 +569,15 @@ class LogWindowsProcessor(_BucketProcessor):
                 return cached.processor
             if 0 < missing <= _CATCH_UP:
                 entries = [self.log.getValue((seq,)) for seq in range(have.log_next, at.log_next)]
-                if all(e is not None for e in entries) and _chained(entries, have.head, at.head):
-                    self._replay(cached.processor, entries)
+                if all(e is not None for e in entries) and chained(entries, have.head, at.head):
+                    replay(self.args, cached.processor, entries)
                     return cached.processor
         chunks, log = read_log(self.log)
-        base = join_chunks(chunks, at.base)
-        if base is None:
-            base = b"".join(bytes(row[0]) for row in self.old_base.get())
-        if not base:
-            raise RuntimeError(
-                "windowstore: a bucket's meta entry names a base snapshot, and the state holds "
-                "none: the state store does not hold what this query wrote"
-            )
-        p = self.args.from_snapshot(base)
-        if len(log) != at.log_next or not _chained(log, at.base, at.head):
-            raise RuntimeError(
-                f"windowstore: a bucket's state log has {len(log)} entries, not the "
-                f"{at.log_next} its meta entry counts, or they do not chain: the state store "
-                "does not hold what this query wrote"
-            )
-        self._replay(p, log)
+        p = self.args.from_snapshot(base_snapshot(at, chunks, self.old_base.get))
+        replay_log(self.args, p, at, log)
         return p
 
-    def _replay(self, p: WindowProcessor, entries: list[Any]) -> None:
-        """Applies the log ``entries`` to ``p`` as their calls did; their output was emitted
-        already."""
-        parts: list[pa.Table] = []
-        for _, _, watermark, part, n, blob in entries:
-            if blob is not None:
-                parts.append(pa.ipc.open_stream(blob).read_all())
-            if part + 1 < n:
-                continue
-            records = pa.concat_tables(parts) if parts else None
-            parts = []
-            _engine_calls(self.args, p, watermark, records, None)
-            p.rejected()  # taken, as the call took them
-
-    def _compact(self, p: WindowProcessor, at: _Position) -> None:
+    def _compact(self, p: WindowProcessor, at: Position) -> None:
         """Writes ``p`` as the bucket's new base snapshot and clears the log."""
         snapshot = p.to_bytes()
         at.base = at.head = _token()
@@ -705,7 +591,7 @@ class LogWindowsProcessor(_BucketProcessor):
         # that is what the log is weighed against.
         at.base_bytes, at.log_next, at.log_bytes = state_size(p), 0, 0
 
-    def _append(self, at: _Position, watermark: int, records: pa.Table | None) -> None:
+    def _append(self, at: Position, watermark: int, records: pa.Table | None) -> None:
         """Appends the call to the log: its records in parts of at most max_entry_bytes."""
         blobs = [None] if records is None else _ipc_parts(records, self.args.max_entry_bytes)
         for i, blob in enumerate(blobs):
@@ -722,16 +608,6 @@ class LogWindowsProcessor(_BucketProcessor):
 
 def _token() -> str:
     return uuid.uuid4().hex
-
-
-def _chained(entries: list[Any], first: str, last: str) -> bool:
-    """Whether ``entries`` follow ``first`` one by one and end with ``last``."""
-    head = first
-    for entry in entries:
-        if entry[1] != head:
-            return False
-        head = entry[0]
-    return head == last
 
 
 _LZ4 = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -751,53 +627,6 @@ def _ipc_parts(records: pa.Table, limit: int) -> list[bytes]:
                 "state's log: raise it"
             )
         n *= 2
-
-
-def write_chunks(log: Any, token: str, blob: bytes, limit: int) -> None:
-    """Puts ``blob`` into the map state ``log`` (:data:`ENTRY_SCHEMA`) in chunks of at most
-    ``limit`` bytes, each its own entry (its own RocksDB key): chunk ``i`` at key ``-1 - i``,
-    with ``token``, its number and their count as ``part`` and ``parts``, its bytes as
-    ``records``. The caller clears the map's earlier chunks first."""
-    pieces = [blob[i : i + limit] for i in range(0, len(blob), limit)] or [b""]
-    for part, piece in enumerate(pieces):
-        log.updateValue((-1 - part,), (token, "", 0, part, len(pieces), piece))
-
-
-def read_log(log: Any) -> tuple[list[Any], list[Any]]:
-    """The map state ``log`` in one pass: its snapshot chunks in order (negative keys, see
-    :func:`write_chunks`) and its log entries in order (keys from 0)."""
-    items = sorted(log.iterator(), key=lambda kv: kv[0][0])
-    chunks = [entry for key, entry in reversed(items) if key[0] < 0]
-    return chunks, [entry for key, entry in items if key[0] >= 0]
-
-
-def join_chunks(chunks: list[Any], token: str) -> bytes | None:
-    """The blob that :func:`write_chunks` wrote under ``token``, from the chunks that
-    :func:`read_log` found; None if there are none. Chunks of another snapshot, or missing
-    ones, fail loudly: the state store does not hold what this query wrote."""
-    if not chunks:
-        return None
-    if [c[3] for c in chunks] != list(range(len(chunks))) or any(
-        c[0] != token or c[4] != len(chunks) for c in chunks
-    ):
-        raise RuntimeError(
-            f"windowstore: a bucket's snapshot chunks ({len(chunks)} of them) are not the "
-            f"{chunks[0][4]} chunks of snapshot {token}: the state store does not hold what "
-            "this query wrote"
-        )
-    return b"".join(bytes(c[5]) for c in chunks)
-
-
-def read_spilled(log: Any, token: str) -> bytes:
-    """The snapshot of a whole-layout row past the bound (one holding no bytes, its ``token``
-    naming its chunks in the map state ``log``). None there fails loudly."""
-    engine = join_chunks(read_log(log)[0], token)
-    if engine is None:
-        raise RuntimeError(
-            "windowstore: a bucket's state row holds its snapshot in chunks, and there are none: "
-            "the state store does not hold what this query wrote"
-        )
-    return engine
 
 
 def apply_in_pandas_with_state(

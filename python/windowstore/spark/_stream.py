@@ -42,7 +42,7 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _schema
 from windowstore.spark._plan import column, positive_int
 
-__all__ = ["stream_windows"]
+__all__ = ["sink_columns", "stream_windows"]
 
 _WATERMARK = "spark.watermarkDelayMs"
 #: The input column that carries the watermark mark, and its value: past every watermark (in
@@ -238,10 +238,8 @@ def stream_windows(
             for r in _bucket.REASONS
         ],
     )
-    # Timestamp keys (and in records mode every timestamp column) come back as timestamps.
-    times = set(_TIME_OUTPUTS) | (micros if records else micros & set(key))
     windows = observed.filter(is_window).select(
-        *[_from_micros(f.name, f.name in times, aggs, micros) for f in windows_schema]
+        *sink_columns(windows_schema, key, aggs, micros, records)
     )
     if not return_rejected:
         return windows
@@ -254,6 +252,17 @@ def stream_windows(
         *[_from_micros(f.name, f.name in micros, (), micros) for f in rejected_schema]
     )
     return windows, rejected
+
+
+def sink_columns(
+    windows: pa.Schema, key: Sequence[str], aggs: Sequence[Agg], micros: set[str], records: bool
+) -> list[Column]:
+    """The sink's columns of the engine's ``windows`` (after ``BucketArgs.from_engine``): event
+    times back to timestamps. ``micros``: the input columns that are Spark timestamps (handed
+    to the engine as epoch microseconds). Timestamp keys, and in ``records`` mode every
+    timestamp column, come back as timestamps."""
+    times = set(_TIME_OUTPUTS) | (micros if records else micros & set(key))
+    return [_from_micros(f.name, f.name in times, aggs, micros) for f in windows]
 
 
 def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], micros: set[str]) -> Column:
