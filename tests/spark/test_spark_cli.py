@@ -16,8 +16,10 @@ import windowstore
 from windowstore import agg
 from windowstore.cli import main
 from windowstore.clickstream import clickstream
+from windowstore.spark import read_state
 
 from .compare import assert_same_windows
+from .test_spark_read_state import run_sessions
 
 pytestmark = pytest.mark.spark
 
@@ -174,6 +176,24 @@ def test_a_failing_row_fails_the_command_with_its_reason(
     assert "null_key" in err
     assert "--on-invalid drop keeps such rows aside" in err  # the flag, not Python's parameter
     assert "return_rejected" not in err
+
+
+def test_state_prints_and_writes_the_open_windows(
+    tmp_path: Path, spark: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = run_sessions(spark, tmp_path)
+    want = read_state(spark, checkpoint).toArrow()
+    assert main(["state", str(checkpoint), "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"{want.num_rows} open windows at micro-batch" in out
+    assert "session_start" in out
+    assert "(the first 2;" in out
+    assert main(["state", str(checkpoint), "-o", str(tmp_path / "open")]) == 0
+    assert f"{want.num_rows} open windows of micro-batch" in capsys.readouterr().out
+    written = spark.read.parquet(str(tmp_path / "open")).toArrow()  # INT96 timestamps here
+    assert_same_windows(written, want, ["k", "session_start"])
+    assert main(["state", str(tmp_path / "open"), "-o", str(tmp_path / "x")]) == 2
+    assert "argument CHECKPOINT" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("spark")

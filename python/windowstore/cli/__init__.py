@@ -4,6 +4,9 @@
 ``windowstore sliding INPUT -o OUTPUT ... --time-difference 5m`` run the Spark adapters over
 Parquet or CSV files, on a local Spark session or on any cluster (``--master URL``).
 
+``windowstore state CHECKPOINT`` prints (or writes with ``-o``) the open windows of a streaming
+query, read from its checkpoint.
+
 ``windowstore demo`` generates a clickstream (Zipf users, bursts separated by idle gaps),
 sessionizes it on Spark (local by default), checks the sessions against the complete-data engine,
 the streaming processor (records delayed within the grace, a snapshot and restore half-way) and an
@@ -18,12 +21,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from windowstore.cli import arguments, demo, jobs
+from windowstore.cli import arguments, demo, jobs, state
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: The subcommands, in the order ``windowstore --help`` lists them.
-COMMANDS = [jobs.SESSIONS, jobs.SLIDING, demo.DEMO]
+COMMANDS = [jobs.SESSIONS, jobs.SLIDING, state.STATE, demo.DEMO]
 
 
 def build_parser() -> argparse.ArgumentParser:
