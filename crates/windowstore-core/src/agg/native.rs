@@ -165,95 +165,11 @@ impl Num for f32 {
     }
 }
 
-/// Runs `$body` with `$T` the `ArrowPrimitiveType` of a word-kind data type (integers,
-/// floats, timestamps, dates, durations); evaluates `$other` for any other type.
-macro_rules! dispatch_word {
-    ($dt:expr, |$T:ident| $body:expr, _ => $other:expr) => {{
-        use arrow_array::types as t;
-        use arrow_schema::{DataType as D, TimeUnit as U};
-        match $dt {
-            D::Int8 => {
-                type $T = t::Int8Type;
-                $body
-            }
-            D::Int16 => {
-                type $T = t::Int16Type;
-                $body
-            }
-            D::Int32 => {
-                type $T = t::Int32Type;
-                $body
-            }
-            D::Int64 => {
-                type $T = t::Int64Type;
-                $body
-            }
-            D::UInt8 => {
-                type $T = t::UInt8Type;
-                $body
-            }
-            D::UInt16 => {
-                type $T = t::UInt16Type;
-                $body
-            }
-            D::UInt32 => {
-                type $T = t::UInt32Type;
-                $body
-            }
-            D::UInt64 => {
-                type $T = t::UInt64Type;
-                $body
-            }
-            D::Float32 => {
-                type $T = t::Float32Type;
-                $body
-            }
-            D::Float64 => {
-                type $T = t::Float64Type;
-                $body
-            }
-            D::Timestamp(U::Second, _) => {
-                type $T = t::TimestampSecondType;
-                $body
-            }
-            D::Timestamp(U::Millisecond, _) => {
-                type $T = t::TimestampMillisecondType;
-                $body
-            }
-            D::Timestamp(U::Microsecond, _) => {
-                type $T = t::TimestampMicrosecondType;
-                $body
-            }
-            D::Timestamp(U::Nanosecond, _) => {
-                type $T = t::TimestampNanosecondType;
-                $body
-            }
-            D::Date32 => {
-                type $T = t::Date32Type;
-                $body
-            }
-            D::Date64 => {
-                type $T = t::Date64Type;
-                $body
-            }
-            D::Duration(U::Second) => {
-                type $T = t::DurationSecondType;
-                $body
-            }
-            D::Duration(U::Millisecond) => {
-                type $T = t::DurationMillisecondType;
-                $body
-            }
-            D::Duration(U::Microsecond) => {
-                type $T = t::DurationMicrosecondType;
-                $body
-            }
-            D::Duration(U::Nanosecond) => {
-                type $T = t::DurationNanosecondType;
-                $body
-            }
-            _ => $other,
-        }
+/// `$body` with `$T` naming the type `$ty` (what the dispatches below run per type).
+macro_rules! typed {
+    ($ty:ty, $T:ident, $body:expr) => {{
+        type $T = $ty;
+        $body
     }};
 }
 
@@ -263,53 +179,39 @@ macro_rules! dispatch_numeric {
     ($dt:expr, |$T:ident| $body:expr, _ => $other:expr) => {{
         use arrow_array::types as t;
         use arrow_schema::DataType as D;
-        match $dt {
-            D::Int8 => {
-                type $T = t::Int8Type;
-                $body
-            }
-            D::Int16 => {
-                type $T = t::Int16Type;
-                $body
-            }
-            D::Int32 => {
-                type $T = t::Int32Type;
-                $body
-            }
-            D::Int64 => {
-                type $T = t::Int64Type;
-                $body
-            }
-            D::UInt8 => {
-                type $T = t::UInt8Type;
-                $body
-            }
-            D::UInt16 => {
-                type $T = t::UInt16Type;
-                $body
-            }
-            D::UInt32 => {
-                type $T = t::UInt32Type;
-                $body
-            }
-            D::UInt64 => {
-                type $T = t::UInt64Type;
-                $body
-            }
-            D::Float32 => {
-                type $T = t::Float32Type;
-                $body
-            }
-            D::Float64 => {
-                type $T = t::Float64Type;
-                $body
-            }
+        use $crate::agg::native::typed;
+        arrow_array::downcast_integer! {
+            $dt => ($crate::agg::native::typed, $T, $body),
+            D::Float32 => typed!(t::Float32Type, $T, $body),
+            D::Float64 => typed!(t::Float64Type, $T, $body),
             _ => $other,
         }
     }};
 }
 
-pub(crate) use {dispatch_numeric, dispatch_word};
+/// Runs `$body` with `$T` the `ArrowPrimitiveType` of a word-kind data type (integers,
+/// floats, timestamps, dates, durations); evaluates `$other` for any other type.
+macro_rules! dispatch_word {
+    ($dt:expr, |$T:ident| $body:expr, _ => $other:expr) => {{
+        // `t`, `D` and `typed` are dispatch_numeric's, in whose scope `$other` runs.
+        use arrow_schema::TimeUnit as U;
+        $crate::agg::native::dispatch_numeric!($dt, |$T| $body, _ => match $dt {
+            D::Timestamp(U::Second, _) => typed!(t::TimestampSecondType, $T, $body),
+            D::Timestamp(U::Millisecond, _) => typed!(t::TimestampMillisecondType, $T, $body),
+            D::Timestamp(U::Microsecond, _) => typed!(t::TimestampMicrosecondType, $T, $body),
+            D::Timestamp(U::Nanosecond, _) => typed!(t::TimestampNanosecondType, $T, $body),
+            D::Date32 => typed!(t::Date32Type, $T, $body),
+            D::Date64 => typed!(t::Date64Type, $T, $body),
+            D::Duration(U::Second) => typed!(t::DurationSecondType, $T, $body),
+            D::Duration(U::Millisecond) => typed!(t::DurationMillisecondType, $T, $body),
+            D::Duration(U::Microsecond) => typed!(t::DurationMicrosecondType, $T, $body),
+            D::Duration(U::Nanosecond) => typed!(t::DurationNanosecondType, $T, $body),
+            _ => $other,
+        })
+    }};
+}
+
+pub(crate) use {dispatch_numeric, dispatch_word, typed};
 
 #[cfg(test)]
 mod tests {
