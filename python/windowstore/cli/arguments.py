@@ -34,7 +34,8 @@ class Command:
 
 _INTRO = """\
 Session and sliding windows of Parquet or CSV files on Spark (local or a cluster), with the
-semantics of Kafka Streams; and a demo on generated data.
+semantics of Kafka Streams; the open windows of a streaming query, from its checkpoint; and a
+demo on generated data.
 """
 
 _OUTRO = "'windowstore COMMAND --help' shows a command's options and examples.\n"
