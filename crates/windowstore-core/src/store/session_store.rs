@@ -607,7 +607,8 @@ impl SessionStore {
         if key_from > key_to {
             return Vec::new();
         }
-        self.sessions_of_keys(self.keys.range(key_from, key_to))
+        let bounds = SessionBounds::find(i64::MIN, i64::MAX).live_from(self.min_live_end());
+        self.sessions_of_keys(self.keys.range(key_from, key_to), bounds)
     }
 
     /// Every live session of every key with `earliest_end <= end <= latest_end`, ordered by
@@ -873,18 +874,12 @@ impl SessionStore {
             Some((from, to)) if from == to => self.keys.get(from).into_iter().collect(),
             Some((from, to)) => self.keys.range(from, to),
         };
-        ids.into_iter()
-            .flat_map(|id| {
-                let key = self.keys.bytes(id);
-                self.scan_key(id, bounds)
-                    .map(move |session| KeyedSession { key, session })
-            })
-            .collect()
+        self.sessions_of_keys(ids, bounds)
     }
 
-    /// The live sessions of the keys `ids`, in the order of `ids`, then end, then start.
-    fn sessions_of_keys(&self, ids: Vec<KeyId>) -> Vec<KeyedSession<'_>> {
-        let bounds = SessionBounds::find(i64::MIN, i64::MAX).live_from(self.min_live_end());
+    /// The sessions within `bounds` of the keys `ids`, in the order of `ids`, then end, then
+    /// start.
+    fn sessions_of_keys(&self, ids: Vec<KeyId>, bounds: SessionBounds) -> Vec<KeyedSession<'_>> {
         ids.into_iter()
             .flat_map(|id| {
                 let key = self.keys.bytes(id);
