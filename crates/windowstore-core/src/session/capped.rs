@@ -28,7 +28,8 @@
 use arrow_schema::TimeUnit;
 
 use super::complete::capped_ticks;
-use super::kind::{change, SessionCounters};
+use super::kind::SessionCounters;
+use super::run::change;
 use super::spec::{OnInvalid, Resolved, SessionSpec};
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};

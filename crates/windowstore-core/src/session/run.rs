@@ -1,36 +1,52 @@
-//! One key's records of a call applied at once (the processor's batched path,
-//! `processor::batched`): the key's sessions that the records can meet are read from the store
-//! once, the records are applied to them one by one in arrival order, exactly as
-//! [`super::kind`]'s step applies them to the store, and what changed is written back once.
+//! The one session rule (docs/semantics.md section 2, streaming): what a record does to its
+//! key's sessions. Both of the processor's paths apply records through [`apply`]: the record
+//! path ([`super::kind`]'s step) is a run of one record, the batched path
+//! (`processor::batched`) a run of a key's records of a call, in arrival order. A run reads the
+//! key's sessions its records can meet from the store once (it "holds" them), applies its
+//! records to them one by one, and writes what changed back.
 //!
-//! The records are run-safe (within the grace of stream time), so none is late and every
-//! session one meets is live and visible (retention covers max gap + grace): the step's
-//! checks for those cases never fire, and are not repeated here. The merges are the step's, in
-//! its order (a record's state merged with each candidate's, by end then start; with one
-//! candidate, the in-place append, which gives the same bytes), so every state is byte for byte
-//! the step's.
+//! Per record at `t` with gap `g`, stream time already advanced (the processor does it):
 //!
-//! In the changelog modes (`updates`; `changes` stays record by record), each record's rows
-//! are the step's, pushed stamped with the record's arrival number, so that the call's
-//! changelog comes out in record order although keys are applied one after another.
+//! 1. it meets the held sessions whose coverage `[start, reach]` meets `[t, t + g]` (one hop
+//!    suffices: their union with `[t, t + g]` is one interval);
+//! 2. it is late if the merged session would be closed (`reach + grace < stream time`) or if it
+//!    meets a closed session, and then changes nothing;
+//! 3. otherwise the sessions met and the record become one session: the record's state merged
+//!    with each met session's, in (reach, start) order. With one session met, the record is
+//!    appended to its state in place (`Aggregator::append_edits`, or folded into a fixed-width
+//!    state), which gives the merge's bytes at the cost of what the record adds (a `collect`
+//!    list of `n` records grew in `O(n^2)` by merges);
+//! 4. the changelog modes get the rows Kafka forwards ([`log_merge`]).
 //!
-//! A session whose stored value is large (a long `collect` list) is not copied: records that
-//! extend it edit it in the store, as the step does, so that a long session grown over many
-//! calls costs what the records add, not its size per call.
+//! **Record path.** A record holds the sessions it meets that Kafka's store would still show
+//! (docs/semantics.md 2.6), their states left in the store: the one session it extends is
+//! edited there (`SessionStore::amend`). Store time moves with each change, `final` mode first
+//! emitting what the change would expire (as `Step::put` does).
+//!
+//! **Batched path.** A run holds every session its records can meet, states copied (but a
+//! large value, a long `collect` list, which stays in the store and is edited there, so that a
+//! long session grown over many calls costs what the records add). Changes leave store time
+//! where it is (`put_held`, `amend_held`) for the processor to move once. The records are
+//! run-safe (within the grace), so none is late and every session one meets is visible
+//! (retention covers max gap + grace): the steps' checks never fire, and the outcome is the
+//! record path's, byte for byte. Each record's changelog rows are stamped with its arrival
+//! number, so that the call's changelog comes out in record order although keys are applied
+//! one after another.
 
-use super::kind::log_merge;
 use super::SessionSpec;
 use crate::agg::append::Place;
+use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
-use crate::emit::EmitMode;
+use crate::emit::{Change, Changelog, EmitMode};
 use crate::processor::{Record, RunOutcome, Step};
 use crate::state;
 use crate::store::edits::Edits;
+use crate::store::keys::KeyId;
 use crate::store::segment::BIG_VALUE_BYTES;
 use crate::store::session_store::PutOutcome;
-use crate::{Error, Result};
+use crate::{Error, Result, SessionStore};
 
-/// A session of the key being applied: its window, reach, and where its state is.
+/// A held session of the key: its window, reach, and where its state is.
 #[derive(Debug)]
 struct Held {
     start: i64,
@@ -51,15 +67,20 @@ enum State {
     Stored,
 }
 
-/// Buffers reused from key to key within a call.
+/// Buffers reused from run to run within a call.
 #[derive(Debug, Default)]
-pub(super) struct RunScratch {
+pub struct Scratch {
+    /// The held sessions, in the store's (reach, start) order.
     held: Vec<Held>,
     /// The copied states of the held sessions, one after the other (a state that changes
-    /// length is appended again; the old bytes stay until the next key).
+    /// length is appended again; the old bytes stay until the next run).
     states: Vec<u8>,
     /// The key's windows the store holds among those read or written here.
     in_store: Vec<(i64, i64)>,
+    /// The key's id in the store when the run began, if it had sessions.
+    id: Option<KeyId>,
+    /// Whether changes leave store time where it is (the batched path).
+    batched: bool,
     met: Vec<usize>,
     /// Records of the run that met no session.
     isolated: u64,
@@ -78,30 +99,86 @@ pub(super) fn reads(records: &[Record<'_, i64>]) -> Option<(i64, i64)> {
     Some((lowest, highest))
 }
 
-/// Applies the run-safe `records` of one key, in arrival order (see the module doc).
+/// The record path: applies record `r` alone; returns whether it was accepted (`false`: late).
+/// `retention` is the contract's, in ticks.
+pub(super) fn step_record(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut Scratch,
+    r: &Record<'_, i64>,
+    retention: i64,
+) -> Result<bool> {
+    // Kafka's store shows the sessions with `end >= its time - retention`, its time being the
+    // largest end put (docs/semantics.md 2.6); this store, keyed by reach, still holds the
+    // others, which the record treats as gone.
+    let visible = step
+        .latest_end
+        .map_or(i64::MIN, |e| e.saturating_sub(retention));
+    hold(step, sc, r.key, (r.t, r.t + r.prepared), visible, false);
+    if apply(step, sc, r)?.is_none() {
+        return Ok(false);
+    }
+    write_back(step, sc, r.key)?;
+    Ok(true)
+}
+
+/// The batched path: applies the run-safe `records` of one key, in arrival order.
 pub(super) fn step_run(
     step: &mut Step<'_, SessionSpec>,
-    sc: &mut RunScratch,
+    sc: &mut Scratch,
     records: &[Record<'_, i64>],
 ) -> Result<RunOutcome> {
-    let (Some(first), Some((lowest, highest))) = (records.first(), reads(records)) else {
+    let (Some(first), Some(bounds)) = (records.first(), reads(records)) else {
         return Ok(RunOutcome::default());
     };
-    let key = first.key;
+    // Every session a run-safe record meets is visible (and the ends put by the other keys'
+    // runs of the call, applied before this one, are no measure of it).
+    hold(step, sc, first.key, bounds, i64::MIN, true);
+    sc.isolated = 0;
+    // Each record puts its session once: every one is accepted.
+    let mut outcome = RunOutcome {
+        puts: records.len() as u64,
+        ..RunOutcome::default()
+    };
+    for r in records {
+        step.changelog.at(r.seq);
+        let Some((removes, reach)) = apply(step, sc, r)? else {
+            return Err(Error::Internal(
+                "a run-safe record was not accepted: the call goes record by record".into(),
+            ));
+        };
+        outcome.removes += removes;
+        outcome.max_end = outcome.max_end.max(Some(reach));
+    }
+    outcome.isolated = sc.isolated;
+    write_back(step, sc, first.key)?;
+    Ok(outcome)
+}
+
+/// Holds the sessions of `key` with reach `>= lowest`, start `<= highest` and end `>=
+/// visible`.
+fn hold(
+    step: &Step<'_, SessionSpec>,
+    sc: &mut Scratch,
+    key: &[u8],
+    (lowest, highest): (i64, i64),
+    visible: i64,
+    batched: bool,
+) {
     sc.held.clear();
     sc.states.clear();
     sc.in_store.clear();
-    sc.isolated = 0;
-    // The key's id, looked up once: it stays the key's while the run works (puts go first).
+    sc.batched = batched;
     let id = step.store.key_id(key);
+    sc.id = id;
     let found = id
         .into_iter()
         .flat_map(|id| step.store.find_sessions_of(id, lowest, highest));
     for s in found {
         let (end, agg_state) = state::split(s.value);
-        let state = if s.value.len() >= BIG_VALUE_BYTES {
-            State::Stored
-        } else {
+        if end < visible {
+            continue;
+        }
+        let state = if batched && s.value.len() < BIG_VALUE_BYTES {
             let at = sc.states.len();
             sc.states.extend_from_slice(agg_state);
             State::Copied {
@@ -109,6 +186,8 @@ pub(super) fn step_run(
                 len: agg_state.len(),
                 changed: false,
             }
+        } else {
+            State::Stored
         };
         sc.held.push(Held {
             start: s.start,
@@ -118,140 +197,106 @@ pub(super) fn step_run(
         });
         sc.in_store.push((s.start, s.end));
     }
-
-    // Each record puts its session once; every record is accepted, and a session's end is a
-    // record's time, so the latest end put is the latest record time (as the steps track it).
-    let mut outcome = RunOutcome {
-        puts: records.len() as u64,
-        ..RunOutcome::default()
-    };
-    for r in records {
-        step.changelog.at(r.seq);
-        let (removes, put_end) = apply(step, sc, r)?;
-        outcome.removes += removes;
-        outcome.max_end = outcome.max_end.max(Some(put_end));
-    }
-    outcome.isolated = sc.isolated;
-    let latest = records.iter().map(|r| r.t).max();
-    step.latest_end = step.latest_end.max(latest);
-
-    // Puts first, so that the key stays interned while its old sessions go.
-    for h in &sc.held {
-        if let State::Copied {
-            at,
-            len,
-            changed: true,
-        } = h.state
-        {
-            sc.value.clear();
-            state::join(h.end, &sc.states[at..at + len], &mut sc.value);
-            expired(
-                step.store
-                    .put_held((key, id), h.start, h.reach, &sc.value)?,
-            )?;
-        }
-    }
-    // A key with sessions in the store before the run still has them until these removes.
-    if let Some(id) = id {
-        for &(start, reach) in &sc.in_store {
-            let kept = sc
-                .held
-                .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
-                .is_ok();
-            if !kept {
-                step.store.remove_as(id, key, start, reach);
-            }
-        }
-    }
-    Ok(outcome)
 }
 
-/// Refuses a put of an expired session, which a run-safe record cannot make: the call then
-/// goes record by record.
-fn expired(outcome: PutOutcome) -> Result<()> {
-    if outcome == PutOutcome::Expired {
-        return Err(Error::Internal(
-            "a run-safe session expired: the call goes record by record".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// Applies record `r` to the key's held sessions as the step applies it to the store; returns
-/// the removes the step makes (sessions whose window or reach the merge changes) and the end
-/// (reach) of the session it puts.
+/// Applies record `r` to the held sessions: the rule (see the module doc). Returns the removes
+/// the record makes (sessions whose window or reach the merge changes) and the reach of the
+/// session it puts; `None`, having changed nothing, if it is late.
 fn apply(
     step: &mut Step<'_, SessionSpec>,
-    sc: &mut RunScratch,
+    sc: &mut Scratch,
     r: &Record<'_, i64>,
-) -> Result<(u64, i64)> {
+) -> Result<Option<(u64, i64)>> {
     let t = r.t;
     let reach = t + r.prepared;
-    // The held sessions are ordered by reach, then start (the store's find order): the
-    // candidates are among those from the first reaching t on.
+    // The held sessions are in (reach, start) order: those met are among the ones from the
+    // first reaching t on.
     let from = sc.held.partition_point(|h| h.reach < t);
     sc.met.clear();
-    sc.met.extend(
-        sc.held[from..]
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| h.start <= reach)
-            .map(|(i, _)| from + i),
-    );
-    match sc.met[..] {
+    sc.met
+        .extend((from..sc.held.len()).filter(|&i| sc.held[i].start <= reach));
+    let (mut m_start, mut m_end, mut m_reach) = (t, t, reach);
+    let mut meets_closed = false;
+    for &i in &sc.met {
+        let h = &sc.held[i];
+        m_start = m_start.min(h.start);
+        m_end = m_end.max(h.end);
+        m_reach = m_reach.max(h.reach);
+        meets_closed |= h.reach < step.close;
+    }
+    // A merged session below the store's oldest live end could not be put: unreachable while
+    // retention covers max gap + grace (checked when binding), a rejection rather than a loss
+    // if it ever happens.
+    if meets_closed || m_reach < step.close || m_reach < step.store.min_live_end() {
+        return Ok(None);
+    }
+    step.latest_end = Some(step.latest_end.map_or(m_end, |e| e.max(m_end)));
+    let merged = (m_start, m_end, m_reach);
+    let removes = match sc.met[..] {
         [] => {
             sc.isolated += 1;
-            sc.acc.clear();
-            step.aggs
-                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
+            encode(step, sc, r);
             if logs(step) {
                 log_merge(&mut step.changelog, r.key, t, [], ((t, t), sc.acc.clone()));
             }
-            insert(sc, (t, t, reach));
-            Ok((0, reach))
+            insert(sc, merged);
+            0
         }
-        [one] => extend(step, sc, one, r, reach),
-        _ => {
-            sc.acc.clear();
-            step.aggs
-                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
-            merge_all(step, sc, r, reach)
-        }
-    }
+        [one] => extend(step, sc, one, r, merged)?,
+        _ => merge_all(step, sc, r, merged)?,
+    };
+    Ok(Some((removes, m_reach)))
 }
 
-/// The one session met, `held[i]`, extended by record `r`: folded into a copied state of
-/// fixed width, else with the in-place append; both give the bytes of the merge.
+/// The one session met, `held[i]`, extended by record `r` into `merged` (start, end, reach):
+/// edited in the store where it is there ([`amend`]), else its copy folded or appended in
+/// place; every way gives the bytes of the merge. Returns the removes (1 if it moved).
 fn extend(
     step: &mut Step<'_, SessionSpec>,
-    sc: &mut RunScratch,
+    sc: &mut Scratch,
     i: usize,
     r: &Record<'_, i64>,
-    reach: i64,
-) -> Result<(u64, i64)> {
+    (m_start, m_end, m_reach): (i64, i64, i64),
+) -> Result<u64> {
     let t = r.t;
     let (from, end) = ((sc.held[i].start, sc.held[i].reach), sc.held[i].end);
-    let to = (from.0.min(t), from.1.max(reach));
-    let merged = (to.0, end.max(t));
-    // The state before, for the delete the changelog forwards; one it elides (or the step does
-    // not forward: the merged window is the record's own `[t, t]`) needs none.
-    let delete =
-        if logs(step) && merged != (t, t) && step.changelog.keeps_delete(r.key, from.0, end) {
-            held_state(step, r.key, &sc.held[i], &sc.states)?
-        } else {
-            Vec::new()
+    let to = (m_start, m_reach);
+    // The state before, for the delete the changelog forwards; one it elides (or does not
+    // forward: the merged window is the record's own `[t, t]`) needs none.
+    let delete = if logs(step)
+        && (m_start, m_end) != (t, t)
+        && step.changelog.keeps_delete(r.key, from.0, end)
+    {
+        state_of(step.store, r.key, &sc.held[i], &sc.states)?.to_vec()
+    } else {
+        Vec::new()
+    };
+    if matches!(sc.held[i].state, State::Stored) && !amend(step, sc, r, (from, end), to)? {
+        // The store cannot edit it in place: a copy is edited instead, and put.
+        let at = sc.states.len();
+        sc.states
+            .extend_from_slice(stored(step.store, r.key, from)?);
+        let len = sc.states.len() - at;
+        sc.held[i].state = State::Copied {
+            at,
+            len,
+            changed: false,
         };
-    let h = &mut sc.held[i];
-    match &mut h.state {
+    }
+    let named = |e| fill_overflow(e, step.keys.render(r.key), m_start, m_end);
+    match &mut sc.held[i].state {
+        State::Stored => {}
         State::Copied { at, len, changed } if step.aggs.folds_in_place() => {
             let state = &mut sc.states[*at..*at + *len];
-            step.aggs.fold_row(
-                state,
-                (r.inputs, r.row),
-                (t, r.seq),
-                &mut sc.record,
-                Order::RecordFirst,
-            )?;
+            step.aggs
+                .fold_row(
+                    state,
+                    (r.inputs, r.row),
+                    (t, r.seq),
+                    &mut sc.record,
+                    Order::RecordFirst,
+                )
+                .map_err(named)?;
             *changed = true;
         }
         State::Copied { at, len, changed } => {
@@ -259,13 +304,15 @@ fn extend(
             step.aggs
                 .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
             sc.edits.clear();
-            step.aggs.append_edits(
-                (&sc.states[*at..*at + *len], &sc.acc),
-                place(r, end),
-                0,
-                &mut sc.edits,
-                &mut sc.merged,
-            )?;
+            step.aggs
+                .append_edits(
+                    (&sc.states[*at..*at + *len], &sc.acc),
+                    place(r, end),
+                    0,
+                    &mut sc.edits,
+                    &mut sc.merged,
+                )
+                .map_err(named)?;
             // The edited state goes to the end of the arena (its length may change).
             sc.value.clear();
             sc.value.extend_from_slice(&sc.states[*at..*at + *len]);
@@ -274,106 +321,84 @@ fn extend(
             sc.states.extend_from_slice(&sc.value);
             *changed = true;
         }
-        State::Stored => {
-            sc.acc.clear();
-            step.aggs
-                .encode_input(r.inputs, r.row, t, r.seq, &mut sc.acc);
-            sc.edits.clear();
-            if t > end {
-                sc.edits.push(0, 8, &t.to_le_bytes());
-            }
-            let value = step
-                .store
-                .fetch_session(r.key, from.0, from.1)
-                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?;
-            step.aggs.append_edits(
-                (&value[8.min(value.len())..], &sc.acc),
-                place(r, end),
-                8,
-                &mut sc.edits,
-                &mut sc.merged,
-            )?;
-            let Some(outcome) = step.store.amend_held(r.key, from, to, &sc.edits)? else {
-                return Err(Error::Internal(
-                    "a held session could not be edited in place".into(),
-                ));
-            };
-            expired(outcome)?;
-            if let Some(w) = sc.in_store.iter_mut().find(|w| **w == from) {
-                *w = to;
-            }
-        }
     }
     let h = &mut sc.held[i];
-    (h.start, h.end, h.reach) = (to.0, end.max(t), to.1);
+    (h.start, h.end, h.reach) = (m_start, m_end, m_reach);
     if logs(step) {
-        let state = held_state(step, r.key, &sc.held[i], &sc.states)?;
+        let state = state_of(step.store, r.key, &sc.held[i], &sc.states)?.to_vec();
         let met = [((from.0, end), delete)];
-        log_merge(&mut step.changelog, r.key, t, met, (merged, state));
+        log_merge(
+            &mut step.changelog,
+            r.key,
+            t,
+            met,
+            ((m_start, m_end), state),
+        );
     }
     let moved = to != from;
     if moved {
         reorder(&mut sc.held, i);
     }
-    Ok((u64::from(moved), to.1))
+    Ok(u64::from(moved))
 }
 
-/// Whether the call keeps a changelog (the modes other than `final`).
-fn logs(step: &Step<'_, SessionSpec>) -> bool {
-    step.mode != EmitMode::Final
-}
-
-/// A copy of the aggregate state of held session `h` of `key` (a copied one in `states`).
-fn held_state(
-    step: &Step<'_, SessionSpec>,
-    key: &[u8],
-    h: &Held,
-    states: &[u8],
-) -> Result<Vec<u8>> {
-    match h.state {
-        State::Copied { at, len, .. } => Ok(states[at..at + len].to_vec()),
-        State::Stored => step
-            .store
-            .fetch_session(key, h.start, h.reach)
-            .map(|v| state::split(v).1.to_vec())
-            .ok_or_else(|| Error::Internal("a held session is not in the store".into())),
+/// Appends record `r` to the stored session `from` (ending at `end`) and moves it to window
+/// `to`, in the store; `false`, having changed nothing, where the store cannot
+/// (`SessionStore::amend`).
+fn amend(
+    step: &mut Step<'_, SessionSpec>,
+    sc: &mut Scratch,
+    r: &Record<'_, i64>,
+    (from, end): ((i64, i64), i64),
+    to: (i64, i64),
+) -> Result<bool> {
+    encode(step, sc, r);
+    sc.edits.clear();
+    if r.t > end {
+        sc.edits.push(0, 8, &r.t.to_le_bytes());
     }
-}
-
-/// Where record `r` goes in a session ending at `end`.
-fn place(r: &Record<'_, i64>, end: i64) -> Place {
-    Place {
-        key: (r.t, r.seq),
-        at_end: r.t >= end,
+    let value = step
+        .store
+        .fetch_session(r.key, from.0, from.1)
+        .ok_or_else(not_held)?;
+    step.aggs
+        .append_edits(
+            (&value[8.min(value.len())..], &sc.acc),
+            place(r, end),
+            8,
+            &mut sc.edits,
+            &mut sc.merged,
+        )
+        .map_err(|e| fill_overflow(e, step.keys.render(r.key), to.0, end.max(r.t)))?;
+    let outcome = if sc.batched {
+        step.store.amend_held(r.key, from, to, &sc.edits)?
+    } else {
+        if step.mode == EmitMode::Final && step.store.put_would_drop_segments(to.1) {
+            step.emit_closed();
+        }
+        step.store.amend(r.key, from, to, &sc.edits)?
+    };
+    let Some(outcome) = outcome else {
+        return Ok(false);
+    };
+    expired(outcome)?;
+    if let Some(w) = sc.in_store.iter_mut().find(|w| **w == from) {
+        *w = to;
     }
+    Ok(true)
 }
 
-/// The sessions met (`sc.met`, two or more) and record `r` merged into one: the record's
-/// state merged with each session's in order, as the step merges them.
+/// The sessions met (`sc.met`, two or more) and record `r` merged into one, `merged` (start,
+/// end, reach): the record's state merged with each session's in order. Returns the removes.
 fn merge_all(
     step: &mut Step<'_, SessionSpec>,
-    sc: &mut RunScratch,
+    sc: &mut Scratch,
     r: &Record<'_, i64>,
-    reach: i64,
-) -> Result<(u64, i64)> {
-    let t = r.t;
-    let (mut m_start, mut m_end, mut m_reach) = (t, t, reach);
+    (m_start, m_end, m_reach): (i64, i64, i64),
+) -> Result<u64> {
+    encode(step, sc, r);
     for &i in &sc.met {
-        let h = &sc.held[i];
-        m_start = m_start.min(h.start);
-        m_end = m_end.max(h.end);
-        m_reach = m_reach.max(h.reach);
-    }
-    for &i in &sc.met {
-        let h = &sc.held[i];
-        let state = match h.state {
-            State::Copied { at, len, .. } => &sc.states[at..at + len],
-            State::Stored => step
-                .store
-                .fetch_session(r.key, h.start, h.reach)
-                .map(|v| state::split(v).1)
-                .ok_or_else(|| Error::Internal("a held session is not in the store".into()))?,
-        };
+        let state = state_of(step.store, r.key, &sc.held[i], &sc.states)?;
         sc.merged.clear();
         step.merge(r.key, (m_start, m_end), &sc.acc, state, &mut sc.merged)?;
         std::mem::swap(&mut sc.acc, &mut sc.merged);
@@ -383,19 +408,13 @@ fn merge_all(
             .met
             .iter()
             .map(|&i| {
-                Ok((
-                    (sc.held[i].start, sc.held[i].end),
-                    held_state(step, r.key, &sc.held[i], &sc.states)?,
-                ))
+                let h = &sc.held[i];
+                let state = state_of(step.store, r.key, h, &sc.states)?.to_vec();
+                Ok(((h.start, h.end), state))
             })
             .collect::<Result<Vec<_>>>()?;
-        log_merge(
-            &mut step.changelog,
-            r.key,
-            t,
-            met,
-            ((m_start, m_end), sc.acc.clone()),
-        );
+        let merged = ((m_start, m_end), sc.acc.clone());
+        log_merge(&mut step.changelog, r.key, r.t, met, merged);
     }
     let removes = sc
         .met
@@ -406,12 +425,99 @@ fn merge_all(
         sc.held.remove(i);
     }
     insert(sc, (m_start, m_end, m_reach));
-    Ok((removes, m_reach))
+    Ok(removes)
+}
+
+/// Puts the held sessions that changed, then removes the key's stored windows that are no
+/// longer held (puts first, so that the key stays interned).
+fn write_back(step: &mut Step<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
+    for h in &sc.held {
+        if let State::Copied {
+            at,
+            len,
+            changed: true,
+        } = h.state
+        {
+            sc.value.clear();
+            state::join(h.end, &sc.states[at..at + len], &mut sc.value);
+            expired(if sc.batched {
+                step.store
+                    .put_held((key, sc.id), h.start, h.reach, &sc.value)?
+            } else {
+                step.put(key, h.start, h.reach, &sc.value)?
+            })?;
+        }
+    }
+    if let Some(id) = sc.id {
+        for &(start, reach) in &sc.in_store {
+            let kept = sc
+                .held
+                .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
+                .is_ok();
+            if !kept {
+                step.store.remove_as(id, key, start, reach);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a put of an expired session, which [`apply`] has ruled out.
+fn expired(outcome: PutOutcome) -> Result<()> {
+    if outcome == PutOutcome::Expired {
+        return Err(Error::Internal("a session expired as it was put".into()));
+    }
+    Ok(())
+}
+
+/// Record `r`'s own aggregate state, into `sc.acc`.
+fn encode(step: &Step<'_, SessionSpec>, sc: &mut Scratch, r: &Record<'_, i64>) {
+    sc.acc.clear();
+    step.aggs
+        .encode_input(r.inputs, r.row, r.t, r.seq, &mut sc.acc);
+}
+
+/// Whether the call keeps a changelog (the modes other than `final`).
+fn logs(step: &Step<'_, SessionSpec>) -> bool {
+    step.mode != EmitMode::Final
+}
+
+/// The aggregate state of held session `h` of `key`: its copy in `states`, or the store's.
+fn state_of<'a>(
+    store: &'a SessionStore,
+    key: &[u8],
+    h: &Held,
+    states: &'a [u8],
+) -> Result<&'a [u8]> {
+    match h.state {
+        State::Copied { at, len, .. } => Ok(&states[at..at + len]),
+        State::Stored => stored(store, key, (h.start, h.reach)),
+    }
+}
+
+/// The aggregate state the store holds for window `(start, reach)` of `key`.
+fn stored<'a>(store: &'a SessionStore, key: &[u8], (start, reach): (i64, i64)) -> Result<&'a [u8]> {
+    let value = store
+        .fetch_session(key, start, reach)
+        .ok_or_else(not_held)?;
+    Ok(state::split(value).1)
+}
+
+fn not_held() -> Error {
+    Error::Internal("a held session is not in the store".into())
+}
+
+/// Where record `r` goes in a session ending at `end`.
+fn place(r: &Record<'_, i64>, end: i64) -> Place {
+    Place {
+        key: (r.t, r.seq),
+        at_end: r.t >= end,
+    }
 }
 
 /// Adds a new (changed) session `[start, end]` reaching `reach`, with the state in `sc.acc`,
 /// at its place in (reach, start) order.
-fn insert(sc: &mut RunScratch, (start, end, reach): (i64, i64, i64)) {
+fn insert(sc: &mut Scratch, (start, end, reach): (i64, i64, i64)) {
     let state = State::Copied {
         at: sc.states.len(),
         len: sc.acc.len(),
@@ -442,5 +548,44 @@ fn reorder(held: &mut [Held], mut i: usize) {
     while i > 0 && order(&held[i]) < order(&held[i - 1]) {
         held.swap(i, i - 1);
         i -= 1;
+    }
+}
+
+/// Pushes the changelog rows Kafka forwards when a record at `t` of `key` merges the sessions
+/// `met` (each window with its state before) into `merged` (window and state after): it removes
+/// (and forwards a delete for) every merged session unless the merged window is the record's
+/// own `[t, t]`, which it overwrites in place; then the merged window. A window that was
+/// deleted and put again is new for the changelog, like one the store had not held; only an
+/// overwrite in place keeps it.
+fn log_merge(
+    log: &mut Changelog,
+    key: &[u8],
+    t: i64,
+    met: impl IntoIterator<Item = ((i64, i64), Vec<u8>)>,
+    ((m_start, m_end), state): ((i64, i64), Vec<u8>),
+) {
+    let overwrite = (m_start, m_end) == (t, t);
+    let mut replaced = false;
+    for ((start, end), before) in met {
+        replaced |= (start, end) == (m_start, m_end);
+        if !overwrite {
+            log.push(change(key, start, end, before, true), false);
+        }
+    }
+    log.push(
+        change(key, m_start, m_end, state, false),
+        !replaced || !overwrite,
+    );
+}
+
+/// A changelog row (or a final row, `delete == false`) of a session.
+pub(super) fn change(key: &[u8], start: i64, end: i64, state: Vec<u8>, delete: bool) -> Change {
+    Change {
+        key: key.to_vec(),
+        start,
+        end,
+        time: end,
+        state,
+        delete,
     }
 }
