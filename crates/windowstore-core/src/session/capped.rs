@@ -18,12 +18,19 @@
 //! sessions: only the session `S0` holding the latest record at or before `t` (if `t` is within
 //! its reach) and the sessions starting after `t` can change. Those are fetched, the record is
 //! put in its place, and that part of the key's sessions is cut again with the complete-data
-//! rule. The record is late if and only if the re-cut changes a closed session (its records,
-//! bounds or cut) or makes a session that is closed already (a closed session is final), or if
-//! it is older than what the store still holds (a session it would join may be gone). For a record within the grace none is (each starts after
-//! `t >= stream time - grace`, or reaches past `t`), so such records are never late and the
-//! sessions equal complete mode's. A record in time order (the common case) appends to `S0` or
-//! starts a session, without a re-cut.
+//! rule ([`joins`], which complete mode cuts with too). A record in time order (the common
+//! case) joins `S0` or starts a session after it: that re-cut is known without reading `S0`'s
+//! records ([`append`]). Then, either way, the record is late if and only if the re-cut changes
+//! a closed session (its records, bounds or cut) or makes a session that is closed already (a
+//! closed session is final), or if it is older than what the store still holds (a session it
+//! would join may be gone); otherwise the sessions that changed are put and those gone
+//! removed. For a record within the grace none of that is closed (each starts after `t >=
+//! stream time - grace`, or reaches past `t`), so such records are never late and the sessions
+//! equal complete mode's.
+//!
+//! The changelog follows the re-cut ([`apply`]): a window the re-cut keeps, with new records,
+//! is forwarded as an update without a delete first (plain sessions forward Kafka's delete,
+//! `super::run`).
 
 use arrow_schema::TimeUnit;
 
@@ -113,10 +120,19 @@ struct New {
     end: i64,
     reach: i64,
     cut: bool,
+    /// The old session whose records, all of them, begin it (none of them the new record), if
+    /// any: its stored records and its state are where this one's start.
+    prefix: Option<usize>,
+    /// Its other records, `region[records.0..records.1]`.
     records: (usize, usize),
     state: (usize, usize),
-    /// The old session it equals (same records), if any.
-    same_as: Option<usize>,
+}
+
+impl New {
+    /// The old session it equals (the same records), if any.
+    fn same_as(&self) -> Option<usize> {
+        self.prefix.filter(|_| self.records.0 == self.records.1)
+    }
 }
 
 /// Buffers reused from record to record.
@@ -289,7 +305,7 @@ impl WindowKind for CappedSessionSpec {
         sc: &mut Scratch,
         r: Record<'_, i64>,
     ) -> Result<bool> {
-        let (key, t, gap) = (r.key, r.t, r.prepared);
+        let (key, t) = (r.key, r.t);
         let cap = ticks.max_duration;
         // A session the record would join may have expired from the store if the record is
         // older than what the store still shows; such a record is late (never one within the
@@ -310,75 +326,37 @@ impl WindowKind for CappedSessionSpec {
         // whether the record leaves it as it is.
         let closed = sc.old[first..].iter().any(|o| o.reach < step.close);
         sc.old.drain(..first);
-        let mut own_state = std::mem::take(&mut sc.acc);
-        own_state.clear();
+        let at = sc.bytes.len();
         step.aggs
-            .encode_input(r.inputs, r.row, t, r.seq, &mut own_state);
+            .encode_input(r.inputs, r.row, t, r.seq, &mut sc.bytes);
         let own = Rec {
             t,
             seq: r.seq,
-            gap,
-            state: (0, own_state.len()),
+            gap: r.prepared,
+            state: (at, sc.bytes.len()),
         };
-        let fast = match sc.old.as_slice() {
-            [] => Some(append(step, sc, key, None, own, &own_state, cap)),
-            [s0] if s0.end <= t && !closed => {
-                Some(append(step, sc, key, Some(*s0), own, &own_state, cap))
-            }
-            _ => None,
-        };
-        if let Some(done) = fast {
-            sc.acc = own_state;
-            return done;
-        }
-        for i in 0..sc.old.len() {
-            let from = sc.recs.len();
-            read_records(&sc.bytes, sc.old[i].raw, &mut sc.recs).map_err(|why| {
-                Error::Internal(format!("a capped session's records are unreadable: {why}"))
-            })?;
-            sc.old[i].records = (from, sc.recs.len());
-        }
-
-        // The region's records with the new one in its place (after every record at or before
-        // t: its arrival is the latest).
-        let own = Rec {
-            state: (sc.bytes.len(), sc.bytes.len() + own_state.len()),
-            ..own
-        };
-        sc.bytes.extend_from_slice(&own_state);
-        sc.acc = own_state;
         sc.region.clear();
-        let mut placed = None;
-        for o in &sc.old {
-            for rec in &sc.recs[o.records.0..o.records.1] {
-                if placed.is_none() && rec.t > t {
-                    placed = Some(sc.region.len());
-                    sc.region.push(own);
-                }
-                sc.region.push(*rec);
-            }
+        sc.new.clear();
+        match sc.old[..] {
+            [] => append(sc, own, None, cap),
+            [s0] if s0.end <= t && !closed => append(sc, own, Some(s0), cap),
+            _ => recut(sc, own, cap)?,
         }
-        let own = placed.unwrap_or_else(|| {
-            sc.region.push(own);
-            sc.region.len() - 1
-        });
-
-        recut(sc, cap, own);
         // The record is late if and only if accepting it would change a closed session (its
         // records, bounds or cut) or make a session that is closed already.
-        let unchanged = |n: &New| n.same_as.is_some_and(|o| sc.old[o].cut == n.cut);
+        let unchanged = |n: &New| n.same_as().is_some_and(|o| sc.old[o].cut == n.cut);
         let changed_closed = sc.new.iter().any(|n| n.reach < step.close && !unchanged(n))
             || sc.old.iter().enumerate().any(|(i, o)| {
                 o.reach < step.close
                     && !sc
                         .new
                         .iter()
-                        .any(|n| n.same_as == Some(i) && n.cut == o.cut)
+                        .any(|n| n.same_as() == Some(i) && n.cut == o.cut)
             });
         if changed_closed {
             return Ok(false);
         }
-        states(step, sc, key, own)?;
+        states(step, sc, key)?;
         apply(step, sc, key)?;
         Ok(true)
     }
@@ -463,83 +441,34 @@ impl WindowKind for CappedSessionSpec {
     }
 }
 
-/// A record at or after every record of the key's open sessions: it joins `s0` (the only
-/// session it can change) or starts a session of its own, without a re-cut. Returns whether it
-/// was accepted (as `step`).
-fn append(
-    step: &mut Step<'_, CappedSessionSpec>,
-    sc: &mut Scratch,
-    key: &[u8],
-    s0: Option<Old>,
-    own: Rec,
-    own_state: &[u8],
-    cap: i64,
-) -> Result<bool> {
-    let t = own.t;
-    let joins = s0.filter(|s| t <= s.reach && t <= s.start.saturating_add(cap));
-    let Scratch {
-        bytes,
-        merged,
-        value,
-        ..
-    } = sc;
-    value.clear();
-    let (start, reach) = match joins {
-        Some(s) => {
-            merged.clear();
-            let old_state = &bytes[s.state.0..s.state.1];
-            step.merge(key, (s.start, t), old_state, own_state, merged)?;
-            value.extend_from_slice(&t.to_le_bytes());
-            value.push(u8::from(s.cut));
-            put_len(merged, value)?;
-            value.extend_from_slice(merged);
-            value.extend_from_slice(&bytes[s.raw.0..s.raw.1]);
-            (s.start, s.reach.max(t + own.gap))
-        }
-        None => {
-            if t + own.gap < step.close {
-                return Ok(false);
-            }
-            value.extend_from_slice(&t.to_le_bytes());
-            let cut = s0.is_some_and(|s| t <= s.reach);
-            value.push(u8::from(cut));
-            put_len(own_state, value)?;
-            value.extend_from_slice(own_state);
-            step.counters.max_duration_cuts = step
-                .counters
-                .max_duration_cuts
-                .saturating_add(u64::from(cut));
-            (t, t + own.gap)
-        }
-    };
-    put_record(&own, own_state, value)?;
-    if step.put(key, start, reach, value)? == PutOutcome::Expired {
-        return Err(Error::Internal(format!(
-            "a capped session [{start}, {t}] expired as it was put"
-        )));
+/// Whether a record at `t` joins the session starting at `start` and reaching `reach` so far:
+/// the gap rule, within the cap.
+#[inline]
+pub(super) fn joins(start: i64, reach: i64, t: i64, cap: i64) -> bool {
+    t <= reach && t <= start.saturating_add(cap)
+}
+
+/// The re-cut of record `own` at or after every record of the key's open sessions, without
+/// reading their records: it joins `s0` (the only session it can change) or starts a session
+/// of its own, the cut points before it unchanged.
+fn append(sc: &mut Scratch, own: Rec, s0: Option<Old>, cap: i64) {
+    let (t, reach) = (own.t, own.t + own.gap);
+    let joined = s0.filter(|s| joins(s.start, s.reach, t, cap));
+    if joined.is_none() {
+        // S0, if any, stays as it is.
+        sc.old.clear();
     }
-    step.latest_end = Some(step.latest_end.map_or(t, |e| e.max(t)));
-    if let Some(s) = joins {
-        if s.reach != reach {
-            step.store.remove(key, s.start, s.reach);
-        }
-    }
-    if step.mode == EmitMode::Final {
-        return Ok(true);
-    }
-    let new_state = match joins {
-        Some(_) => merged.clone(),
-        None => own_state.to_vec(),
-    };
-    let replaced = joins.filter(|s| s.end == t);
-    if let (Some(s), None) = (joins, replaced) {
-        let state = bytes[s.state.0..s.state.1].to_vec();
-        step.changelog
-            .push(change(key, s.start, s.end, state, true), false);
-    }
-    step.changelog
-        .push(change(key, start, t, new_state, false), replaced.is_none());
-    Ok(true)
+    sc.region.push(own);
+    sc.new.push(New {
+        start: joined.map_or(t, |s| s.start),
+        end: t,
+        reach: joined.map_or(reach, |s| s.reach.max(reach)),
+        // Else the cap ended S0 if the record is within its reach.
+        cut: joined.map_or(s0.is_some_and(|s| t <= s.reach), |s| s.cut),
+        prefix: joined.map(|_| 0),
+        records: (0, 1),
+        state: (0, 0),
+    });
 }
 
 /// Reads the key's sessions that may hold the record's predecessor or start after `t` into
@@ -584,12 +513,33 @@ fn fetch(
     Ok(())
 }
 
-/// Cuts `sc.region` into `sc.new` by the complete-data rule, and finds the new sessions that
-/// are old ones unchanged (the same records). The first session keeps the `cut` flag of the old
-/// session it starts at: the boundary before it does not move. `own` is the new record's place
-/// in the region.
-fn recut(sc: &mut Scratch, cap: i64, own: usize) {
-    sc.new.clear();
+/// Cuts the records of `sc.old` and record `own` into `sc.new` by the complete-data rule, and
+/// finds the old sessions whose records begin new ones. The first session keeps the `cut` flag
+/// of the old session it starts at: the boundary before it does not move.
+fn recut(sc: &mut Scratch, own: Rec, cap: i64) -> Result<()> {
+    for i in 0..sc.old.len() {
+        let from = sc.recs.len();
+        read_records(&sc.bytes, sc.old[i].raw, &mut sc.recs).map_err(|why| {
+            Error::Internal(format!("a capped session's records are unreadable: {why}"))
+        })?;
+        sc.old[i].records = (from, sc.recs.len());
+    }
+    // The records in (time, arrival) order: the new one after every record at or before its
+    // time (its arrival is the latest).
+    let mut placed = None;
+    for o in &sc.old {
+        for rec in &sc.recs[o.records.0..o.records.1] {
+            if placed.is_none() && rec.t > own.t {
+                placed = Some(sc.region.len());
+                sc.region.push(own);
+            }
+            sc.region.push(*rec);
+        }
+    }
+    let own = placed.unwrap_or_else(|| {
+        sc.region.push(own);
+        sc.region.len() - 1
+    });
     let first_cut = own != 0 && sc.old.first().is_some_and(|o| o.cut);
     let mut i = 0;
     while i < sc.region.len() {
@@ -600,59 +550,40 @@ fn recut(sc: &mut Scratch, cap: i64, own: usize) {
             Some(p) => r0.t <= p.reach,
         };
         let (mut end, mut reach, mut j) = (r0.t, r0.t + r0.gap, i + 1);
-        while let Some(r) = sc.region.get(j) {
-            if r.t > reach || r.t > r0.t.saturating_add(cap) {
-                break;
-            }
+        while let Some(r) = sc.region.get(j).filter(|r| joins(r0.t, reach, r.t, cap)) {
             end = r.t;
             reach = reach.max(r.t + r.gap);
             j += 1;
         }
-        let same_as = sc.old.iter().position(|o| {
-            o.records.1 - o.records.0 == j - i
-                && sc.recs[o.records.0].seq == r0.seq
-                && !(i..j).contains(&own)
+        let len = |o: &Old| o.records.1 - o.records.0;
+        let prefix = sc.old.iter().position(|o| {
+            sc.recs[o.records.0].seq == r0.seq && i + len(o) <= j && !(i..i + len(o)).contains(&own)
         });
         sc.new.push(New {
             start: r0.t,
             end,
             reach,
             cut,
-            records: (i, j),
+            prefix,
+            records: (i + prefix.map_or(0, |o| len(&sc.old[o])), j),
             state: (0, 0),
-            same_as,
         });
         i = j;
     }
+    Ok(())
 }
 
-/// The aggregate state of every new session, into `sc.states`: an unchanged session keeps its
-/// state; one that begins with all the records of an old session starts from that session's
-/// state (a record appended in time order costs one merge); any other folds its records.
-fn states(
-    step: &Step<'_, CappedSessionSpec>,
-    sc: &mut Scratch,
-    key: &[u8],
-    own: usize,
-) -> Result<()> {
+/// The aggregate state of every new session, into `sc.states`: that of the old session its
+/// records begin with, if any (an unchanged session keeps its state, a record appended in time
+/// order costs one merge), merged with each of its other records' states.
+fn states(step: &Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
     sc.states.clear();
     for n in sc.new.iter_mut() {
-        let (lo, hi) = n.records;
         sc.acc.clear();
-        let mut next = lo;
-        if let Some(o) = n.same_as.map(|o| sc.old[o]) {
+        if let Some(o) = n.prefix.map(|o| sc.old[o]) {
             sc.acc.extend_from_slice(&sc.bytes[o.state.0..o.state.1]);
-            next = hi;
-        } else if let Some(o) = sc.old.iter().find(|o| {
-            let len = o.records.1 - o.records.0;
-            sc.recs[o.records.0].seq == sc.region[lo].seq
-                && lo + len <= hi
-                && !(lo..lo + len).contains(&own)
-        }) {
-            sc.acc.extend_from_slice(&sc.bytes[o.state.0..o.state.1]);
-            next = lo + (o.records.1 - o.records.0);
         }
-        for r in &sc.region[next..hi] {
+        for r in &sc.region[n.records.0..n.records.1] {
             let state = &sc.bytes[r.state.0..r.state.1];
             if sc.acc.is_empty() {
                 sc.acc.extend_from_slice(state);
@@ -681,7 +612,7 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
         ..
     } = sc;
     for n in new.iter() {
-        let unchanged = n.same_as.is_some_and(|o| old[o].cut == n.cut);
+        let unchanged = n.same_as().is_some_and(|o| old[o].cut == n.cut);
         if unchanged {
             continue;
         }
@@ -691,6 +622,9 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
         let state = &states[n.state.0..n.state.1];
         put_len(state, value)?;
         value.extend_from_slice(state);
+        if let Some(o) = n.prefix {
+            value.extend_from_slice(&bytes[old[o].raw.0..old[o].raw.1]);
+        }
         for r in &region[n.records.0..n.records.1] {
             put_record(r, &bytes[r.state.0..r.state.1], value)?;
         }
@@ -718,14 +652,14 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
     for (i, o) in old.iter().enumerate() {
         let kept = new
             .iter()
-            .any(|n| n.same_as == Some(i) || (n.start, n.end) == (o.start, o.end));
+            .any(|n| n.same_as() == Some(i) || (n.start, n.end) == (o.start, o.end));
         if !kept {
             let state = bytes[o.state.0..o.state.1].to_vec();
             step.changelog
                 .push(change(key, o.start, o.end, state, true), false);
         }
     }
-    for n in new.iter().filter(|n| n.same_as.is_none()) {
+    for n in new.iter().filter(|n| n.same_as().is_none()) {
         let created = !old.iter().any(|o| (o.start, o.end) == (n.start, n.end));
         let state = states[n.state.0..n.state.1].to_vec();
         step.changelog

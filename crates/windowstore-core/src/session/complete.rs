@@ -353,10 +353,9 @@ pub(crate) fn cut(
         let (mut reach, mut start) = (i64::MIN, i64::MIN);
         for (i, (&row, &t)) in (lo..hi).zip(order[lo..hi].iter().zip(&sorted[lo..hi])) {
             let row = row as usize;
-            let joins = t <= reach;
-            if i == lo || !(joins && t <= start.saturating_add(max_duration)) {
+            if i == lo || !super::capped::joins(start, reach, t, max_duration) {
                 if i > lo {
-                    max_duration_cuts += u64::from(joins);
+                    max_duration_cuts += u64::from(t <= reach);
                     offsets.push(i);
                     reaches.push(reach);
                 }

@@ -1,8 +1,9 @@
 //! Session windows (docs/semantics.md section 2): fixed or dynamic gaps, grace, emit modes.
 //!
 //! - [`spec`]: the parameters and their checks;
-//! - [`kind`]: sessions as a window kind of the streaming processor, record by record;
-//! - `run`: one key's records of a call at once (the processor's batched path);
+//! - [`kind`]: sessions as a window kind of the streaming processor;
+//! - `run`: the session rule, what a record does to its key's sessions, applied to one record
+//!   (the processor's record path) or to a key's records of a call (its batched path);
 //! - [`capped`]: sessions with a maximum duration, record by record, re-cutting open sessions;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.

@@ -14,8 +14,8 @@
 //! 3. otherwise the sessions met and the record become one session: the record's state merged
 //!    with each met session's, in (reach, start) order. With one session met, the record is
 //!    appended to its state in place (`Aggregator::append_edits`, or folded into a fixed-width
-//!    state), which gives the merge's bytes at the cost of what the record adds (a `collect`
-//!    list of `n` records grew in `O(n^2)` by merges);
+//!    state), which gives the merge's bytes at the cost of what the record adds (merges would
+//!    copy a `collect` list of `n` records per record);
 //! 4. the changelog modes get the rows Kafka forwards ([`log_merge`]).
 //!
 //! **Record path.** A record holds the sessions it meets that Kafka's store would still show
@@ -28,8 +28,9 @@
 //! long session grown over many calls costs what the records add). Changes leave store time
 //! where it is (`put_held`, `amend_held`) for the processor to move once. The records are
 //! run-safe (within the grace), so none is late and every session one meets is visible
-//! (retention covers max gap + grace): the steps' checks never fire, and the outcome is the
-//! record path's, byte for byte. Each record's changelog rows are stamped with its arrival
+//! (retention covers max gap + grace): the rule's checks never fire (`step.close` is then the
+//! close of an earlier record, at most the record's own), and the outcome is the record
+//! path's, byte for byte. Each record's changelog rows are stamped with its arrival
 //! number, so that the call's changelog comes out in record order although keys are applied
 //! one after another.
 
