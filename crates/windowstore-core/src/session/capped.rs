@@ -18,9 +18,9 @@
 //! sessions: only the session `S0` holding the latest record at or before `t` (if `t` is within
 //! its reach) and the sessions starting after `t` can change. Those are fetched, the record is
 //! put in its place, and that part of the key's sessions is cut again with the complete-data
-//! rule ([`joins`], which complete mode cuts with too). A record in time order (the common
+//! rule (`joins`, which complete mode cuts with too). A record in time order (the common
 //! case) joins `S0` or starts a session after it: that re-cut is known without reading `S0`'s
-//! records ([`append`]). Then, either way, the record is late if and only if the re-cut changes
+//! records (`append`). Then, either way, the record is late if and only if the re-cut changes
 //! a closed session (its records, bounds or cut) or makes a session that is closed already (a
 //! closed session is final), or if it is older than what the store still holds (a session it
 //! would join may be gone); otherwise the sessions that changed are put and those gone
@@ -28,7 +28,7 @@
 //! stream time - grace`, or reaches past `t`), so such records are never late and the sessions
 //! equal complete mode's.
 //!
-//! The changelog follows the re-cut ([`apply`]): a window the re-cut keeps, with new records,
+//! The changelog follows the re-cut (`apply`): a window the re-cut keeps, with new records,
 //! is forwarded as an update without a delete first (plain sessions forward Kafka's delete,
 //! `super::run`).
 
