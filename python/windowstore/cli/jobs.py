@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -14,11 +13,11 @@ from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, spark_options
 from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job
 from windowstore.cli.flags import BadArgument, cli_words
-from windowstore.cli.progress import Progress, Say, counted, plural
+from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import WindowStoreError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SESSIONS", "SLIDING", "run"]
 
@@ -30,84 +29,61 @@ def run(args: argparse.Namespace) -> int:
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        from windowstore.spark import session_windows as spark_sessions
-        from windowstore.spark import sliding_windows as spark_sliding
-    except ImportError as e:
-        print(
-            f"error: windowstore {args.command} runs on Spark, and pyspark cannot be imported "
-            f"({e}); install the Spark extra's packages: {on_spark.install_hint()}",
-            file=sys.stderr,
-        )
+    if on_spark.pyspark_missing(args.command):
         return 2
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
+    return on_spark.run_job(args, job.conf, lambda spark, say: _windows(spark, say, job, args))
 
-    began = time.perf_counter()
-    say = Say(began)
-    say(f"starting Spark ({args.master or 'local[*]'})")
-    spark, owned = on_spark.session(
-        args.master, job.conf, f"windowstore {args.command}", args.verbose
-    )
+
+def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Namespace) -> int:
+    """Reads the input, computes the windows and writes them (and the rejected rows); returns
+    the exit code."""
+    from windowstore.spark import session_windows as spark_sessions
+    from windowstore.spark import sliding_windows as spark_sliding
+
     try:
-        with Progress(spark, say):
-            try:
-                df = on_spark.read(spark, job.input, job.in_fmt)
-            except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
-                print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
-                      f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
-                return 2
-            say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
-            time_column = job.time
-            if job.time_format is not None:
-                df = df.withColumn(PARSED_COLUMN, _parse_time(df, job.time, job.time_format))
-                time_column = PARSED_COLUMN
-            rows_in = Observation("input")
-            df = df.observe(rows_in, F.count(F.lit(1)).alias("rows"))
-            common = {**job.common, "time": time_column, "partitions": args.partitions}
-            try:
-                if job.command == "sessions":
-                    result, rejected = spark_sessions(
-                        df, **job.windows, return_rejected=True, **common
-                    )
-                else:
-                    result, rejected = spark_sliding(
-                        df, **job.windows, return_rejected=True, **common
-                    )
-            except WindowStoreError as e:
-                print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
-                return 2
-            if job.time_format is not None:
-                rejected = rejected.drop(PARSED_COLUMN)
-                result = result.drop(PARSED_COLUMN) if "output" in job.common else result
-            kind = "session" if job.command == "sessions" else "sliding"
-            rows_out = Observation("windows")
-            result = result.observe(rows_out, F.count(F.lit(1)).alias("rows"))
-            say(f"computing {kind} windows and writing them to {job.output}")
-            try:
-                on_spark.write(result, job.output, job.out_fmt, job.overwrite)
-                read = on_spark.observed(rows_in)
-                if read is not None:
-                    say(f"read {plural(read, 'row')}")
-                noun = "tagged row" if "output" in job.common else f"{kind} window"
-                print(f"{counted(on_spark.observed(rows_out), noun)} written to "
-                      f"{job.output} ({job.out_fmt})")  # fmt: skip
-                if job.rejected is not None:
-                    rows_rejected = Observation("rejected")
-                    rejected = rejected.observe(rows_rejected, F.count(F.lit(1)).alias("rows"))
-                    say(f"writing rejected rows to {job.rejected}")
-                    on_spark.write(rejected, job.rejected, job.out_fmt, job.overwrite)
-                    n = on_spark.observed(rows_rejected)
-                    print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
-                          f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
-            except Exception as e:  # a failed Spark job: its cause is the Python worker's error
-                print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
-                return 1
-        print(f"done in {time.perf_counter() - began:.1f}s on {spark.sparkContext.master}")
-        return 0
-    finally:
-        if owned:
-            spark.stop()
+        df = on_spark.read(spark, job.input, job.in_fmt)
+    except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
+        print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
+              f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
+        return 2
+    say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
+    time_column = job.time
+    if job.time_format is not None:
+        df = df.withColumn(PARSED_COLUMN, _parse_time(df, job.time, job.time_format))
+        time_column = PARSED_COLUMN
+    df, rows_in = on_spark.counting(df, "input")
+    common = {**job.common, "time": time_column, "partitions": args.partitions}
+    windows = spark_sessions if job.command == "sessions" else spark_sliding
+    try:
+        result, rejected = windows(df, **job.windows, return_rejected=True, **common)
+    except WindowStoreError as e:
+        print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
+        return 2
+    if job.time_format is not None:
+        rejected = rejected.drop(PARSED_COLUMN)
+        result = result.drop(PARSED_COLUMN) if "output" in job.common else result
+    kind = "session" if job.command == "sessions" else "sliding"
+    result, rows_out = on_spark.counting(result, "windows")
+    say(f"computing {kind} windows and writing them to {job.output}")
+    try:
+        on_spark.write(result, job.output, job.out_fmt, job.overwrite)
+        read = on_spark.observed(rows_in)
+        if read is not None:
+            say(f"read {plural(read, 'row')}")
+        noun = "tagged row" if "output" in job.common else f"{kind} window"
+        print(f"{counted(on_spark.observed(rows_out), noun)} written to "
+              f"{job.output} ({job.out_fmt})")  # fmt: skip
+        if job.rejected is not None:
+            rejected, rows_rejected = on_spark.counting(rejected, "rejected")
+            say(f"writing rejected rows to {job.rejected}")
+            on_spark.write(rejected, job.rejected, job.out_fmt, job.overwrite)
+            n = on_spark.observed(rows_rejected)
+            print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
+                  f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
+    except Exception as e:  # a failed Spark job: its cause is the Python worker's error
+        print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
@@ -126,12 +102,7 @@ def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
 def _job_error(e: Exception, job: WindowJob | None = None) -> str:
     """The windowstore error line of a failed Spark job's message (in the command line's
     words), or its first line."""
-    lines = str(e).splitlines()
-    found = next(
-        (line.strip() for line in lines if "windowstore" in line and "Error" in line),
-        lines[0] if lines else type(e).__name__,
-    )
-    found = cli_words(found)
+    found = cli_words(on_spark.error_line(e))
     if job is not None and job.time_format is not None:
         found = found.replace(f"'{PARSED_COLUMN}'", f"'{job.time}' (parsed)")
         if "null_time" in found:

@@ -1,22 +1,39 @@
-"""What the commands do on Spark, imported lazily: start a session (Spark's log lines off
-unless ``--verbose``), read and write Parquet or CSV, and count rows as a job writes them.
-Nothing here imports pyspark until it is called."""
+"""What the commands do on Spark, imported lazily: say what to install when pyspark is missing,
+run a job on a session (Spark's log lines off unless ``--verbose``), read and write Parquet or
+CSV, count rows as a job writes them, and name a failed job's error. Nothing here imports
+pyspark until it is called."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from windowstore.cli.progress import Progress, Say
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation, SparkSession
 
-__all__ = ["install_hint", "log_options", "observed", "read", "session", "write"]
+__all__ = [
+    "counting",
+    "error_line",
+    "install_hint",
+    "log_options",
+    "observed",
+    "pyspark_missing",
+    "read",
+    "run_job",
+    "session",
+    "write",
+]
 
 
 def install_hint() -> str:
@@ -30,6 +47,42 @@ def install_hint() -> str:
     spark = spark or ["pyspark>=4.1,<5", "pandas<3", "matplotlib>=3.8", "protobuf>=5"]
     packages = " ".join(f"'{r.replace(' ', '')}'" for r in spark)
     return f"{sys.executable} -m pip install {packages}"
+
+
+def pyspark_missing(command: str) -> bool:
+    """Whether ``windowstore COMMAND`` cannot run because pyspark (or ``windowstore.spark``)
+    cannot be imported; if so, says so on stderr, with what to install."""
+    try:
+        import windowstore.spark  # noqa: F401
+    except ImportError as e:
+        print(
+            f"error: windowstore {command} runs on Spark, and pyspark cannot be imported ({e}); "
+            f"install the Spark extra's packages: {install_hint()}",
+            file=sys.stderr,
+        )
+        return True
+    return False
+
+
+def run_job(
+    args: argparse.Namespace, conf: dict[str, str], job: Callable[[SparkSession, Say], int]
+) -> int:
+    """Runs ``job`` on a session (``session``: ``--master``, ``conf``, ``--verbose``) with its
+    stages' progress on stderr, prints the time taken if it succeeded, stops the session if it
+    is ours, and returns ``job``'s exit code."""
+    began = time.perf_counter()
+    say = Say(began)
+    say(f"starting Spark ({args.master or 'local[*]'})")
+    spark, owned = session(args.master, conf, f"windowstore {args.command}", args.verbose)
+    try:
+        with Progress(spark, say):
+            code = job(spark, say)
+        if code == 0:
+            print(f"done in {time.perf_counter() - began:.1f}s on {spark.sparkContext.master}")
+        return code
+    finally:
+        if owned:
+            spark.stop()
 
 
 _LOG4J = """\
@@ -111,6 +164,16 @@ def write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
         writer.parquet(path)
 
 
+def counting(df: DataFrame, name: str) -> tuple[DataFrame, Observation]:
+    """``df`` observed by a new observation ``name`` that counts its ``rows`` (``observed``)
+    as an action reads them."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation(name)
+    return df.observe(observation, F.count(F.lit(1)).alias("rows")), observation
+
+
 def observed(observation: Observation, timeout: float = 60.0) -> int | None:
     """The ``rows`` an observation counted during the action that just ran, or ``None`` if
     Spark has not reported it within ``timeout`` seconds (``Observation.get`` would wait
@@ -124,3 +187,10 @@ def observed(observation: Observation, timeout: float = 60.0) -> int | None:
     thread.start()
     thread.join(timeout)
     return box[0] if box else None
+
+
+def error_line(e: Exception) -> str:
+    """The windowstore error line of a Spark error (a Python worker's), else its first line."""
+    lines = str(e).strip().splitlines()
+    found = [line.strip() for line in lines if "windowstore" in line and "Error" in line]
+    return found[0] if found else lines[0] if lines else type(e).__name__

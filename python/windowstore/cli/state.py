@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -14,7 +13,7 @@ from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, spark_options
 from windowstore.cli.flags import BadArgument, confs
 from windowstore.cli.inputs import file_format, local_path
-from windowstore.cli.progress import Progress, Say, counted, plural
+from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import SnapshotError, WindowStoreError
 
 if TYPE_CHECKING:
@@ -31,50 +30,38 @@ def run(args: argparse.Namespace) -> int:
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    try:
-        from windowstore.spark import read_state
-    except ImportError as e:
-        print(
-            f"error: windowstore state runs on Spark, and pyspark cannot be imported ({e}); "
-            f"install the Spark extra's packages: {on_spark.install_hint()}",
-            file=sys.stderr,
-        )
+    if on_spark.pyspark_missing(args.command):
         return 2
-    began = time.perf_counter()
-    say = Say(began)
-    say(f"starting Spark ({args.master or 'local[*]'})")
-    spark, owned = on_spark.session(args.master, conf, "windowstore state", args.verbose)
+    return on_spark.run_job(args, conf, lambda spark, say: _state(spark, say, args))
+
+
+def _state(spark: SparkSession, say: Say, args: argparse.Namespace) -> int:
+    """Reads the open windows of the checkpoint's micro-batch and shows them; returns the exit
+    code."""
+    from windowstore.spark import read_state
+
     try:
-        with Progress(spark, say):
-            try:
-                batch = args.batch_id
-                if batch is None:
-                    batch = _latest(spark, args.checkpoint)
-                say(f"reading the state of micro-batch {batch} of {args.checkpoint}")
-                windows = read_state(spark, args.checkpoint, batch, timestamps=args.timestamp)
-            except WindowStoreError as e:
-                print(f"error: {args.checkpoint}: {_words(str(e))}", file=sys.stderr)
-                return 2
-            except Exception as e:  # Spark's own: an unreadable path, a batch it no longer keeps
-                print(f"error: argument CHECKPOINT: {_first_line(e)}", file=sys.stderr)
-                return 2
-            try:
-                _show(windows, args, batch, say)
-            except Exception as e:  # a failed Spark job: its cause is the Python worker's error
-                print(f"error: the job failed: {_first_line(e)}", file=sys.stderr)
-                return 1
-        print(f"done in {time.perf_counter() - began:.1f}s on {spark.sparkContext.master}")
-        return 0
-    finally:
-        if owned:
-            spark.stop()
+        batch = args.batch_id
+        if batch is None:
+            batch = _latest(spark, args.checkpoint)
+        say(f"reading the state of micro-batch {batch} of {args.checkpoint}")
+        windows = read_state(spark, args.checkpoint, batch, timestamps=args.timestamp)
+    except WindowStoreError as e:
+        print(f"error: {args.checkpoint}: {_words(str(e))}", file=sys.stderr)
+        return 2
+    except Exception as e:  # Spark's own: an unreadable path, a batch it no longer keeps
+        print(f"error: argument CHECKPOINT: {on_spark.error_line(e)}", file=sys.stderr)
+        return 2
+    try:
+        _show(windows, args, batch, say)
+    except Exception as e:  # a failed Spark job: its cause is the Python worker's error
+        print(f"error: the job failed: {on_spark.error_line(e)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _show(windows: DataFrame, args: argparse.Namespace, batch: int, say: Say) -> None:
     """Prints the open windows (the first ``--limit``), or writes them to ``--output``."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
     if args.output is None:
         table = _sorted(windows.toArrow())
         print(f"{plural(table.num_rows, 'open window')} at micro-batch {batch}")
@@ -85,8 +72,7 @@ def _show(windows: DataFrame, args: argparse.Namespace, batch: int, say: Say) ->
             print(f"(the first {shown.num_rows:,}; --limit 0 prints all, -o OUT writes them)")
         return
     fmt = file_format(args.output, args.output_format)
-    rows_out = Observation("windows")
-    windows = windows.observe(rows_out, F.count(F.lit(1)).alias("rows"))
+    windows, rows_out = on_spark.counting(windows, "windows")
     say(f"writing them to {args.output}")
     on_spark.write(windows, args.output, fmt, args.overwrite)
     print(f"{counted(on_spark.observed(rows_out), 'open window')} of micro-batch {batch} "
@@ -141,13 +127,6 @@ def _words(message: str) -> str:
             "windowstore.spark.read_state(spark, CHECKPOINT, aggs=[...])"
         ),
     ).replace("invalid timestamps:", "invalid --timestamp:")
-
-
-def _first_line(e: Exception) -> str:
-    """The windowstore error line of a Spark error (a worker's), else its first line."""
-    lines = str(e).strip().splitlines()
-    found = [line.strip() for line in lines if "windowstore" in line and "Error" in line]
-    return found[0] if found else lines[0] if lines else type(e).__name__
 
 
 def _options(p: argparse.ArgumentParser) -> None:
