@@ -123,7 +123,7 @@ def session(
     Spark's own log lines are off unless ``verbose``."""
     from pyspark.sql import SparkSession
 
-    from windowstore.spark.session import spark_session
+    from windowstore.spark import spark_session
 
     if not verbose:
         warnings.filterwarnings("ignore", module="pyspark")

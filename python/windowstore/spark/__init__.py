@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from windowstore.spark._metrics import metrics
 from windowstore.spark._read_state import read_state
+from windowstore.spark._spark_session import spark_session
 from windowstore.spark.sessions import session_windows
 from windowstore.spark.sliding import sliding_windows
 
-__all__ = ["metrics", "read_state", "session_windows", "sliding_windows"]
+__all__ = ["metrics", "read_state", "session_windows", "sliding_windows", "spark_session"]

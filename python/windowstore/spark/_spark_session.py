@@ -1,4 +1,5 @@
-"""A SparkSession set up for windowstore's jobs (the CLI's, the demo's, the benchmark's)."""
+"""A SparkSession set up for windowstore's jobs (the CLI's, the demo's, the benchmark's), exported
+as ``windowstore.spark.spark_session``. (Not ``sessions.py``, which holds session windows.)"""
 
 from __future__ import annotations
 
