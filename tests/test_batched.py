@@ -8,7 +8,7 @@ points."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pytest
@@ -53,10 +53,57 @@ def make(
     return p
 
 
-def restored(p: SessionWindowProcessor, batched: bool, aggs: list[Agg]) -> SessionWindowProcessor:
-    q = SessionWindowProcessor.from_bytes(p.to_bytes(), aggs=aggs)
+P = TypeVar("P", SessionWindowProcessor, SlidingWindowProcessor)
+
+
+def restored(p: P, batched: bool, aggs: list[Agg]) -> P:
+    q = type(p).from_bytes(p.to_bytes(), aggs=aggs)
     q._inner._set_batched(batched)
     return q
+
+
+def same_calls(
+    fast: P,
+    model: P,
+    rows: list[dict[str, Any]],
+    sizes: list[int],
+    snapshot_at: int,
+    aggs: list[Agg],
+) -> tuple[P, P]:
+    """Feeds both processors ``rows`` in calls of ``sizes`` (cycled), both restored from their
+    bytes after call ``snapshot_at``, then flushes them: the same output, metrics, snapshot and
+    rejected rows after every call, and the same flush and bytes. Returns the processors."""
+    at = call = 0
+    while at < len(rows):
+        n = sizes[call % len(sizes)]
+        chunk = pa.Table.from_pylist(rows[at : at + n], schema=SCHEMA)
+        at += n
+        call += 1
+        assert fast.process(chunk).equals(model.process(chunk)), f"output of call {call}"
+        assert results(fast) == results(model), f"metrics after call {call}"
+        assert fast.to_bytes() == model.to_bytes(), f"snapshot after call {call}"
+        assert fast.rejected().equals(model.rejected())
+        if call == snapshot_at:
+            fast, model = restored(fast, True, aggs), restored(model, False, aggs)
+    assert fast.flush().equals(model.flush())
+    assert fast.to_bytes() == model.to_bytes()
+    return fast, model
+
+
+def in_time_order(fast: P, model: P) -> None:
+    """Both processors fed 5,000 records of 97 users in time order, in 5 calls: the same
+    output, flush and bytes, every call of ``fast`` batched and none of ``model``."""
+    rows = [
+        {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
+        for i in range(5_000)
+    ]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    for batch in table.to_batches(max_chunksize=1_000):
+        assert fast.process(batch).equals(model.process(batch))
+    assert fast.flush().equals(model.flush())
+    assert fast.to_bytes() == model.to_bytes()
+    assert fast._inner._batched_calls() == 5
+    assert model._inner._batched_calls() == 0
 
 
 @st.composite
@@ -114,36 +161,12 @@ def test_the_batched_path_equals_the_record_path(
 ) -> None:
     aggs = FIXED if fixed else AGGS
     fast, model = make(True, dynamic, gap, aggs, emit), make(False, dynamic, gap, aggs, emit)
-    at = call = 0
-    while at < len(rows):
-        n = sizes[call % len(sizes)]
-        chunk = pa.Table.from_pylist(rows[at : at + n], schema=SCHEMA)
-        at += n
-        call += 1
-        assert fast.process(chunk).equals(model.process(chunk)), f"output of call {call}"
-        assert results(fast) == results(model), f"metrics after call {call}"
-        assert fast.to_bytes() == model.to_bytes(), f"snapshot after call {call}"
-        assert fast.rejected().equals(model.rejected())
-        if call == snapshot_at:
-            fast, model = restored(fast, True, aggs), restored(model, False, aggs)
-    assert fast.flush().equals(model.flush())
-    assert fast.to_bytes() == model.to_bytes()
+    same_calls(fast, model, rows, sizes, snapshot_at, aggs)
 
 
 @pytest.mark.parametrize("emit", ["final", "updates", "changes"])
 def test_a_clickstream_in_time_order_is_batched_and_equal(emit: Emit) -> None:
-    rows = [
-        {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
-        for i in range(5_000)
-    ]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    fast, model = make(True, False, 600, emit=emit), make(False, False, 600, emit=emit)
-    for batch in table.to_batches(max_chunksize=1_000):
-        assert fast.process(batch).equals(model.process(batch))
-    assert fast.flush().equals(model.flush())
-    assert fast.to_bytes() == model.to_bytes()
-    assert fast._inner._batched_calls() == 5
-    assert model._inner._batched_calls() == 0
+    in_time_order(make(True, False, 600, emit=emit), make(False, False, 600, emit=emit))
 
 
 def make_sliding(batched: bool, d: int, emit: Emit, aggs: list[Agg]) -> SlidingWindowProcessor:
@@ -152,14 +175,6 @@ def make_sliding(batched: bool, d: int, emit: Emit, aggs: list[Agg]) -> SlidingW
     )
     p._inner._set_batched(batched)
     return p
-
-
-def restored_sliding(
-    p: SlidingWindowProcessor, batched: bool, aggs: list[Agg]
-) -> SlidingWindowProcessor:
-    q = SlidingWindowProcessor.from_bytes(p.to_bytes(), aggs=aggs)
-    q._inner._set_batched(batched)
-    return q
 
 
 @settings(max_examples=150, deadline=None)
@@ -181,40 +196,14 @@ def test_the_sliding_batched_path_equals_the_record_path(
 ) -> None:
     aggs = FIXED if fixed else AGGS
     fast, model = make_sliding(True, d, emit, aggs), make_sliding(False, d, emit, aggs)
-    at = call = 0
-    while at < len(rows):
-        n = sizes[call % len(sizes)]
-        chunk = pa.Table.from_pylist(rows[at : at + n], schema=SCHEMA)
-        at += n
-        call += 1
-        assert fast.process(chunk).equals(model.process(chunk)), f"output of call {call}"
-        assert results(fast) == results(model), f"metrics after call {call}"
-        assert fast.to_bytes() == model.to_bytes(), f"snapshot after call {call}"
-        assert fast.rejected().equals(model.rejected())
-        if call == snapshot_at:
-            fast = restored_sliding(fast, True, aggs)
-            model = restored_sliding(model, False, aggs)
-    assert fast.flush().equals(model.flush())
-    assert fast.to_bytes() == model.to_bytes()
+    _, model = same_calls(fast, model, rows, sizes, snapshot_at, aggs)
     assert model._inner._batched_calls() == 0
 
 
 def test_sliding_windows_in_time_order_are_batched_and_equal() -> None:
-    rows = [
-        {"user": f"u{i % 97}", "ts": i * 10, "x": i / 3.0, "page": f"/{i % 5}", "g": 300}
-        for i in range(5_000)
-    ]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    fast, model = (
-        make_sliding(True, 5_000, "final", AGGS),
-        make_sliding(False, 5_000, "final", AGGS),
+    in_time_order(
+        make_sliding(True, 5_000, "final", AGGS), make_sliding(False, 5_000, "final", AGGS)
     )
-    for batch in table.to_batches(max_chunksize=1_000):
-        assert fast.process(batch).equals(model.process(batch))
-    assert fast.flush().equals(model.flush())
-    assert fast.to_bytes() == model.to_bytes()
-    assert fast._inner._batched_calls() == 5
-    assert model._inner._batched_calls() == 0
 
 
 def test_a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() -> None:
