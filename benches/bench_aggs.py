@@ -37,7 +37,6 @@ Run: python benches/bench_aggs.py [--events 2000000] [--users 20000] [--repeat 3
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,7 +45,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from harness import alternating_medians
+from harness import alternating_medians, arguments
 
 from windowstore import SessionWindowProcessor, agg, session_windows
 from windowstore.clickstream import clickstream
@@ -339,34 +338,31 @@ def bench_records(t: pa.Table, repeat: int, batch_rows: int) -> None:
 def bench_spark(n: int, repeat: int) -> None:
     """count_distinct per session on Spark (local[2]), beside native session_window +
     countDistinct, on the same Parquet input (8 files), each a full job into the noop sink."""
-    import os
-    import sys
     import tempfile
 
     import pyarrow.parquet as pq
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     from windowstore import spark as ws_spark
+    from windowstore.spark import spark_session
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers run this interpreter
     t = events(n, users=max(1, n // 100)).select(["user_id", "ts", "page"])
     t = t.set_column(1, "ts", t["ts"].cast(pa.timestamp("ms")).cast(pa.timestamp("us", "UTC")))
     with tempfile.TemporaryDirectory() as tmp:
         rows = -(-t.num_rows // 8)
         for i in range(8):
             pq.write_table(t.slice(i * rows, rows), f"{tmp}/part-{i}.parquet")
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "4g")
-            .config("spark.sql.shuffle.partitions", "8")
-            .config("spark.sql.files.maxPartitionBytes", "4m")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate()
+        spark = spark_session(
+            "local[2]",
+            {
+                "spark.driver.memory": "4g",
+                "spark.sql.shuffle.partitions": "8",
+                "spark.sql.files.maxPartitionBytes": "4m",
+                # Spark's default, as the figures of docs/benchmarks.md were measured.
+                "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+            },
+            app="windowstore-bench-aggs",
         )
-        spark.sparkContext.setLogLevel("ERROR")
         df = spark.read.parquet(tmp)
         partitions = df.rdd.getNumPartitions()
 
@@ -425,14 +421,10 @@ def sizes(text: str) -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=2_000_000)
-    parser.add_argument("--users", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = arguments(__doc__, size=2_000_000, keys=20_000, repeat=3)
     parser.add_argument("--growth", type=sizes, default=sizes("500000,2000000,8000000"))
     parser.add_argument("--udf-events", type=sizes, default=sizes("500000,8000000"))
     parser.add_argument("--burst-events", type=sizes, default=sizes("48,192"))
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
     parser.add_argument(
         "--spark-events", type=int, default=1_000_000, help="the Spark part's size (--only spark)"
     )

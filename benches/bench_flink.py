@@ -81,6 +81,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 from bench_sessions import GAP_MS, GRACE_MS, delayed
+from harness import arguments, end_process
 
 from windowstore import SessionWindowProcessor, agg, session_windows
 from windowstore.clickstream import clickstream
@@ -177,13 +178,7 @@ class FlinkRuns:
 
     def close(self) -> None:
         """Ends the process (its input closed); killed if it has not ended within a minute."""
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, 60)
         self._stderr.close()
 
 
@@ -501,14 +496,10 @@ class Contender:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=1_000_000, help="1M by default; 10M too")
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = arguments(__doc__.split("\n")[0], size=1_000_000, keys=100_000, repeat=3)
     parser.add_argument("--delayed", type=float, default=0.10, help="fraction delayed < grace")
     parser.add_argument("--late", type=float, default=0.0, help="fraction delayed > grace")
     parser.add_argument("--parallelism", default="1,2", help="Flink's, comma-separated")
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
     parser.add_argument("--flink-version", default="2.3.0")
     parser.add_argument(
         "--flink-venvs",

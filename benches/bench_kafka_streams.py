@@ -36,7 +36,6 @@ Needs Java 17 and Maven (scripts/setup.sh installs them); Maven resolves Kafka's
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -51,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from bench_sliding import generate, stream
-from harness import kafka_module
+from harness import arguments, end_process, kafka_module
 
 HERE = Path(__file__).resolve().parent
 JAVA_JVM = ["-Xms2g", "-Xmx4g"]
@@ -135,24 +134,14 @@ class KafkaStreamsRuns:
     def close(self) -> None:
         """Ends the program (its input closed); killed if it has not ended within two minutes
         (a run still going when the caller failed)."""
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, 120)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
     # Kafka Streams processes about 3,000 of these records a second: a Kafka run of bench_sliding's
     # 10M records would take about an hour.
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=10_000)
+    parser = arguments(__doc__, size=1_000_000, keys=10_000, repeat=3, names=("records", "keys"))
     parser.add_argument("--per-window", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
     parser.add_argument(
         "--emit-intervals",
         type=lambda words: [emit_interval(w) for w in words.split(",")],

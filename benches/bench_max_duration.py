@@ -17,13 +17,11 @@ Run: python benches/bench_max_duration.py [--events 2000000] [--users 50000] [--
 
 from __future__ import annotations
 
-import argparse
-
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from bench_sessions import AGGS, GAP_MS, GRACE_MS, delayed, polars_sessions
-from harness import median_seconds
+from harness import arguments, median_seconds
 
 from windowstore import SessionWindowProcessor, session_windows
 from windowstore.clickstream import clickstream
@@ -54,12 +52,8 @@ def stream(table: pa.Table, cap: int | None, batch_rows: int) -> tuple[pa.Table,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=2_000_000)
-    parser.add_argument("--users", type=int, default=50_000)
+    parser = arguments(__doc__, size=2_000_000, keys=50_000, repeat=3)
     parser.add_argument("--max-duration-min", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
     args = parser.parse_args()
     cap = args.max_duration_min * 60 * 1000
 

@@ -14,13 +14,11 @@ Run: python benches/bench_records.py [--events 10000000] [--users 100000] [--rep
 
 from __future__ import annotations
 
-import argparse
-
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from bench_sessions import AGGS, GAP_MS, GRACE_MS
-from harness import alternating_medians
+from harness import alternating_medians, arguments
 
 from windowstore import SessionWindowProcessor, session_windows
 from windowstore.clickstream import clickstream
@@ -56,11 +54,7 @@ def canonical(t: pa.Table) -> pa.Table:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
+    parser = arguments(__doc__, size=10_000_000, keys=100_000, repeat=5)
     args = parser.parse_args()
 
     data = clickstream(args.events, users=args.users)

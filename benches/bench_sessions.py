@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from harness import median_seconds, peak_extra_bytes
+from harness import arguments, median_seconds, peak_extra_bytes
 
 from windowstore import SessionWindowProcessor, agg, session_windows
 from windowstore.clickstream import clickstream
@@ -122,11 +122,7 @@ def delayed(table: pa.Table, fraction: float, seed: int) -> pa.Table:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=10_000_000)
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
+    parser = arguments(__doc__, size=10_000_000, keys=100_000, repeat=5)
     parser.add_argument("--memory-probe", metavar="ARROW_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_probe:

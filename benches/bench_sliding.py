@@ -40,7 +40,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from harness import median_seconds, peak_extra_bytes
+from harness import arguments, median_seconds, peak_extra_bytes
 
 from windowstore import SlidingWindowProcessor, agg, sliding_windows
 
@@ -187,12 +187,8 @@ def canonical(t: pa.Table) -> pa.Table:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--records", type=int, default=10_000_000)
-    parser.add_argument("--keys", type=int, default=100_000)
+    parser = arguments(__doc__, size=10_000_000, keys=100_000, repeat=5, names=("records", "keys"))
     parser.add_argument("--per-window", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--batch-rows", type=int, default=1 << 16)
     parser.add_argument("--no-streaming", action="store_true", help="skip the streaming run")
     parser.add_argument(
         "--only-streaming", action="store_true", help="run the streaming processor alone"

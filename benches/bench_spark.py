@@ -52,7 +52,7 @@ from pyspark.sql import functions as F
 import windowstore
 from windowstore import agg
 from windowstore.clickstream import clickstream
-from windowstore.spark import session_windows, sliding_windows
+from windowstore.spark import session_windows, sliding_windows, spark_session
 
 GAP = "30 minutes"
 GAP_US = 30 * 60 * 1_000_000
@@ -321,21 +321,19 @@ def main() -> None:
         for i in range(8):
             pq.write_table(table.slice(i * rows, rows), f"{tmp}/part-{i}.parquet")
         del table
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "6g")
-            .config("spark.driver.maxResultSize", "2g")
-            .config("spark.sql.shuffle.partitions", "8")
-            # One input partition per file (8), not Spark's 128 MiB splits (2 here): two big
-            # tasks leave a core idle whenever the shared machine slows one of them down.
-            .config("spark.sql.files.maxPartitionBytes", "16m")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch))
-            .getOrCreate()
+        spark = spark_session(
+            "local[2]",
+            {
+                "spark.driver.memory": "6g",
+                "spark.driver.maxResultSize": "2g",
+                "spark.sql.shuffle.partitions": "8",
+                # One input partition per file (8), not Spark's 128 MiB splits (2 here): two big
+                # tasks leave a core idle whenever the shared machine slows one of them down.
+                "spark.sql.files.maxPartitionBytes": "16m",
+                "spark.sql.execution.arrow.maxRecordsPerBatch": str(args.batch),
+            },
+            app="windowstore-bench-spark",
         )
-        spark.sparkContext.setLogLevel("ERROR")
         peaks = Peaks(spark)
         df = spark.read.parquet(tmp)
         sessions_df = df.select("user_id", "ts", "amount")

@@ -68,6 +68,7 @@ import tempfile
 import threading
 import zipfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from windowstore import agg
-from windowstore.spark import session_windows
+from windowstore.spark import session_windows, spark_session
 
 BASE_MS = 1_700_000_000_000
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -168,17 +169,19 @@ def read_kafka(spark: SparkSession, bootstrap: str, events: int) -> DataFrame:
     return parsed.select("e.k", F.timestamp_millis("e.ts").alias("ts"), "e.x")
 
 
-def native(df: DataFrame) -> DataFrame:
+def native(df: DataFrame, gap: str = "1 minute", delay: str = "30 seconds") -> DataFrame:
+    """Spark's session_window: the short scenario's (gap 1 minute, watermark delay 30 s)."""
     return (
-        df.withWatermark("ts", "30 seconds")
-        .groupBy(F.session_window("ts", "1 minute"), "k")
+        df.withWatermark("ts", delay)
+        .groupBy(F.session_window("ts", gap), "k")
         .agg(F.count("*"), F.sum("x"), F.min("x"), F.max("x"))
     )
 
 
-def ours(df: DataFrame) -> DataFrame:
+def ours(df: DataFrame, gap: str = "1m", grace: str = "30s") -> DataFrame:
+    """windowstore, with the same windows and aggregates as ``native``."""
     aggs = [agg.count(), agg.sum("x"), agg.min("x"), agg.max("x")]
-    return session_windows(df, key="k", time="ts", gap="1m", grace="30s", aggs=aggs)
+    return session_windows(df, key="k", time="ts", gap=gap, grace=grace, aggs=aggs)
 
 
 def ours_whole(df: DataFrame) -> DataFrame:
@@ -195,17 +198,9 @@ def with_layout(df: DataFrame, layout: str, build: Callable[[DataFrame], DataFra
         spark.conf.unset(LAYOUT)
 
 
-def native_long(df: DataFrame) -> DataFrame:
-    return (
-        df.withWatermark("ts", "1 minute")
-        .groupBy(F.session_window("ts", "30 minutes"), "k")
-        .agg(F.count("*"), F.sum("x"), F.min("x"), F.max("x"))
-    )
-
-
-def ours_long(df: DataFrame) -> DataFrame:
-    aggs = [agg.count(), agg.sum("x"), agg.min("x"), agg.max("x")]
-    return session_windows(df, key="k", time="ts", gap="30m", grace="1m", aggs=aggs)
+# The long scenario: gap 30 minutes, watermark delay (grace) 1 minute.
+native_long = partial(native, gap="30 minutes", delay="1 minute")
+ours_long = partial(ours, gap="30m", grace="1m")
 
 
 LONG: dict[str, Callable[[DataFrame], DataFrame]] = {
@@ -430,24 +425,16 @@ def _long_line(r: dict[str, float]) -> str:
 
 
 def session(a: argparse.Namespace, jars: str | None = None) -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("windowstore-bench-streaming")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(a.partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", a.driver_memory)
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(a.arrow_batch))
-    )
+    conf = {
+        "spark.sql.shuffle.partitions": str(a.partitions),
+        "spark.driver.memory": a.driver_memory,
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(a.arrow_batch),
+    }
     if a.provider == "rocksdb":
-        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        conf["spark.sql.streaming.stateStore.providerClass"] = ROCKSDB
     if jars is not None:
-        builder = builder.config("spark.jars", jars)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        conf["spark.jars"] = jars
+    return spark_session("local[2]", conf, app="windowstore-bench-streaming")
 
 
 def floor(df: DataFrame, buckets: int = 8, delay: str = "30 seconds") -> DataFrame:

@@ -1,11 +1,13 @@
-"""What the Python benchmarks share: medians of wall time, peak memory of a call, and the tests'
-Kafka broker."""
+"""What the Python benchmarks share: their common options, medians of wall time, peak memory of
+a call, ending a peer's process, and the tests' Kafka broker."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -14,6 +16,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def arguments(
+    description: str | None,
+    *,
+    size: int,
+    keys: int,
+    repeat: int,
+    names: tuple[str, str] = ("events", "users"),
+) -> argparse.ArgumentParser:
+    """A parser with the options of a benchmark over a generated stream: how many records
+    (``--events``, or ``--records`` by ``names``) of how many keys (``--users`` or ``--keys``),
+    ``--repeat`` (runs of each contender) and ``--batch-rows`` (rows per call of a streaming
+    processor). The benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(f"--{names[0]}", type=int, default=size)
+    parser.add_argument(f"--{names[1]}", type=int, default=keys)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--batch-rows", type=int, default=1 << 16)
+    return parser
 
 
 def median_seconds(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -64,6 +86,18 @@ def alternating_medians(
             times[i].append(time.perf_counter() - start)
             del result
     return [statistics.median(t) for t in times], times
+
+
+def end_process(process: subprocess.Popen[str], seconds: float) -> None:
+    """Ends a peer's process that runs until its input closes: closes its input, and kills it
+    if it has not ended within ``seconds`` (a run still going when the caller failed)."""
+    if process.stdin is not None:
+        process.stdin.close()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def kafka_module() -> Any:
