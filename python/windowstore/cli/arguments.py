@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from windowstore import __version__
 
-__all__ = ["Command", "build_parser", "spark_options"]
+__all__ = ["Command", "build_parser", "output_format_option", "spark_options"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         ):
             return text
         return f"{text} (default: %(default)s)"
+
+
+def output_format_option(p: argparse.ArgumentParser, default: str) -> None:
+    """``--output-format``, Parquet or CSV (``inputs.file_format`` reads it); ``default`` says
+    what an output without it is written as."""
+    p.add_argument(
+        "--output-format", choices=["parquet", "csv"], help=f"output format (default: {default})"
+    )
 
 
 def spark_options(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from windowstore.cli import on_spark
-from windowstore.cli.arguments import Command, spark_options
+from windowstore.cli.arguments import Command, output_format_option, spark_options
 from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job
 from windowstore.cli.flags import BadArgument, cli_words
 from windowstore.cli.progress import Say, counted, plural
@@ -144,11 +144,7 @@ def _window_options(
     p.add_argument("--format", choices=["parquet", "csv"],
                    help="input format (default: csv for a name ending in .csv, else "
                    "parquet)")  # fmt: skip
-    p.add_argument(
-        "--output-format",
-        choices=["parquet", "csv"],
-        help="output format (default: by the output's name, as --format)",
-    )
+    output_format_option(p, "by the output's name, as --format")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="partitions of the shuffle by key (default: "
                    "spark.sql.shuffle.partitions)")  # fmt: skip

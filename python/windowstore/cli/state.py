@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from windowstore.cli import on_spark
-from windowstore.cli.arguments import Command, spark_options
+from windowstore.cli.arguments import Command, output_format_option, spark_options
 from windowstore.cli.flags import BadArgument, confs
 from windowstore.cli.inputs import file_format, local_path
 from windowstore.cli.progress import Say, counted, plural
@@ -136,11 +136,7 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="write the open windows to this directory instead of printing them "
                    "(must not exist, unless --overwrite)")  # fmt: skip
-    p.add_argument(
-        "--output-format",
-        choices=["parquet", "csv"],
-        help="output format (default: csv for a name ending in .csv, else parquet)",
-    )
+    output_format_option(p, "csv for a name ending in .csv, else parquet")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--batch-id", type=int, metavar="N",
                    help="the committed micro-batch whose state to read (default: the latest; "
