@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 
 import duckdb
@@ -29,7 +27,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from harness import arguments, median_seconds, peak_extra_bytes
+from harness import arguments, median_seconds, peak_extra_bytes, probed_bytes
 
 from windowstore import SessionWindowProcessor, agg, session_windows
 from windowstore.clickstream import clickstream
@@ -183,13 +181,7 @@ def main() -> None:
         path = os.path.join(tmp, "input.arrow")
         with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, data.schema) as w:
             w.write_table(data)
-        probe = subprocess.run(
-            [sys.executable, __file__, "--memory-probe", path],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    extra = int(probe.stdout.split()[-1])
+        extra = probed_bytes(__file__, path)
     print(
         f"complete mode peak memory above its input: {extra / 1e6:,.0f} MB = "
         f"{extra / data.nbytes:.2f}x the input's {data.nbytes / 1e6:,.0f} MB "

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
@@ -40,7 +39,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-from harness import arguments, median_seconds, peak_extra_bytes
+from harness import arguments, median_seconds, peak_extra_bytes, probed_bytes
 
 from windowstore import SlidingWindowProcessor, agg, sliding_windows
 
@@ -265,13 +264,7 @@ def main() -> None:
     for name, s in rows:
         print(f"{name:<52}{s:>10.3f}{n / s / 1e6:>10.2f}{pl_s / s:>10.2f}x{duck_s / s:>10.2f}x")
     # In a fresh process: this one's allocator holds pages of the runs above.
-    probe = subprocess.run(
-        [sys.executable, __file__, "--memory-probe", *sys.argv[1:]],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    extra = int(probe.stdout.split()[-1])
+    extra = probed_bytes(__file__, *sys.argv[1:])
     print(
         f"complete mode peak memory above its input: {extra / 1e6:,.0f} MB "
         f"(input {data.nbytes / 1e6:,.0f} MB, output {ws.nbytes / 1e6:,.0f} MB)"

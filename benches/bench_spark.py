@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from harness import descendants, peak_rss
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -65,34 +66,6 @@ SESSION_COLUMNS += ["min_amount", "max_amount"]
 # ----------------------------------------------------------------------------- memory
 
 
-def _descendants(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, frontier = [], [root]
-    while frontier:
-        pid = frontier.pop()
-        children = [p for p, pp in parents.items() if pp == pid]
-        out += children
-        frontier += children
-    return out
-
-
-def _hwm(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 class Peaks:
     """Peak RSS of the Spark JVM and of its Python workers (VmHWM, reset per run)."""
 
@@ -100,16 +73,16 @@ class Peaks:
         self.jvm = int(spark.sparkContext._gateway.proc.pid)  # type: ignore[union-attr]
 
     def reset(self) -> None:
-        for pid in [self.jvm, *_descendants(self.jvm)]:
+        for pid in [self.jvm, *descendants(self.jvm)]:
             with contextlib.suppress(OSError):
                 Path(f"/proc/{pid}/clear_refs").write_text("5")
 
     def read(self) -> tuple[int, int]:
         """(JVM peak, largest Python worker peak) in bytes since the last reset."""
         workers = [
-            p for p in _descendants(self.jvm) if "python" in Path(f"/proc/{p}/comm").read_text()
+            p for p in descendants(self.jvm) if "python" in Path(f"/proc/{p}/comm").read_text()
         ]
-        return _hwm(self.jvm), max((_hwm(p) for p in workers), default=0)
+        return peak_rss(self.jvm), max((peak_rss(p) for p in workers), default=0)
 
 
 # ----------------------------------------------------------------------------- contenders

@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness import kafka_module
+from harness import descendants, kafka_module, peak_rss, read_proc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
@@ -189,6 +189,20 @@ def ours_whole(df: DataFrame) -> DataFrame:
     return with_layout(df, "whole", ours)
 
 
+def to_noop(windows: DataFrame, checkpoint: Path) -> Any:
+    """Runs the stream ``windows`` over all the data available into Spark's ``noop`` sink
+    (output mode append); returns the finished query, whose progress has the figures."""
+    query = (
+        windows.writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return query
+
+
 def with_layout(df: DataFrame, layout: str, build: Callable[[DataFrame], DataFrame]) -> DataFrame:
     spark = df.sparkSession
     spark.conf.set(LAYOUT, layout)
@@ -249,9 +263,9 @@ class PeakMemory:
             self._stop.wait(0.2)
 
     def sample(self) -> None:
-        for pid in _descendants(os.getpid(), _children()):
-            cmd = _read(f"/proc/{pid}/cmdline")
-            hwm = _hwm(pid)
+        for pid in descendants(os.getpid()):
+            cmd = read_proc(f"/proc/{pid}/cmdline")
+            hwm = peak_rss(pid)
             if "java" in cmd.split("\0")[0]:
                 self.jvm = max(self.jvm, hwm)
             elif "pyspark" in cmd:
@@ -261,41 +275,6 @@ class PeakMemory:
         self.sample()
         self._stop.set()
         self._thread.join()
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _hwm(pid: int) -> int:
-    for line in _read(f"/proc/{pid}/status").splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _read(f"/proc/{entry}/stat")
-            if stat:
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                out.setdefault(ppid, []).append(int(entry))
-    return out
-
-
-def _descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
 
 
 def checkpoint_bytes(checkpoint: Path) -> dict[int, int]:
@@ -341,15 +320,7 @@ def long_child(a: argparse.Namespace) -> None:
     memory = PeakMemory()
     checkpoint = Path(a.checkpoint)
     df = read_files(spark, Path(a.input))
-    query = (
-        LONG[a.child](df)
-        .writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    query = to_noop(LONG[a.child](df), checkpoint)
     memory.stop()
     progress: list[dict[str, Any]] = query.recentProgress
     small = [p for p in progress if 0 < p["numInputRows"] <= a.events][1:]
@@ -504,15 +475,7 @@ def run(
     """One query over the whole stream; its latency and throughput figures. The micro-batches
     with data are those with more rows than the sentinels'."""
     shutil.rmtree(work, ignore_errors=True)
-    query = (
-        build(read())
-        .writeStream.format("noop")
-        .option("checkpointLocation", str(work))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    query = to_noop(build(read()), work)
     progress: list[dict[str, Any]] = query.recentProgress
     with_data = [p for p in progress if p["numInputRows"] > sentinels][1:]
     latency = [p["durationMs"]["triggerExecution"] / 1000 for p in with_data]

@@ -1,5 +1,5 @@
 """What the Python benchmarks share: their common options, medians of wall time, peak memory of
-a call, ending a peer's process, and the tests' Kafka broker."""
+a call or of a process tree, ending a peer's process, and the tests' Kafka broker."""
 
 from __future__ import annotations
 
@@ -70,6 +70,52 @@ def peak_extra_bytes(fn: Callable[[], Any]) -> int:
     sampler.join()
     del result
     return max(peak[0], rss_bytes()) - base
+
+
+def probed_bytes(script: str, *args: str) -> int:
+    """``script --memory-probe ARGS`` run in a fresh process (this one's allocator holds pages
+    of the runs before): the byte count it prints last."""
+    probe = subprocess.run(
+        [sys.executable, script, "--memory-probe", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(probe.stdout.split()[-1])
+
+
+def read_proc(path: str) -> str:
+    """A /proc file's text, or "" when the process has gone."""
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid``: its children, theirs, and so on (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = read_proc(f"/proc/{entry}/stat")
+            if stat:
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def peak_rss(pid: int) -> int:
+    """The peak resident memory (VmHWM) of process ``pid`` in bytes; 0 once it has gone."""
+    for line in read_proc(f"/proc/{pid}/status").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def alternating_medians(
