@@ -7,7 +7,7 @@ there, or ship it in a venv-pack archive: see the README). Each takes its parame
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +115,26 @@ def whole(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     return pa.Table.from_batches(parts) if parts else None
 
 
+def _whole(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """The partition as one table (``whole``), or nothing for an empty partition."""
+    table = whole(batches)
+    if table is not None:
+        yield table
+
+
+def _each(
+    tables: Iterable[pa.Table], call: Callable[[pa.Table], pa.Table]
+) -> Iterator[pa.RecordBatch]:
+    """The batches of ``call`` on each of ``tables``, an engine's call: a row it refuses fails
+    the task, with the row's values (``invalid_row``)."""
+    for table in tables:
+        try:
+            out = call(table)
+        except InvalidRecordError as e:
+            raise invalid_row(e, table) from None
+        yield from out.to_batches()
+
+
 def invalid_row(e: InvalidRecordError, table: pa.Table) -> InvalidRecordError:
     """``e`` with the offending row's values, so that the failed job says which row it was."""
     row = e.row if e.row is not None and 0 <= e.row < table.num_rows else None
@@ -131,12 +151,7 @@ def session_partials(
     args: SessionArgs, batches: Iterable[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """Map side: the partial sessions of the partition, chunk by chunk."""
-    for table in chunks(batches, CHUNK_ROWS):
-        try:
-            partials, _rejected, _clamped = _core.session_partials(table, **args.core())
-        except InvalidRecordError as e:
-            raise invalid_row(e, table) from None
-        yield from partials.to_batches()
+    return _each(chunks(batches, CHUNK_ROWS), lambda t: _core.session_partials(t, **args.core())[0])
 
 
 def merge_partials(
@@ -159,14 +174,7 @@ def session_records(
 ) -> Iterator[pa.RecordBatch]:
     """Every accepted row of the partition's keys (all rows of a key are here), tagged with its
     session: the input's columns, ``session_start``, ``session_end`` and ``session_id``."""
-    table = whole(batches)
-    if table is None:
-        return
-    try:
-        tagged, _rejected = _records.complete_records(table, args.records_core())
-    except InvalidRecordError as e:
-        raise invalid_row(e, table) from None
-    yield from tagged.to_batches()
+    return _each(_whole(batches), lambda t: _records.complete_records(t, args.records_core())[0])
 
 
 def capped_sessions(
@@ -174,14 +182,12 @@ def capped_sessions(
 ) -> Iterator[pa.RecordBatch]:
     """The sessions of the partition's keys (all rows of a key are here) with a maximum
     duration, finished."""
-    table = whole(batches)
-    if table is None:
-        return
-    try:
+
+    def capped(table: pa.Table) -> pa.Table:
         windows, _rejected, _clamped = _core.session_windows(table, **args.core())
-    except InvalidRecordError as e:
-        raise invalid_row(e, table) from None
-    yield from (windows if args.finish is None else args.finish(windows)).to_batches()
+        return windows if args.finish is None else args.finish(windows)
+
+    return _each(_whole(batches), capped)
 
 
 def rejected_sessions(
@@ -211,14 +217,7 @@ def _sliding_call(
 
 def sliding(args: SlidingArgs, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every sliding window of the partition's keys (all records of a key are here)."""
-    table = whole(batches)
-    if table is None:
-        return
-    try:
-        windows, _rejected = _sliding_call(args, table, args.aggs)
-    except InvalidRecordError as e:
-        raise invalid_row(e, table) from None
-    yield from windows.to_batches()
+    return _each(_whole(batches), lambda t: _sliding_call(args, t, args.aggs)[0])
 
 
 def rejected_sliding(
