@@ -110,14 +110,37 @@ def start_to_parquet(
 ) -> Any:
     """Starts the final-mode windows of ``source`` into a Parquet sink; returns the query."""
     windows = kind.windows(read_stream(spark, source), grace=GRACE)
-    return (
-        windows.writeStream.format("parquet")
+    return to_parquet(windows, sink, checkpoint, **trigger)
+
+
+def to_parquet(df: DataFrame, sink: Path, checkpoint: Path, **trigger: Any) -> Any:
+    """Starts the stream ``df`` into a Parquet sink (output mode append), with ``trigger``
+    (Spark's default without one); returns the query."""
+    writer = (
+        df.writeStream.format("parquet")
         .option("path", str(sink))
         .option("checkpointLocation", str(checkpoint))
         .outputMode("append")
-        .trigger(**trigger)
-        .start()
     )
+    return (writer.trigger(**trigger) if trigger else writer).start()
+
+
+def to_memory(streams: dict[str, DataFrame], checkpoints: Path) -> list[Any]:
+    """Runs each stream, all the data available, into the memory table of its name (output
+    mode append, its checkpoint in ``checkpoints / name``), the queries at once; returns them
+    once all have finished."""
+    queries = [
+        df.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", str(checkpoints / name))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+        for name, df in streams.items()
+    ]
+    for query in queries:
+        query.awaitTermination()
+    return queries
 
 
 def committed(checkpoint: Path) -> int:

@@ -33,6 +33,7 @@ from .streams import (
     SENTINEL,
     events,
     read_stream,
+    to_memory,
     write_files,
 )
 
@@ -110,15 +111,7 @@ def test_windows_and_metrics_through_spark_connect(tmp_path: Path) -> None:
 def test_metrics_of_a_classic_query(spark: SparkSession, tmp_path: Path) -> None:
     write_files(FRAMES, tmp_path / "in")
     windows = KINDS[STREAM].windows(read_stream(spark, tmp_path / "in"), grace=GRACE, name="ws")
-    query = (
-        windows.writeStream.format("memory")
-        .queryName("classic_metrics")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    (query,) = to_memory({"classic_metrics": windows}, tmp_path)
     rows = spark.table("classic_metrics").count()
     progress = query.recentProgress
     each = [metrics(p, name="ws") for p in progress]

@@ -23,7 +23,16 @@ from windowstore import InvalidWindowSpec, SnapshotError, agg
 from windowstore.spark import metrics, read_state, session_windows, sliding_windows
 
 from .compare import assert_same_windows
-from .streams import BASE_S, GRACE, PROVIDER, ROCKSDB, committed, read_stream, write_files
+from .streams import (
+    BASE_S,
+    GRACE,
+    PROVIDER,
+    ROCKSDB,
+    committed,
+    read_stream,
+    to_parquet,
+    write_files,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -62,22 +71,12 @@ def complete(written: list[pd.DataFrame], fn: Any, **kwargs: Any) -> pa.Table:
     return fn(table, key="k", time="ts", **{"aggs": AGGS, **kwargs})
 
 
-def start(df: DataFrame, sink: Path, checkpoint: Path, **trigger: Any) -> Any:
-    writer = (
-        df.writeStream.format("parquet")
-        .option("path", str(sink))
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-    )
-    return (writer.trigger(**trigger) if trigger else writer).start()
-
-
 def run_sessions(spark: SparkSession, root: Path) -> Path:
     """Runs the sessions of ``frames()`` to the end of the files; returns the checkpoint."""
     write_files(frames(), root / "in")
     windows = session_windows(read_stream(spark, root / "in"), key="k", time="ts", gap=GAP,
                               grace=GRACE, aggs=AGGS)  # fmt: skip
-    query = start(windows, root / "out", root / "checkpoint", availableNow=True)
+    query = to_parquet(windows, root / "out", root / "checkpoint", availableNow=True)
     query.awaitTermination()
     assert sum(metrics(p).get("rejected_late", 0) for p in query.recentProgress) == 0
     return root / "checkpoint"
@@ -132,7 +131,7 @@ def test_the_open_windows_of_a_running_query(spark: SparkSession, tmp_path: Path
     windows = sliding_windows(read_stream(spark, tmp_path / "in"), key="k", time="ts",
                               time_difference="20s", grace=GRACE, aggs=aggs)  # fmt: skip
     checkpoint = tmp_path / "checkpoint"
-    query = start(windows, tmp_path / "out", checkpoint)
+    query = to_parquet(windows, tmp_path / "out", checkpoint)
     seen: list[tuple[int, pa.Table]] = []
     try:
         for first, written in ((0, 2), (2, 4)):
@@ -191,7 +190,7 @@ def test_tagged_rows_of_open_sessions(spark: SparkSession, layout: str, tmp_path
         write_files(frames(), tmp_path / "in")
         df = read_stream(spark, tmp_path / "in")
         tagged = session_windows(df, key="k", time="ts", gap=GAP, grace=GRACE, output="records")
-        start(
+        to_parquet(
             tagged, tmp_path / "out", tmp_path / "checkpoint", availableNow=True
         ).awaitTermination()
     finally:

@@ -19,7 +19,16 @@ from windowstore import InvalidWindowSpec, SchemaError, agg
 from windowstore.spark import session_windows
 
 from .conftest import to_spark
-from .streams import BASE_S, GRACE, SENTINEL, events, read_stream, write_files
+from .streams import (
+    BASE_S,
+    GRACE,
+    SENTINEL,
+    events,
+    read_stream,
+    to_memory,
+    to_parquet,
+    write_files,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -168,14 +177,7 @@ def start(spark: SparkSession, source: Path, sink: Path, checkpoint: Path) -> An
         read_stream(spark, source, STREAM_SCHEMA),
         key="k", time="ts", gap=f"{GAP_S}s", grace=GRACE, output="records",
     )  # fmt: skip
-    return (
-        tagged.writeStream.format("parquet")
-        .option("path", str(sink))
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
+    return to_parquet(tagged, sink, checkpoint, availableNow=True)
 
 
 def test_stream_equals_the_batch_and_survives_a_restart(
@@ -238,14 +240,7 @@ def test_stream_rejected_rows_complete_the_input(spark: SparkSession, tmp_path: 
         read_stream(spark, tmp_path / "in", STREAM_SCHEMA), key="k", time="ts", gap="30s",
         grace=GRACE, on_invalid="drop", return_rejected=True, output="records",
     )  # fmt: skip
-    queries = [
-        df.writeStream.format("memory").queryName(name)
-        .option("checkpointLocation", str(tmp_path / name))
-        .outputMode("append").trigger(availableNow=True).start()
-        for name, df in (("records_tagged", tagged), ("records_rejected", rejected))
-    ]  # fmt: skip
-    for q in queries:
-        q.awaitTermination()
+    to_memory({"records_tagged": tagged, "records_rejected": rejected}, tmp_path)
     got = by_row(spark.table("records_tagged").toArrow())
     lost = by_row(spark.table("records_rejected").toArrow())
     assert [(r["i"], r["reason"]) for r in lost.to_pylist()] == [(4, "late"), (5, "null_key")]

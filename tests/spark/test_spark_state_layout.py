@@ -51,6 +51,7 @@ from .streams import (
     events,
     read_stream,
     start_to_parquet,
+    to_parquet,
     write_files,
 )
 from .test_spark_streaming import sink_rows
@@ -366,13 +367,7 @@ def test_a_restart_with_other_parameters_fails_loudly_with_the_log_layout(
     windows = session_windows(
         read_stream(spark, tmp_path / "in"), key="k", time="ts", gap="31s", grace=GRACE, aggs=AGGS
     )
-    query = (
-        windows.writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = to_parquet(windows, tmp_path / "out", tmp_path / "ck", availableNow=True)
     with pytest.raises(StreamingQueryException, match="other parameters"):
         query.awaitTermination()
 

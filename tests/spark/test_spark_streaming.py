@@ -33,6 +33,7 @@ from .streams import (
     kill_after_commits,
     read_stream,
     start_to_parquet,
+    to_memory,
     write_files,
 )
 
@@ -196,14 +197,7 @@ def test_late_and_invalid_records_are_counted_and_returned(
         aggs=[agg.count(), agg.max("seen")], on_invalid="drop", return_rejected=True,
         name="clicks",
     )  # fmt: skip
-    queries = [
-        df.writeStream.format("memory").queryName(name)
-        .option("checkpointLocation", str(tmp_path / name))
-        .outputMode("append").trigger(availableNow=True).start()
-        for name, df in (("ws_windows", windows), ("ws_rejected", rejected))
-    ]  # fmt: skip
-    for q in queries:
-        q.awaitTermination()
+    queries = to_memory({"ws_windows": windows, "ws_rejected": rejected}, tmp_path)
     metrics = [p["observedMetrics"]["clicks"] for p in queries[0].recentProgress]
     assert sum(m["rejected_late"] for m in metrics) == 1
     assert sum(m["rejected_null_key"] for m in metrics) == 1
@@ -227,12 +221,7 @@ def test_a_timestamp_key_comes_back_as_a_timestamp(spark: SparkSession, tmp_path
         small_stream(spark, tmp_path / "in"), key=["k", "seen"], time="ts", gap="30s",
         grace="10s", aggs=[agg.count(), agg.collect_all("seen")], on_invalid="drop",
     )  # fmt: skip
-    query = (
-        windows.writeStream.format("memory").queryName("ws_ts_key")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .outputMode("append").trigger(availableNow=True).start()
-    )  # fmt: skip
-    query.awaitTermination()
+    to_memory({"ws_ts_key": windows}, tmp_path)
     table = spark.table("ws_ts_key")
     types = dict(table.dtypes)
     assert types["seen"] == "timestamp"

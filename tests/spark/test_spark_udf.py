@@ -18,7 +18,7 @@ from windowstore import AggregateFunctionError, agg
 from windowstore.spark import session_windows, sliding_windows
 
 from .conftest import sort_rows, to_spark
-from .streams import GRACE, SCHEMA, SENTINEL, events, read_stream, write_files
+from .streams import GRACE, SCHEMA, SENTINEL, events, read_stream, to_parquet, write_files
 
 pytestmark = pytest.mark.spark
 
@@ -108,14 +108,7 @@ def test_a_stream_equals_the_batch_adapter(spark: SparkSession, tmp_path: Path) 
         grace=GRACE,
         aggs=STREAM_AGGS,
     )
-    query = (
-        windows.writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = to_parquet(windows, tmp_path / "out", tmp_path / "checkpoint", availableNow=True)
     query.awaitTermination()
     out = spark.read.parquet(str(tmp_path / "out"))
     got = out.filter(out.k != SENTINEL).toArrow()

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from windowstore import SessionWindowProcessor, SlidingWindowProcessor, agg
 from windowstore.spark import metrics, session_windows, sliding_windows
 
-from .streams import read_stream, write_files
+from .streams import read_stream, to_memory, write_files
 
 pytestmark = pytest.mark.spark
 
@@ -101,14 +101,7 @@ def test_records_behind_the_watermark_are_judged_by_windowstore(
         key="k", time="ts", grace=GRACE, aggs=[agg.count()], return_rejected=True,
         name=name, **kwargs,
     )  # fmt: skip
-    queries = [
-        df.writeStream.format("memory").queryName(table)
-        .option("checkpointLocation", str(tmp_path / table))
-        .outputMode("append").trigger(availableNow=True).start()
-        for table, df in ((name, windows), (f"{name}_rejected", rejected))
-    ]  # fmt: skip
-    for q in queries:
-        q.awaitTermination()
+    queries = to_memory({name: windows, f"{name}_rejected": rejected}, tmp_path)
     times = ", ".join(f"unix_micros({c}) - {BASE_MS * 1000}" for c in bounds)
     got = {tuple(r) for r in spark.sql(f"select k, {times}, count from {name}").collect()}
     got_rejected = spark.sql(
