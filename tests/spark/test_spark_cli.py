@@ -30,12 +30,18 @@ def read_dir(path: Path, fmt: str = "parquet") -> pa.Table:
     return ds.dataset(path, format="parquet").to_table()
 
 
+def clicks(tmp_path: Path, events: int, users: int, seed: int) -> tuple[pa.Table, str]:
+    """A clickstream written to ``clicks.parquet`` in ``tmp_path``: the table, and the file."""
+    table = clickstream(events, users=users, seed=seed)
+    pq.write_table(table, tmp_path / "clicks.parquet")
+    return table, str(tmp_path / "clicks.parquet")
+
+
 @pytest.mark.usefixtures("spark")
 def test_sessions_parquet_in_and_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    table = clickstream(20_000, users=100, seed=1)
-    pq.write_table(table, tmp_path / "clicks.parquet")
+    table, clicks_file = clicks(tmp_path, 20_000, users=100, seed=1)
     out = tmp_path / "sessions"
-    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    args = ["sessions", clicks_file, "-o", str(out), "--key", "user_id"]
     args += ["--time", "ts", "--gap", "30m", "--agg", "count", "--agg", "total=sum:amount"]
     assert main(args) == 0
     want = windowstore.session_windows(
@@ -58,10 +64,9 @@ def test_sessions_parquet_in_and_out(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.usefixtures("spark")
 def test_sessions_records_tag_every_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    table = clickstream(3_000, users=30, seed=2)
-    pq.write_table(table, tmp_path / "clicks.parquet")
+    table, clicks_file = clicks(tmp_path, 3_000, users=30, seed=2)
     out = tmp_path / "tagged"
-    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    args = ["sessions", clicks_file, "-o", str(out), "--key", "user_id"]
     assert main([*args, "--time", "ts", "--gap", "10m", "--records"]) == 0
     want = windowstore.session_windows(table, key="user_id", time="ts", gap="10m",
                                        output="records")  # fmt: skip
@@ -72,10 +77,9 @@ def test_sessions_records_tag_every_row(tmp_path: Path, capsys: pytest.CaptureFi
 
 @pytest.mark.usefixtures("spark")
 def test_sessions_max_duration_caps_every_session(tmp_path: Path) -> None:
-    table = clickstream(3_000, users=30, seed=3)
-    pq.write_table(table, tmp_path / "clicks.parquet")
+    table, clicks_file = clicks(tmp_path, 3_000, users=30, seed=3)
     out = tmp_path / "capped"
-    args = ["sessions", str(tmp_path / "clicks.parquet"), "-o", str(out), "--key", "user_id"]
+    args = ["sessions", clicks_file, "-o", str(out), "--key", "user_id"]
     assert main([*args, "--time", "ts", "--gap", "30m", "--max-duration", "2m"]) == 0
     want = windowstore.session_windows(table, key="user_id", time="ts", gap="30m",
                                        max_duration="2m", aggs=[agg.count()])  # fmt: skip
@@ -87,9 +91,8 @@ def test_sessions_max_duration_caps_every_session(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("spark")
 def test_without_agg_the_output_has_a_count(tmp_path: Path) -> None:
-    table = clickstream(2_000, users=20, seed=3)
-    pq.write_table(table, tmp_path / "clicks.parquet")
-    args = ["sliding", str(tmp_path / "clicks.parquet"), "-o", str(tmp_path / "w")]
+    table, clicks_file = clicks(tmp_path, 2_000, users=20, seed=3)
+    args = ["sliding", clicks_file, "-o", str(tmp_path / "w")]
     assert main([*args, "--key", "user_id", "--time", "ts", "--time-difference", "1m"]) == 0
     want = windowstore.sliding_windows(
         table, key="user_id", time="ts", time_difference="1m", aggs=[agg.count()]
