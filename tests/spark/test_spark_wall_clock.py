@@ -7,7 +7,8 @@ waits are generous (the machine is shared); nothing asserts how long anything to
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,17 @@ def wait_for(what: str, done: Callable[[], bool], seconds: float = 240) -> None:
         time.sleep(0.5)
 
 
-def start(df: DataFrame, name: str, checkpoint: Path) -> Any:
-    return (
+def first_file(spark: SparkSession, source: Path, rows: list[tuple[str, int, int]]) -> DataFrame:
+    """``rows`` written as the first file of ``source``, and ``source`` read as a stream."""
+    write_files([frame(rows)], source)
+    return read_stream(spark, source, "k string, ts timestamp, x long")
+
+
+@contextmanager
+def running(df: DataFrame, name: str, checkpoint: Path) -> Iterator[Any]:
+    """The stream ``df`` running into the memory table ``name`` (a micro-batch every 0.5 s,
+    with or without data) until the block ends; yields the query."""
+    query = (
         df.writeStream.format("memory")
         .queryName(name)
         .option("checkpointLocation", str(checkpoint))
@@ -47,26 +57,26 @@ def start(df: DataFrame, name: str, checkpoint: Path) -> Any:
         .trigger(processingTime="500 milliseconds")
         .start()
     )
+    try:
+        yield query
+    finally:
+        query.stop()
 
 
 def test_processing_time_sessions_close_while_the_source_is_idle(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "in"
-    write_files([frame([("a", 0, 1), ("b", 0, 2), ("a", 0, 3)])], source)
     windows = session_windows(
-        read_stream(spark, source, "k string, ts timestamp, x long"),
+        first_file(spark, source, [("a", 0, 1), ("b", 0, 2), ("a", 0, 3)]),
         key="k", gap="2s", clock="processing", aggs=[agg.count(), agg.sum("x")],
     )  # fmt: skip
     name = f"ptime_{provider}"
-    query = start(windows, name, tmp_path / "checkpoint")
-    try:
+    with running(windows, name, tmp_path / "checkpoint"):
         # No file arrives after the first: only micro-batches without data can close them.
         wait_for("the first sessions", lambda: spark.table(name).count() == 2)
         write_files([frame([("a", 0, 10)])], source, first=1)
         wait_for("the second session of a", lambda: spark.table(name).count() == 3)
-    finally:
-        query.stop()
     rows = spark.sql(
         f"select k, count, sum_x, session_start, session_end from {name} order by session_start, k"
     ).collect()
@@ -84,23 +94,19 @@ def test_an_idle_event_time_stream_closes_its_windows(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "in"
-    write_files([frame([("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)])], source)
     windows = session_windows(
-        read_stream(spark, source, "k string, ts timestamp, x long"),
+        first_file(spark, source, [("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)]),
         key="k", time="ts", gap="2s", grace="1s", idle_timeout="2s",
         aggs=[agg.count()], name="idle",
     )  # fmt: skip
     name = f"idle_{provider}"
-    query = start(windows, name, tmp_path / "checkpoint")
-    try:
+    with running(windows, name, tmp_path / "checkpoint") as query:
         # Without idle_timeout nothing would close: no record ever passes b's session.
         wait_for("the idle windows", lambda: spark.table(name).count() == 2)
         # b again at 5000: not behind Spark's watermark (5000 - 1 s), but behind the advanced
         # stream time (5000 + more than 2 s of idle): late, counted. c is far ahead: accepted.
         write_files([frame([("b", BASE_MS + 5_000, 3), ("c", BASE_MS + 600_000, 4)])], source, 1)
         wait_for("c's window", lambda: spark.table(name).count() == 3)
-    finally:
-        query.stop()
     got = spark.sql(f"select k, count, unix_millis(session_start) s from {name}").collect()
     assert sorted((r.k, r["count"], r.s - BASE_MS) for r in got) == [
         ("a", 1, 0), ("b", 1, 5_000), ("c", 1, 600_000)
@@ -112,20 +118,15 @@ def test_an_idle_event_time_stream_closes_its_windows(
 def test_processing_time_sliding_windows_close_while_the_source_is_idle(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    write_files([frame([("a", 0, 1), ("b", 0, 2), ("a", 0, 3)])], source)
     windows = sliding_windows(
-        read_stream(spark, source, "k string, ts timestamp, x long"),
+        first_file(spark, tmp_path / "in", [("a", 0, 1), ("b", 0, 2), ("a", 0, 3)]),
         key="k", time_difference="2s", clock="processing", aggs=[agg.count(), agg.sum("x")],
     )  # fmt: skip
     name = f"ptime_sliding_{provider}"
-    query = start(windows, name, tmp_path / "checkpoint")
-    try:
+    with running(windows, name, tmp_path / "checkpoint"):
         # One micro-batch's records share an arrival time: one left window per key, which only
         # micro-batches without data can close.
         wait_for("the first windows", lambda: spark.table(name).count() == 2)
-    finally:
-        query.stop()
     rows = spark.sql(
         f"select k, count, sum_x, window_start, window_end from {name} order by k"
     ).collect()
@@ -138,20 +139,15 @@ def test_processing_time_sliding_windows_close_while_the_source_is_idle(
 def test_an_idle_event_time_sliding_stream_closes_its_windows(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in"
-    write_files([frame([("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)])], source)
     windows = sliding_windows(
-        read_stream(spark, source, "k string, ts timestamp, x long"),
+        first_file(spark, tmp_path / "in", [("a", BASE_MS, 1), ("b", BASE_MS + 5_000, 2)]),
         key="k", time="ts", time_difference="2s", grace="1s", idle_timeout="2s",
         aggs=[agg.count()], name="idle_sliding",
     )  # fmt: skip
     name = f"idle_sliding_{provider}"
-    query = start(windows, name, tmp_path / "checkpoint")
-    try:
+    with running(windows, name, tmp_path / "checkpoint"):
         # Without idle_timeout b's window would never close: no record passes it.
         wait_for("the idle windows", lambda: spark.table(name).count() == 2)
-    finally:
-        query.stop()
     got = spark.sql(f"select k, count, unix_millis(window_end) e from {name}").collect()
     assert sorted((r.k, r["count"], r.e - BASE_MS) for r in got) == [("a", 1, 0), ("b", 1, 5_000)]
 
