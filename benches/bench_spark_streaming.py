@@ -65,29 +65,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import zipfile
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness import descendants, kafka_module, peak_rss, read_proc
+from harness import ROCKSDB, kafka_module
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming.state import GroupStateTimeout
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import BinaryType, StructField, StructType
+from streaming_costs import PeakMemory, checkpoint_bytes, rocksdb_compactions
+from streaming_floor import floor, floor_long
 
 from windowstore import agg
 from windowstore.spark import session_windows, spark_session
 
 BASE_MS = 1_700_000_000_000
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "events"
 LAYOUT = "spark.windowstore.state.layout"
@@ -246,74 +241,6 @@ def write_long(folder: Path, sessions: int, batches: int, events: int, seed: int
         os.utime(path, (86_400 + i, 86_400 + i))
 
 
-class PeakMemory:
-    """Samples the peak resident memory (VmHWM) of this driver's JVM and of its Python
-    workers (the JVM's descendants), every 0.2 s until stopped."""
-
-    def __init__(self) -> None:
-        self.jvm = 0
-        self.worker = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(0.2)
-
-    def sample(self) -> None:
-        for pid in descendants(os.getpid()):
-            cmd = read_proc(f"/proc/{pid}/cmdline")
-            hwm = peak_rss(pid)
-            if "java" in cmd.split("\0")[0]:
-                self.jvm = max(self.jvm, hwm)
-            elif "pyspark" in cmd:
-                self.worker = max(self.worker, hwm)
-
-    def stop(self) -> None:
-        self.sample()
-        self._stop.set()
-        self._thread.join()
-
-
-def checkpoint_bytes(checkpoint: Path) -> dict[int, int]:
-    """Bytes written per micro-batch: the files under ``checkpoint`` by modification time,
-    micro-batch ``i`` owning those after commit ``i - 1`` up to commit ``i``."""
-    commits = sorted(
-        (int(p.name), p.stat().st_mtime_ns)
-        for p in (checkpoint / "commits").iterdir()
-        if p.name.isdigit()
-    )
-    files = [p.stat() for p in checkpoint.rglob("*") if p.is_file()]
-    out: dict[int, int] = {}
-    before = 0
-    for batch, at in commits:
-        out[batch] = sum(f.st_size for f in files if before < f.st_mtime_ns <= at)
-        before = at
-    return out
-
-
-def rocksdb_compactions(checkpoint: Path) -> dict[int, int]:
-    """Per micro-batch, how many partitions' RocksDB stores compacted their files in it: the
-    state version it committed (``<batch + 1>.zip``, whose metadata lists the version's SST
-    files) dropped a file that the previous version held. A compaction rewrites a partition's
-    files whole, so the micro-batch that uploads it writes far more than its own changes; which
-    micro-batch that is depends on when RocksDB's background compaction finishes."""
-    out: dict[int, int] = {}
-    for part in (checkpoint / "state" / "0").iterdir():
-        held: set[str] = set()
-        for z in sorted(part.glob("*.zip"), key=lambda f: int(f.stem)):
-            with zipfile.ZipFile(z) as f:
-                meta = json.loads(f.read("metadata").decode().splitlines()[1])
-            files = {s["dfsSstFileName"] for s in meta.get("sstFiles", [])}
-            if held - files:
-                batch = int(z.stem) - 1
-                out[batch] = out.get(batch, 0) + 1
-            held = files
-    return out
-
-
 def long_child(a: argparse.Namespace) -> None:
     """One run of the long-session scenario in this process: prints its figures as JSON."""
     spark = session(a)
@@ -406,64 +333,6 @@ def session(a: argparse.Namespace, jars: str | None = None) -> SparkSession:
     if jars is not None:
         conf["spark.jars"] = jars
     return spark_session("local[2]", conf, app="windowstore-bench-streaming")
-
-
-def floor(df: DataFrame, buckets: int = 8, delay: str = "30 seconds") -> DataFrame:
-    """What windowstore's plan costs without the engine: the same buckets, through an
-    applyInPandasWithState that only counts its rows and keeps a byte of state."""
-
-    def count(key: Any, frames: Any, state: Any) -> Any:
-        rows = sum(len(f) for f in frames)
-        state.update((b"x",))
-        yield pd.DataFrame({"rows": [rows]})
-
-    return (
-        _bucketed(df, buckets, delay)
-        .groupBy("b")
-        .applyInPandasWithState(
-            count, "rows long", "v binary", "append", GroupStateTimeout.EventTimeTimeout
-        )
-    )
-
-
-def _bucketed(df: DataFrame, buckets: int, delay: str) -> DataFrame:
-    """``df`` with a watermark, its bucket column ``b`` and the columns windowstore reads (the
-    event time as microseconds ``t``, which carries the watermark as windowstore's does)."""
-    bucket = F.pmod(F.xxhash64("k"), F.lit(buckets)).alias("b")
-    delay_ms = {"30 seconds": 30_000, "1 minute": 60_000}[delay]
-    micros = F.unix_micros("ts").alias("t", metadata={"spark.watermarkDelayMs": delay_ms})
-    return df.withWatermark("ts", delay).select(bucket, micros, "k", "x")
-
-
-class CountRows(StatefulProcessor):
-    """The long scenario's floor with RocksDB: per bucket call, count the rows and rewrite one
-    small value state, the least windowstore's log layout does (it also appends a log entry
-    and sets a timer)."""
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("v", StructType([StructField("v", BinaryType())]))
-
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Any:
-        n = sum(len(f) for f in rows)
-        self.state.update((b"x",))
-        yield pd.DataFrame({"rows": [n]})
-
-    def close(self) -> None:
-        pass
-
-
-def floor_long(df: DataFrame) -> DataFrame:
-    """The long scenario's floor: windowstore's plan (watermark, buckets, Spark's Python
-    stateful operator for the provider) with a Python function that only counts its rows."""
-    spark = df.sparkSession
-    buckets = int(spark.conf.get("spark.sql.shuffle.partitions") or 8)
-    if ROCKSDB not in (spark.conf.get("spark.sql.streaming.stateStore.providerClass") or ""):
-        return floor(df, buckets, "1 minute")
-    return (
-        _bucketed(df, buckets, "1 minute")
-        .groupBy("b")
-        .transformWithStateInPandas(CountRows(), "rows long", "Append", "EventTime")
-    )
 
 
 def run(

@@ -33,13 +33,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from harness import ROCKSDB
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from windowstore.spark import spark_session
-
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 class PerKey(StatefulProcessor):
