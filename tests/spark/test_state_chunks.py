@@ -21,15 +21,15 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from windowstore.spark import _bucket
+from windowstore.spark import _bucket, _bucket_log
 from windowstore.spark._bucket import (
     BucketArgs,
-    LogWindowsProcessor,
     WindowsProcessor,
     join_chunks,
     read_log,
     write_chunks,
 )
+from windowstore.spark._bucket_log import LogWindowsProcessor
 
 from .test_spark_state_layout import whole_args
 
@@ -179,10 +179,10 @@ def blob(handle: Handle) -> bytes:
 @pytest.fixture(autouse=True)
 def cold_workers() -> Iterator[None]:
     """No processor kept from another test."""
-    _bucket._CACHE.clear()
+    _bucket_log._CACHE.clear()
     _bucket._WHOLE_CACHE.clear()
     yield
-    _bucket._CACHE.clear()
+    _bucket_log._CACHE.clear()
     _bucket._WHOLE_CACHE.clear()
 
 

@@ -67,7 +67,8 @@ STATE_SCHEMA = StructType(
         StructField("token", StringType(), False),
     ]
 )
-#: A bucket's position in the log layout (:class:`LogWindowsProcessor`), its one value state.
+#: A bucket's position in the log layout (:class:`._bucket_log.LogWindowsProcessor`), its one
+#: value state.
 META_SCHEMA = StructType(
     [
         StructField("params", StringType(), False),

@@ -39,7 +39,7 @@ from windowstore import _records
 from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
-from windowstore.spark import _bucket, _schema
+from windowstore.spark import _bucket, _bucket_log, _schema
 from windowstore.spark._plan import column, positive_int
 
 __all__ = ["sink_columns", "stream_windows"]
@@ -210,9 +210,8 @@ def stream_windows(
     grouped = projected.groupBy(_bucket.BUCKET)
     mode = "Append" if emit == "final" else "Update"
     if rocksdb:
-        processor = (
-            _bucket.LogWindowsProcessor(args) if layout == "log" else _bucket.WindowsProcessor(args)
-        )
+        log = layout == "log"
+        processor = _bucket_log.LogWindowsProcessor(args) if log else _bucket.WindowsProcessor(args)
         out = grouped.transformWithStateInPandas(
             processor,
             spark_output,
