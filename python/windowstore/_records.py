@@ -23,9 +23,9 @@ __all__ = [
     "complete_records",
 ]
 
-#: The core's hidden input column of row numbers, and its aggregate of them.
+#: The core's hidden input column of row numbers, and its aggregate of them (the last one).
 ROW = "__windowstore_row"
-ROWS = "__windowstore_rows"
+LAST = "__windowstore_last"
 #: The columns ``output="records"`` adds to every row.
 SESSION_COLUMNS = ("session_start", "session_end", "session_id")
 
@@ -58,7 +58,7 @@ def check_output(output: object, aggs: Sequence[Agg], emit: str = "final") -> bo
 
 def check_columns(names: Sequence[str]) -> None:
     """Refuses input columns whose names records mode needs for itself."""
-    for name in (*SESSION_COLUMNS, ROW, ROWS):
+    for name in (*SESSION_COLUMNS, ROW, LAST):
         if name in names:
             raise SchemaError(
                 f'column "{name}": output="records" adds session_start, session_end and '

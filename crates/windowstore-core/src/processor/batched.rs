@@ -65,10 +65,9 @@
 use super::kind::WindowKind;
 use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
-use crate::emit::EmitMode;
+use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
 use crate::{Error, Result};
-use arrow_array::RecordBatch;
 
 /// Calls with fewer usable records than this take the record path: grouping them costs about
 /// what it saves.
@@ -143,8 +142,8 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// Applies an advance of stream time to `advance`, then checked chunks key by key
-    /// (journaled by the caller), and builds the output; returns it with the counters to
-    /// commit. The caller has checked [`Self::batchable`]. The advance is looked at as a
+    /// (journaled by the caller); returns the output rows with the counters to commit. The
+    /// caller has checked [`Self::batchable`]. The advance is looked at as a
     /// record path call looks at it: before every record, so it is in each record's stream
     /// time, and what it closes is emitted with the first slice.
     pub(super) fn apply_batched(
@@ -152,7 +151,7 @@ impl<K: WindowKind> Processor<K> {
         chunks: &[Chunk<K::Prepared>],
         checked: K::Counters,
         advance: Option<i64>,
-    ) -> Result<(RecordBatch, Counters<K::Counters>)> {
+    ) -> Result<(Rows, Counters<K::Counters>)> {
         let Self {
             kind,
             bound,
@@ -201,7 +200,8 @@ impl<K: WindowKind> Processor<K> {
             }
             let rejected = life.rejections.finish_batch(&chunk.batch)?;
             if let Some(held) = held.as_mut() {
-                held.hold(&chunk.batch, first, &rejected)?;
+                let keys = |row| chunk.keys.rows.row(row).data();
+                held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
             }
         }
         counters.accepted += records.len() as u64;
@@ -281,7 +281,6 @@ impl<K: WindowKind> Processor<K> {
             0
         };
         counters.emitted += rows.len() as u64;
-        let out = bound.build(&rows)?;
-        Ok((out, counters))
+        Ok((rows, counters))
     }
 }

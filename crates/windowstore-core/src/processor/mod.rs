@@ -23,6 +23,7 @@ mod any;
 mod batched;
 mod bound;
 mod clock;
+mod held;
 mod kind;
 mod lifecycle;
 mod query;
@@ -39,7 +40,7 @@ pub use any::{restore_any, AnyProcessor};
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use query::WindowQuery;
-pub use records::{id_fields, ROW, ROWS, TAGS};
+pub use records::{id_fields, LAST, ROW, TAGS};
 pub(crate) use records::{ids_of, sort_order, tagged_schema};
 pub use step::{Record, Step};
 
@@ -52,8 +53,8 @@ use crate::reject::{OnInvalid, Reason};
 use crate::{Error, Result, SessionStore, StoreMetrics};
 use bound::Bound;
 use clock::IdleMark;
+use held::{Bounds, Held};
 use lifecycle::Lifecycle;
-use records::Held;
 
 /// What a caller runs on a call's output before the call commits (`*_then` methods of
 /// [`Processor`]); an error from it ([`Error::Callback`] for the caller's own failures) rolls the
@@ -208,7 +209,7 @@ impl<K: WindowKind> Processor<K> {
         if self.bound.is_some() {
             return Err(Error::invalid("output", "set before the first batch"));
         }
-        self.agg_specs = vec![records::rows_agg()];
+        self.agg_specs = vec![records::last_agg()];
         self.held = Some(Held::default());
         Ok(self)
     }
@@ -385,14 +386,17 @@ impl<K: WindowKind> Processor<K> {
         if self.kind.emit() == EmitMode::Final {
             emit_pending::<K>(&bound.store, self.life.emitted_below, i64::MAX, &mut rows);
         }
-        let out = bound.build(&rows)?;
-        let mut held = self.held.clone();
-        let out = match held.as_mut() {
-            Some(h) => h.take(&out, bound.input.keys.fields().len(), bound.out_schema())?,
-            None => out,
-        };
-        then(&out)?;
-        self.held = held;
+        if let Some(held) = self.held.as_mut() {
+            held.begin();
+        }
+        let out = self.tagged(&rows).and_then(|out| then(&out).map(|()| out));
+        if let Some(held) = self.held.as_mut() {
+            match &out {
+                Ok(_) => held.commit(),
+                Err(_) => held.rollback(),
+            }
+        }
+        let out = out?;
         self.life.flushed = true;
         if self.kind.emit() == EmitMode::Final {
             self.life.emitted_below = i64::MAX;
@@ -428,7 +432,9 @@ impl<K: WindowKind> Processor<K> {
     ) -> Result<Option<RecordBatch>> {
         let (chunks, checked_counters) = self.prepare(batches, arrival)?;
         let life = self.life.mark();
-        let held = self.held.clone();
+        if let Some(held) = self.held.as_mut() {
+            held.begin();
+        }
         let bound = self
             .bound
             .as_mut()
@@ -453,17 +459,23 @@ impl<K: WindowKind> Processor<K> {
                 b.store.begin();
             }
             self.life.rollback(&life);
-            self.held.clone_from(&held);
+            if let Some(held) = self.held.as_mut() {
+                held.rollback();
+                held.begin();
+            }
             batched = false;
             applied = self.apply(&chunks, checked_counters, advance);
         }
         let applied = applied
-            .and_then(|(out, counters)| Ok((self.tagged(out)?, counters)))
+            .and_then(|(rows, counters)| Ok((self.tagged(&rows)?, counters)))
             .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
         match applied {
             Ok((out, counters)) => {
                 if let Some(b) = self.bound.as_mut() {
                     b.store.commit();
+                }
+                if let Some(held) = self.held.as_mut() {
+                    held.commit();
                 }
                 self.counters = counters;
                 self.batched_calls += u64::from(batched);
@@ -474,22 +486,37 @@ impl<K: WindowKind> Processor<K> {
                     b.store.rollback()?;
                 }
                 self.life.rollback(&life);
-                self.held = held;
+                if let Some(held) = self.held.as_mut() {
+                    held.rollback();
+                }
                 self.sparse_calls = sparse_calls;
                 Err(e)
             }
         }
     }
 
-    /// In records mode, the rows of the closed sessions `windows` (taken out of the held rows);
-    /// else `windows`.
-    fn tagged(&mut self, windows: RecordBatch) -> Result<RecordBatch> {
-        match (self.held.as_mut(), self.bound.as_ref()) {
-            (Some(held), Some(b)) => {
-                held.take(&windows, b.input.keys.fields().len(), b.out_schema())
-            }
-            _ => Ok(windows),
-        }
+    /// The output of `rows`: in records mode, the rows of these closed sessions, taken out of
+    /// the held rows (journaled: the caller commits or rolls back); else the windows.
+    fn tagged(&mut self, rows: &Rows) -> Result<RecordBatch> {
+        let bound = self
+            .bound
+            .as_ref()
+            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
+        let windows = bound.build(rows)?;
+        let Some(held) = self.held.as_mut() else {
+            return Ok(windows);
+        };
+        let bounds: Vec<Bounds<'_>> = rows
+            .keys()
+            .zip(rows.starts().iter().zip(rows.ends()))
+            .map(|(key, (&start, &end))| (key, start, end))
+            .collect();
+        held.take(
+            &windows,
+            &bounds,
+            bound.input.keys.fields().len(),
+            bound.out_schema(),
+        )
     }
 
     /// Binds and checks every chunk without changing any state; returns them with the kind's
@@ -536,14 +563,14 @@ impl<K: WindowKind> Processor<K> {
         Ok((chunks, scratch))
     }
 
-    /// Applies checked chunks to the store (journaled by the caller) and builds the output;
-    /// returns it with the counters to commit.
+    /// Applies checked chunks to the store (journaled by the caller); returns the output rows
+    /// with the counters to commit.
     fn apply(
         &mut self,
         chunks: &[Chunk<K::Prepared>],
         checked: K::Counters,
         advance: Option<i64>,
-    ) -> Result<(RecordBatch, Counters<K::Counters>)> {
+    ) -> Result<(Rows, Counters<K::Counters>)> {
         let Self {
             kind,
             bound,
@@ -599,7 +626,8 @@ impl<K: WindowKind> Processor<K> {
             }
             let rejected = life.rejections.finish_batch(&chunk.batch)?;
             if let Some(held) = held.as_mut() {
-                held.hold(&chunk.batch, first, &rejected)?;
+                let keys = |row| chunk.keys.rows.row(row).data();
+                held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
             }
         }
         life.latest_end = step.latest_end;
@@ -614,7 +642,6 @@ impl<K: WindowKind> Processor<K> {
             step.changelog.take()
         };
         counters.emitted += rows.len() as u64;
-        let out = bound.build(&rows)?;
-        Ok((out, counters))
+        Ok((rows, counters))
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
-use super::{records, Processor, WindowKind};
+use super::{records, Bounds, Processor, WindowKind};
 use crate::emit::{EmitMode, Rows};
 use crate::{Error, Result};
 
@@ -85,7 +85,14 @@ impl<K: WindowKind> Processor<K> {
             .map_err(Error::arrow("selecting windows"))?;
         let key_columns = bound.input.keys.fields().len();
         if let (Some(held), Some(schema)) = (self.held.as_ref(), bound.records.as_ref()) {
-            return Ok(Some(held.tag(&built, key_columns, schema)?.0));
+            let bounds: Vec<Bounds<'_>> = rows
+                .keys()
+                .zip(rows.starts().iter().zip(rows.ends()))
+                .zip(wanted.values().iter())
+                .filter(|&(_, wanted)| wanted)
+                .map(|((key, (&start, &end)), _)| (key, start, end))
+                .collect();
+            return Ok(Some(held.tag(&built, &bounds, key_columns, schema)?.0));
         }
         let mut windows = records::in_order(&built, key_columns)?;
         if self.kind.emit() != EmitMode::Final {

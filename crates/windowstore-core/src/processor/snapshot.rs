@@ -10,6 +10,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
 use super::clock::{Clock, IdleMark};
+use super::held::Held;
 use super::lifecycle::Restored;
 use super::records;
 use super::{Counters, KindCounters, Processor, WindowKind};
@@ -22,6 +23,8 @@ use crate::{Error, Result, SessionStore};
 pub(crate) const IN_MEMORY: &str = "<snapshot bytes>";
 /// The snapshot table of records mode's held rows.
 const HELD: &str = "held_rows";
+/// The snapshot table of the held rows' index, row for row beside them.
+const HELD_INDEX: &str = "held_index";
 /// The snapshot table of the rejected rows not taken yet.
 const REJECTED: &str = "rejected_rows";
 
@@ -66,8 +69,9 @@ impl<K: WindowKind> Processor<K> {
             return Ok(tables);
         };
         if let Some(held) = &self.held {
-            let numbered = records::with_row_field(schema);
-            tables.push((HELD.into(), numbered, vec![held.to_batch(schema)?]));
+            let (rows, index) = held.to_batches(schema)?;
+            tables.push((HELD.into(), schema.clone(), vec![rows]));
+            tables.push((HELD_INDEX.into(), Held::index_schema(), vec![index]));
         }
         let kept = self.life.rejections.kept();
         if !kept.is_empty() {
@@ -143,7 +147,7 @@ impl<K: WindowKind> Processor<K> {
             Some(_) => return Err(r.bad("output is malformed")),
         };
         let mut p = if records {
-            if aggs != [records::rows_agg()] {
+            if aggs != [records::last_agg()] {
                 return Err(r.bad("records mode with other aggregations"));
             }
             Self::new(kind, input, Vec::new()).and_then(Self::with_records)
@@ -175,16 +179,21 @@ impl<K: WindowKind> Processor<K> {
                 p.life.rejections.set_kept(kept);
             }
             if let Some(held) = tables.remove(HELD) {
-                let numbered = records::with_row_field(&schema);
-                let rows =
-                    read_rows(held, &numbered).map_err(|why| r.bad(&format!("{HELD}: {why}")))?;
-                let batch = arrow_select::concat::concat_batches(&numbered, &rows)
-                    .map_err(|e| r.bad(&format!("{HELD}: {e}")))?;
+                let bad = |why: &dyn std::fmt::Display| r.bad(&format!("{HELD}: {why}"));
+                let concat = |(schema, batches): &(SchemaRef, Vec<RecordBatch>)| {
+                    arrow_select::concat::concat_batches(schema, batches)
+                };
+                let index = tables
+                    .remove(HELD_INDEX)
+                    .ok_or_else(|| bad(&"held rows without their index"))?;
+                if index.0.fields() != Held::index_schema().fields() {
+                    return Err(bad(&"a malformed index"));
+                }
+                let index = concat(&index).map_err(|e| bad(&e))?;
+                let rows = read_rows(held, &schema).map_err(|why| bad(&why))?;
+                let rows = concat(&(schema.clone(), rows)).map_err(|e| bad(&e))?;
                 let next_seq = r.number("seq")?;
-                p.held = Some(
-                    records::Held::from_batch(&batch, next_seq)
-                        .map_err(|why| r.bad(&format!("{HELD}: {why}")))?,
-                );
+                p.held = Some(Held::from_batches(rows, &index, next_seq).map_err(|why| bad(&why))?);
                 if !records {
                     return Err(r.bad("held rows without records mode"));
                 }

@@ -1,0 +1,557 @@
+//! The rows records mode holds for open sessions, found by key and time when a session closes.
+//!
+//! Every accepted row is kept, with its arrival number, in the Arrow batch it came in (one
+//! [`Segment`] per call), and indexed under its key as `(time, arrival)`. The sessions of a key
+//! are disjoint time ranges and every accepted record lies in exactly one (docs/semantics.md:
+//! a record joins a session when the rule reaches it, and records at one time always share a
+//! session, capped or not), so a closed session `(key, start, end)` holds exactly its key's
+//! rows timed `start..=end`. Tagging needs no list of row numbers in the session's value.
+//!
+//! A call changes the held rows inside its transaction: [`Held::begin`] keeps the segment list
+//! (shared Arrow batches, so no row is copied) and journals each change to the index, which
+//! [`Held::rollback`] undoes newest first.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Int64Array, RecordBatch, UInt32Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+
+use super::records;
+use crate::{Error, Result};
+
+/// A held row as its key's index lists it: event time in ticks, then arrival number.
+type Entry = (i64, i64);
+
+/// One call's held rows: their arrival numbers (ascending), the rows, and which of them are
+/// still held. A row taken out is only marked; a segment is compacted once less than half of
+/// it is held, and dropped once none is, so a call's cost does not grow with the rows held.
+#[derive(Debug, Clone)]
+struct Segment {
+    seqs: Arc<[i64]>,
+    rows: RecordBatch,
+    alive: Arc<[bool]>,
+    live: usize,
+}
+
+impl Segment {
+    fn new(seqs: Arc<[i64]>, rows: RecordBatch) -> Self {
+        let live = seqs.len();
+        Self {
+            seqs,
+            rows,
+            alive: vec![true; live].into(),
+            live,
+        }
+    }
+
+    /// Where row `seq` is in the segment: at `seq - first` while the segment holds a call's
+    /// rows without gaps (the common case, no search), else found by binary search.
+    fn position(&self, seq: i64) -> Option<usize> {
+        let guess = usize::try_from(seq - self.seqs[0]).ok()?;
+        if self.seqs.get(guess) == Some(&seq) {
+            return Some(guess);
+        }
+        self.seqs.binary_search(&seq).ok()
+    }
+
+    /// The segment with only its rows still held.
+    fn compacted(&self) -> Result<Self> {
+        if self.live == self.seqs.len() {
+            return Ok(self.clone());
+        }
+        let seqs: Arc<[i64]> = self
+            .seqs
+            .iter()
+            .zip(self.alive.iter())
+            .filter(|(_, &a)| a)
+            .map(|(&s, _)| s)
+            .collect();
+        let keep = BooleanArray::from(self.alive.to_vec());
+        let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
+            .map_err(Error::arrow("releasing held rows"))?;
+        Ok(Self::new(seqs, rows))
+    }
+}
+
+/// One key's held rows, in the order they were held.
+#[derive(Debug, Default)]
+struct KeyRows {
+    key: Box<[u8]>,
+    rows: Vec<Entry>,
+}
+
+/// How to undo one change to the index.
+#[derive(Debug)]
+enum Undo {
+    /// A row was pushed onto the key in slot `.0`, which was there already.
+    Pushed(u32),
+    /// A row was pushed onto a new key, put in slot `.0`; `.1`: a freed slot was reused.
+    Added(u32, bool),
+    /// A take left the key in slot `id` these rows before it; `removed`: it took them all,
+    /// and the key left the index (its slot freed, its bytes kept).
+    Took {
+        id: u32,
+        rows: Vec<Entry>,
+        removed: bool,
+    },
+}
+
+/// The held rows of each key: a hash table of slot numbers, as the store's key table.
+#[derive(Debug, Default)]
+struct Index {
+    table: HashTable<u32>,
+    slots: Vec<KeyRows>,
+    free: Vec<u32>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl Index {
+    fn find(&self, key: &[u8]) -> Option<u32> {
+        let hash = self.hasher.hash_one(key);
+        self.table
+            .find(hash, |&id| &*self.slots[id as usize].key == key)
+            .copied()
+    }
+
+    fn insert(&mut self, id: u32) {
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        let hash = hasher.hash_one(&*slots[id as usize].key);
+        self.table
+            .insert_unique(hash, id, |&i| hasher.hash_one(&*slots[i as usize].key));
+    }
+
+    fn remove(&mut self, id: u32) {
+        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
+        if let Ok(entry) = self.table.find_entry(hash, |&i| i == id) {
+            entry.remove();
+        }
+    }
+
+    /// Holds `entry` under `key`.
+    fn push(&mut self, key: &[u8], entry: Entry, undo: &mut Vec<Undo>) -> Result<()> {
+        if let Some(id) = self.find(key) {
+            self.slots[id as usize].rows.push(entry);
+            undo.push(Undo::Pushed(id));
+            return Ok(());
+        }
+        let (id, reused) = match self.free.pop() {
+            Some(id) => (id, true),
+            None => {
+                let id = u32::try_from(self.slots.len())
+                    .map_err(|_| Error::Capacity("more than 2^32 keys with held rows".into()))?;
+                self.slots.push(KeyRows::default());
+                (id, false)
+            }
+        };
+        let slot = &mut self.slots[id as usize];
+        slot.key = key.into();
+        slot.rows.push(entry);
+        self.insert(id);
+        undo.push(Undo::Added(id, reused));
+        Ok(())
+    }
+
+    /// Takes out of slot `id` the rows `taken` says.
+    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool, undo: &mut Vec<Undo>) {
+        let slot = &mut self.slots[id as usize];
+        let before = std::mem::take(&mut slot.rows);
+        slot.rows = before.iter().copied().filter(|&e| !taken(e)).collect();
+        let removed = slot.rows.is_empty();
+        if removed {
+            self.remove(id);
+            self.free.push(id);
+        }
+        undo.push(Undo::Took {
+            id,
+            rows: before,
+            removed,
+        });
+    }
+
+    /// Undoes `undo`'s changes, newest first.
+    fn undo(&mut self, undo: Vec<Undo>) {
+        for change in undo.into_iter().rev() {
+            match change {
+                Undo::Pushed(id) => {
+                    self.slots[id as usize].rows.pop();
+                }
+                Undo::Added(id, reused) => {
+                    self.remove(id);
+                    self.slots[id as usize].rows.clear();
+                    if reused {
+                        self.free.push(id);
+                    } else {
+                        self.slots.pop();
+                    }
+                }
+                Undo::Took { id, rows, removed } => {
+                    if removed {
+                        self.free.pop();
+                        self.insert(id);
+                    }
+                    self.slots[id as usize].rows = rows;
+                }
+            }
+        }
+    }
+}
+
+/// The accepted rows of open sessions, in segments of one call each, oldest first, and
+/// indexed by key.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    segments: Vec<Segment>,
+    index: Index,
+    /// While a call runs: the segments as it found them, and the index's changes.
+    saved: Option<Vec<Segment>>,
+    undo: Vec<Undo>,
+}
+
+/// A window whose rows are tagged: its key's bytes, start and end (ticks).
+pub(crate) type Bounds<'a> = (&'a [u8], i64, i64);
+
+/// A session's span of its key's held rows: times `start..=end`, arrived by `last`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Span {
+    start: i64,
+    end: i64,
+    last: i64,
+}
+
+impl Span {
+    fn holds(&self, (t, seq): Entry) -> bool {
+        self.start <= t && t <= self.end && seq <= self.last
+    }
+}
+
+impl Held {
+    /// How many rows are held.
+    pub fn rows(&self) -> usize {
+        self.segments.iter().map(|s| s.live).sum()
+    }
+
+    /// The Arrow size of the segments' data (their slices of the buffers): the held rows, and
+    /// the rows taken out of a segment not compacted yet.
+    pub fn bytes(&self) -> usize {
+        self.segments
+            .iter()
+            .flat_map(|s| s.rows.columns())
+            .map(|c| c.to_data().get_slice_memory_size().unwrap_or(0))
+            .sum()
+    }
+
+    /// Starts a call: what it changes from now on, [`Self::rollback`] undoes.
+    pub fn begin(&mut self) {
+        self.saved = Some(self.segments.clone());
+        self.undo.clear();
+    }
+
+    /// Ends a call, keeping its changes.
+    pub fn commit(&mut self) {
+        self.saved = None;
+        self.undo.clear();
+    }
+
+    /// Puts the held rows back as they were at [`Self::begin`].
+    pub fn rollback(&mut self) {
+        if let Some(segments) = self.saved.take() {
+            self.segments = segments;
+        }
+        self.index.undo(std::mem::take(&mut self.undo));
+    }
+
+    /// Holds the rows of `batch`, numbered from `first`, except `rejected` (row indices); row
+    /// `i` has key `keys(i)` and time `ticks[i]`.
+    pub fn hold<'k>(
+        &mut self,
+        batch: &RecordBatch,
+        first: u64,
+        rejected: &[u32],
+        keys: impl Fn(usize) -> &'k [u8],
+        ticks: &[i64],
+    ) -> Result<()> {
+        let first = i64::try_from(first).unwrap_or(i64::MAX);
+        let n = batch.num_rows();
+        let mut keep = vec![true; n];
+        for &r in rejected {
+            if let Some(k) = keep.get_mut(r as usize) {
+                *k = false;
+            }
+        }
+        let mut seqs = Vec::with_capacity(n - rejected.len().min(n));
+        for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+            let seq = first + i as i64;
+            self.index.push(keys(i), (ticks[i], seq), &mut self.undo)?;
+            seqs.push(seq);
+        }
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let rows = if seqs.len() == n {
+            batch.clone()
+        } else {
+            arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
+                .map_err(Error::arrow("holding rows"))?
+        };
+        self.segments.push(Segment::new(seqs.into(), rows));
+        Ok(())
+    }
+
+    /// Takes the rows of the closed sessions `windows` out of the held rows and returns them
+    /// tagged (in `schema`, see [`records::tagged_schema`]): sessions by key then start, a
+    /// session's rows in event-time order, ties in arrival order. `windows` has `keys` key
+    /// columns, the session's start and end, then its last arrival number ([`records::LAST`]);
+    /// `bounds` are its rows' key bytes and bounds in ticks.
+    pub fn take(
+        &mut self,
+        windows: &RecordBatch,
+        bounds: &[Bounds<'_>],
+        keys: usize,
+        schema: &SchemaRef,
+    ) -> Result<RecordBatch> {
+        let (out, taken, groups) = self.tag(windows, bounds, keys, schema)?;
+        for (id, spans) in groups {
+            self.index
+                .take(id, |e| spans.iter().any(|s| s.holds(e)), &mut self.undo);
+        }
+        self.release(taken)?;
+        Ok(out)
+    }
+
+    /// The rows of the sessions `windows` tagged, as [`Self::take`] returns them, leaving them
+    /// held; with, per segment, the positions of the rows returned, and per key the sessions'
+    /// spans.
+    ///
+    /// A session `(key, start, end, last)` holds its key's rows timed `start..=end` that
+    /// arrived by `last`, except those of a session of the key that closed before it. Two
+    /// sessions of a key overlap only when the later one began after the earlier one closed
+    /// and left the store (docs/semantics.md, streaming rule 6); the later one's rows within
+    /// the earlier one's span arrived after it closed, so after its last row. Each row goes to
+    /// the first session of its key, by last arrival, that holds it.
+    #[allow(clippy::type_complexity)]
+    pub fn tag(
+        &self,
+        windows: &RecordBatch,
+        bounds: &[Bounds<'_>],
+        keys: usize,
+        schema: &SchemaRef,
+    ) -> Result<(RecordBatch, Vec<Vec<usize>>, Vec<(u32, Vec<Span>)>)> {
+        if windows.num_rows() == 0 {
+            return Ok((
+                RecordBatch::new_empty(schema.clone()),
+                Vec::new(),
+                Vec::new(),
+            ));
+        }
+        let last = windows
+            .column(keys + 2)
+            .as_primitive_opt::<Int64Type>()
+            .filter(|c| c.null_count() == 0)
+            .ok_or_else(|| Error::Internal("records mode: no last arrival numbers".into()))?
+            .values();
+        let span = |w: usize| Span {
+            start: bounds[w].1,
+            end: bounds[w].2,
+            last: last[w],
+        };
+        // Each session's rows, found key by key.
+        let mut by_key: Vec<usize> = (0..bounds.len()).collect();
+        by_key.sort_unstable_by(|&a, &b| bounds[a].0.cmp(bounds[b].0).then(last[a].cmp(&last[b])));
+        let mut rows_of: Vec<Vec<Entry>> = vec![Vec::new(); bounds.len()];
+        let mut groups = Vec::new();
+        for group in by_key.chunk_by(|&a, &b| bounds[a].0 == bounds[b].0) {
+            let id = self.index.find(bounds[group[0]].0).ok_or_else(|| {
+                Error::Internal("records mode: a closed session's key holds no rows".into())
+            })?;
+            let spans: Vec<Span> = group.iter().map(|&w| span(w)).collect();
+            for &e in &self.index.slots[id as usize].rows {
+                if let Some(at) = spans.iter().position(|s| s.holds(e)) {
+                    rows_of[group[at]].push(e);
+                }
+            }
+            groups.push((id, spans));
+        }
+        let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
+        let order = records::sort_order(&columns)?;
+        let windows = arrow_select::take::take_record_batch(windows, &order)
+            .map_err(Error::arrow("ordering sessions"))?;
+        let firsts: Vec<i64> = self.segments.iter().map(|s| s.seqs[0]).collect();
+        // Where each row of the output is held, and which window it belongs to.
+        let mut at = Vec::new();
+        let mut parents = Vec::new();
+        // Per segment, the positions taken (no allocation for segments left alone).
+        let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
+        for (window, &w) in order.values().iter().enumerate() {
+            let session = &mut rows_of[w as usize];
+            if session.is_empty() {
+                return Err(Error::Internal(
+                    "records mode: a closed session has no held rows".into(),
+                ));
+            }
+            session.sort_unstable();
+            for &(_, seq) in session.iter() {
+                let place = firsts
+                    .partition_point(|&f| f <= seq)
+                    .checked_sub(1)
+                    .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
+                    .filter(|&(s, i)| self.segments[s].alive[i])
+                    .ok_or_else(|| {
+                        Error::Internal(format!(
+                            "records mode: a closed session holds row {seq}, which is not held"
+                        ))
+                    })?;
+                taken[place.0].push(place.1);
+                at.push(place);
+                parents.push(window as u32);
+            }
+        }
+        let batches: Vec<&RecordBatch> = self.segments.iter().map(|s| &s.rows).collect();
+        let rows = arrow_select::interleave::interleave_record_batch(&batches, &at)
+            .map_err(Error::arrow("taking held rows"))?;
+        let parents = UInt32Array::from(parents);
+        let take = |c: &ArrayRef| {
+            arrow_select::take::take(c.as_ref(), &parents, None)
+                .map_err(Error::arrow("tagging rows"))
+        };
+        let ids: ArrayRef = Arc::new(records::ids_of(&columns_of(&windows, keys))?);
+        let mut columns = rows.columns().to_vec();
+        columns.push(take(windows.column(keys))?);
+        columns.push(take(windows.column(keys + 1))?);
+        columns.push(take(&ids)?);
+        let out =
+            RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))?;
+        Ok((out, taken, groups))
+    }
+
+    /// Releases the rows at positions `taken` (per segment, from [`Self::tag`]): taken rows
+    /// are marked, half-empty segments compacted, empty ones dropped.
+    fn release(&mut self, taken: Vec<Vec<usize>>) -> Result<()> {
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let mut segments = Vec::with_capacity(self.segments.len());
+        for (segment, taken) in self.segments.iter().zip(taken) {
+            if taken.is_empty() {
+                segments.push(segment.clone());
+                continue;
+            }
+            let mut alive = segment.alive.to_vec();
+            for &i in &taken {
+                alive[i] = false;
+            }
+            let marked = Segment {
+                alive: alive.into(),
+                live: segment.live - taken.len(),
+                ..segment.clone()
+            };
+            if marked.live == 0 {
+                continue;
+            }
+            segments.push(if marked.live * 2 < marked.seqs.len() {
+                marked.compacted()?
+            } else {
+                marked
+            });
+        }
+        self.segments = segments;
+        Ok(())
+    }
+
+    /// The snapshot schema of the held rows' index: arrival number, time (ticks) and key,
+    /// row for row beside the rows themselves (see [`Self::to_batches`]).
+    pub fn index_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("seq", DataType::Int64, false),
+            Field::new("time", DataType::Int64, false),
+            Field::new("key", DataType::Binary, false),
+        ]))
+    }
+
+    /// The held rows in arrival order as one batch of `schema` (the bound input's), and their
+    /// index as one batch of [`Self::index_schema`], for a snapshot.
+    pub fn to_batches(&self, schema: &SchemaRef) -> Result<(RecordBatch, RecordBatch)> {
+        let mut placed: Vec<(i64, i64, &[u8])> = self
+            .index
+            .table
+            .iter()
+            .flat_map(|&id| {
+                let slot = &self.index.slots[id as usize];
+                slot.rows.iter().map(|&(t, seq)| (seq, t, &*slot.key))
+            })
+            .collect();
+        placed.sort_unstable_by_key(|p| p.0);
+        let mut rows = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            rows.push(s.compacted()?.rows);
+        }
+        let rows = arrow_select::concat::concat_batches(schema, &rows)
+            .map_err(Error::arrow("writing held rows"))?;
+        if rows.num_rows() != placed.len() {
+            return Err(Error::Internal(
+                "records mode: the held rows and their index differ".into(),
+            ));
+        }
+        let index = RecordBatch::try_new(
+            Self::index_schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(placed.iter().map(|p| p.0))),
+                Arc::new(Int64Array::from_iter_values(placed.iter().map(|p| p.1))),
+                Arc::new(BinaryArray::from_iter_values(placed.iter().map(|p| p.2))),
+            ],
+        )
+        .map_err(Error::arrow("writing held rows"))?;
+        Ok((rows, index))
+    }
+
+    /// Held rows from a snapshot's batches ([`Self::to_batches`]); their numbers must ascend
+    /// and lie below `next_seq`. Says what is wrong.
+    pub fn from_batches(
+        rows: RecordBatch,
+        index: &RecordBatch,
+        next_seq: u64,
+    ) -> std::result::Result<Self, String> {
+        let column = |i: usize| Some(index.column(i)).filter(|c| c.null_count() == 0);
+        let seqs = column(0)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .ok_or("held rows without their numbers")?;
+        let times = column(1)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .ok_or("held rows without their times")?;
+        let keys = column(2)
+            .and_then(|c| c.as_binary_opt::<i32>())
+            .ok_or("held rows without their keys")?;
+        if rows.num_rows() != index.num_rows() {
+            return Err("held rows and their index differ in length".into());
+        }
+        let seqs = seqs.values();
+        if seqs.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("held rows out of sequence".into());
+        }
+        if seqs.last().is_some_and(|&s| s < 0 || s as u64 >= next_seq) {
+            return Err("held rows numbered beyond the rows seen".into());
+        }
+        let mut held = Self::default();
+        for (i, (&seq, &t)) in seqs.iter().zip(times.values()).enumerate() {
+            held.index
+                .push(keys.value(i), (t, seq), &mut held.undo)
+                .map_err(|e| e.to_string())?;
+        }
+        held.undo.clear();
+        if !seqs.is_empty() {
+            held.segments
+                .push(Segment::new(seqs.iter().copied().collect(), rows));
+        }
+        Ok(held)
+    }
+}
+
+/// The key columns and start of `windows` (what a session id hashes).
+fn columns_of(windows: &RecordBatch, keys: usize) -> Vec<ArrayRef> {
+    (0..=keys).map(|i| windows.column(i).clone()).collect()
+}
