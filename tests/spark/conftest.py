@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from .streams import PROVIDER, PROVIDERS
+from .streams import PROVIDER, PROVIDERS, local_spark
 
 # The workers must run this interpreter (the one windowstore is installed in).
 os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -19,17 +19,7 @@ os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("windowstore-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark("windowstore-tests", {"spark.driver.memory": "2g"})
     yield session
     session.stop()
 

@@ -174,21 +174,29 @@ def kill_after_commits(
     return committed(checkpoint)
 
 
+def local_spark(app: str, conf: dict[str, str]) -> SparkSession:
+    """A SparkSession as the tests run Spark: local[2], no UI, 4 shuffle partitions, UTC, then
+    ``conf``; Spark's own log lines at ERROR only."""
+    builder = SparkSession.builder.master("local[2]").appName(app)
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        **conf,
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def main(kind: str, source: str, sink: str, checkpoint: str, provider: str) -> None:
     """Runs the final-mode windows of ``source`` into ``sink`` until killed."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("windowstore-stream-job")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    if provider != "default":
-        builder = builder.config(PROVIDER, provider)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    conf = {} if provider == "default" else {PROVIDER: provider}
+    spark = local_spark("windowstore-stream-job", conf)
     query = start_to_parquet(
         spark, KINDS[kind], Path(source), Path(sink), Path(checkpoint), processingTime="0 seconds"
     )
