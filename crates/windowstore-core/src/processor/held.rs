@@ -18,6 +18,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Int64Array, RecordBatch, UInt32Array,
 };
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -35,7 +36,8 @@ type Entry = (i64, i64);
 struct Segment {
     seqs: Arc<[i64]>,
     rows: RecordBatch,
-    alive: Arc<[bool]>,
+    /// Which rows are still held, one bit each.
+    alive: BooleanBuffer,
     live: usize,
 }
 
@@ -45,7 +47,7 @@ impl Segment {
         Self {
             seqs,
             rows,
-            alive: vec![true; live].into(),
+            alive: BooleanBuffer::new_set(live),
             live,
         }
     }
@@ -65,79 +67,80 @@ impl Segment {
         if self.live == self.seqs.len() {
             return Ok(self.clone());
         }
-        let seqs: Arc<[i64]> = self
-            .seqs
-            .iter()
-            .zip(self.alive.iter())
-            .filter(|(_, &a)| a)
-            .map(|(&s, _)| s)
-            .collect();
-        let keep = BooleanArray::from(self.alive.to_vec());
+        let seqs: Arc<[i64]> = self.alive.set_indices().map(|i| self.seqs[i]).collect();
+        let keep = BooleanArray::new(self.alive.clone(), None);
         let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
             .map_err(Error::arrow("releasing held rows"))?;
         Ok(Self::new(seqs, rows))
     }
 }
 
-/// One key's held rows, in the order they were held.
+/// One key's held rows, in no particular order. A slot keeps its buffers when its key leaves,
+/// for the next key put in it.
 #[derive(Debug, Default)]
 struct KeyRows {
-    key: Box<[u8]>,
+    key: Vec<u8>,
     rows: Vec<Entry>,
 }
 
-/// How to undo one change to the index.
+/// How to undo one change to the index. Within a call every hold comes before every take.
 #[derive(Debug)]
 enum Undo {
-    /// A row was pushed onto the key in slot `.0`, which was there already.
-    Pushed(u32),
-    /// A row was pushed onto a new key, put in slot `.0`; `.1`: a freed slot was reused.
-    Added(u32, bool),
-    /// A take left the key in slot `id` these rows before it; `removed`: it took them all,
-    /// and the key left the index (its slot freed, its bytes kept).
+    /// Row `seq` was pushed onto the key in slot `id`, which was there already.
+    Pushed { id: u32, seq: i64 },
+    /// Row `seq` was pushed onto a new key, put in slot `id`; `reused`: a freed slot.
+    Added { id: u32, seq: i64, reused: bool },
+    /// A take removed rows `from..to` of the journal's taken rows from slot `id`; `removed`:
+    /// it took them all, and the key left the index (its slot freed, its bytes kept).
     Took {
         id: u32,
-        rows: Vec<Entry>,
+        from: usize,
+        to: usize,
         removed: bool,
     },
 }
 
-/// The held rows of each key: a hash table of slot numbers, as the store's key table.
+/// The held rows of each key: a hash table of slot numbers, as the store's key table, and the
+/// journal of the running call's changes.
 #[derive(Debug, Default)]
 struct Index {
     table: HashTable<u32>,
     slots: Vec<KeyRows>,
     free: Vec<u32>,
     hasher: hashbrown::DefaultHashBuilder,
+    undo: Vec<Undo>,
+    /// The rows the running call took, for [`Undo::Took`].
+    took: Vec<Entry>,
 }
 
 impl Index {
     fn find(&self, key: &[u8]) -> Option<u32> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |&id| &*self.slots[id as usize].key == key)
+            .find(hash, |&id| self.slots[id as usize].key == key)
             .copied()
     }
 
     fn insert(&mut self, id: u32) {
         let (slots, hasher) = (&self.slots, &self.hasher);
-        let hash = hasher.hash_one(&*slots[id as usize].key);
+        let hash = hasher.hash_one(&slots[id as usize].key);
         self.table
-            .insert_unique(hash, id, |&i| hasher.hash_one(&*slots[i as usize].key));
+            .insert_unique(hash, id, |&i| hasher.hash_one(&slots[i as usize].key));
     }
 
     fn remove(&mut self, id: u32) {
-        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
+        let hash = self.hasher.hash_one(&self.slots[id as usize].key);
         if let Ok(entry) = self.table.find_entry(hash, |&i| i == id) {
             entry.remove();
         }
     }
 
     /// Holds `entry` under `key`.
-    fn push(&mut self, key: &[u8], entry: Entry, undo: &mut Vec<Undo>) -> Result<()> {
+    fn push(&mut self, key: &[u8], entry: Entry) -> Result<()> {
+        let seq = entry.1;
         if let Some(id) = self.find(key) {
             self.slots[id as usize].rows.push(entry);
-            undo.push(Undo::Pushed(id));
+            self.undo.push(Undo::Pushed { id, seq });
             return Ok(());
         }
         let (id, reused) = match self.free.pop() {
@@ -150,55 +153,85 @@ impl Index {
             }
         };
         let slot = &mut self.slots[id as usize];
-        slot.key = key.into();
+        slot.key.clear();
+        slot.key.extend_from_slice(key);
         slot.rows.push(entry);
         self.insert(id);
-        undo.push(Undo::Added(id, reused));
+        self.undo.push(Undo::Added { id, seq, reused });
         Ok(())
     }
 
     /// Takes out of slot `id` the rows `taken` says.
-    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool, undo: &mut Vec<Undo>) {
-        let slot = &mut self.slots[id as usize];
-        let before = std::mem::take(&mut slot.rows);
-        slot.rows = before.iter().copied().filter(|&e| !taken(e)).collect();
-        let removed = slot.rows.is_empty();
+    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool) {
+        let from = self.took.len();
+        let rows = &mut self.slots[id as usize].rows;
+        let mut kept = 0;
+        for i in 0..rows.len() {
+            let e = rows[i];
+            if taken(e) {
+                self.took.push(e);
+            } else {
+                rows[kept] = e;
+                kept += 1;
+            }
+        }
+        rows.truncate(kept);
+        let removed = kept == 0;
         if removed {
             self.remove(id);
             self.free.push(id);
         }
-        undo.push(Undo::Took {
+        let to = self.took.len();
+        self.undo.push(Undo::Took {
             id,
-            rows: before,
+            from,
+            to,
             removed,
         });
     }
 
-    /// Undoes `undo`'s changes, newest first.
-    fn undo(&mut self, undo: Vec<Undo>) {
-        for change in undo.into_iter().rev() {
+    /// Forgets the journal: the changes stay.
+    fn commit(&mut self) {
+        self.undo.clear();
+        self.took.clear();
+    }
+
+    /// Undoes the journal's changes, newest first.
+    fn rollback(&mut self) {
+        let pull = |rows: &mut Vec<Entry>, seq: i64| {
+            if let Some(at) = rows.iter().rposition(|e| e.1 == seq) {
+                rows.swap_remove(at);
+            }
+        };
+        while let Some(change) = self.undo.pop() {
             match change {
-                Undo::Pushed(id) => {
-                    self.slots[id as usize].rows.pop();
-                }
-                Undo::Added(id, reused) => {
+                Undo::Pushed { id, seq } => pull(&mut self.slots[id as usize].rows, seq),
+                Undo::Added { id, seq, reused } => {
+                    pull(&mut self.slots[id as usize].rows, seq);
                     self.remove(id);
-                    self.slots[id as usize].rows.clear();
                     if reused {
                         self.free.push(id);
                     } else {
                         self.slots.pop();
                     }
                 }
-                Undo::Took { id, rows, removed } => {
+                Undo::Took {
+                    id,
+                    from,
+                    to,
+                    removed,
+                } => {
                     if removed {
-                        self.free.pop();
+                        let freed = self.free.pop();
+                        debug_assert_eq!(freed, Some(id));
                         self.insert(id);
                     }
-                    self.slots[id as usize].rows = rows;
+                    let rows = &mut self.slots[id as usize].rows;
+                    rows.extend_from_slice(&self.took[from..to]);
                 }
             }
         }
+        self.took.clear();
     }
 }
 
@@ -208,9 +241,8 @@ impl Index {
 pub(crate) struct Held {
     segments: Vec<Segment>,
     index: Index,
-    /// While a call runs: the segments as it found them, and the index's changes.
+    /// While a call runs: the segments as it found them.
     saved: Option<Vec<Segment>>,
-    undo: Vec<Undo>,
 }
 
 /// A window whose rows are tagged: its key's bytes, start and end (ticks).
@@ -227,6 +259,47 @@ pub(crate) struct Span {
 impl Span {
     fn holds(&self, (t, seq): Entry) -> bool {
         self.start <= t && t <= self.end && seq <= self.last
+    }
+}
+
+/// The sessions of one key that a call tags, by start, to find the one each held row belongs
+/// to in a few steps (a key can close many sessions in one call).
+#[derive(Debug)]
+pub(crate) struct Spans {
+    /// The sessions by start, with their place in the caller's list.
+    by_start: Vec<(Span, usize)>,
+    /// The latest end of the sessions up to each one in `by_start`.
+    reach: Vec<i64>,
+}
+
+impl Spans {
+    fn new(spans: impl Iterator<Item = (Span, usize)>) -> Self {
+        let mut by_start: Vec<(Span, usize)> = spans.collect();
+        by_start.sort_unstable_by_key(|(s, _)| (s.start, s.last));
+        let reach = by_start
+            .iter()
+            .scan(i64::MIN, |most, (s, _)| {
+                *most = (*most).max(s.end);
+                Some(*most)
+            })
+            .collect();
+        Self { by_start, reach }
+    }
+
+    /// The place of the session that holds `entry`: of those whose span holds it, the one
+    /// with the earliest last arrival (see [`Held::tag`]).
+    fn holder(&self, entry: Entry) -> Option<usize> {
+        let t = entry.0;
+        let mut i = self.by_start.partition_point(|(s, _)| s.start <= t);
+        let mut best: Option<(i64, usize)> = None;
+        while i > 0 && self.reach[i - 1] >= t {
+            i -= 1;
+            let (span, place) = self.by_start[i];
+            if span.holds(entry) && best.is_none_or(|(last, _)| span.last < last) {
+                best = Some((span.last, place));
+            }
+        }
+        best.map(|(_, place)| place)
     }
 }
 
@@ -249,13 +322,13 @@ impl Held {
     /// Starts a call: what it changes from now on, [`Self::rollback`] undoes.
     pub fn begin(&mut self) {
         self.saved = Some(self.segments.clone());
-        self.undo.clear();
+        self.index.commit();
     }
 
     /// Ends a call, keeping its changes.
     pub fn commit(&mut self) {
         self.saved = None;
-        self.undo.clear();
+        self.index.commit();
     }
 
     /// Puts the held rows back as they were at [`Self::begin`].
@@ -263,7 +336,7 @@ impl Held {
         if let Some(segments) = self.saved.take() {
             self.segments = segments;
         }
-        self.index.undo(std::mem::take(&mut self.undo));
+        self.index.rollback();
     }
 
     /// Holds the rows of `batch`, numbered from `first`, except `rejected` (row indices); row
@@ -287,7 +360,7 @@ impl Held {
         let mut seqs = Vec::with_capacity(n - rejected.len().min(n));
         for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
             let seq = first + i as i64;
-            self.index.push(keys(i), (ticks[i], seq), &mut self.undo)?;
+            self.index.push(keys(i), (ticks[i], seq))?;
             seqs.push(seq);
         }
         if seqs.is_empty() {
@@ -317,8 +390,7 @@ impl Held {
     ) -> Result<RecordBatch> {
         let (out, taken, groups) = self.tag(windows, bounds, keys, schema)?;
         for (id, spans) in groups {
-            self.index
-                .take(id, |e| spans.iter().any(|s| s.holds(e)), &mut self.undo);
+            self.index.take(id, |e| spans.holder(e).is_some());
         }
         self.release(taken)?;
         Ok(out)
@@ -333,7 +405,7 @@ impl Held {
     /// sessions of a key overlap only when the later one began after the earlier one closed
     /// and left the store (docs/semantics.md, streaming rule 6); the later one's rows within
     /// the earlier one's span arrived after it closed, so after its last row. Each row goes to
-    /// the first session of its key, by last arrival, that holds it.
+    /// the session of its key with the earliest last arrival that holds it.
     #[allow(clippy::type_complexity)]
     pub fn tag(
         &self,
@@ -341,7 +413,7 @@ impl Held {
         bounds: &[Bounds<'_>],
         keys: usize,
         schema: &SchemaRef,
-    ) -> Result<(RecordBatch, Vec<Vec<usize>>, Vec<(u32, Vec<Span>)>)> {
+    ) -> Result<(RecordBatch, Vec<Vec<usize>>, Vec<(u32, Spans)>)> {
         if windows.num_rows() == 0 {
             return Ok((
                 RecordBatch::new_empty(schema.clone()),
@@ -362,17 +434,17 @@ impl Held {
         };
         // Each session's rows, found key by key.
         let mut by_key: Vec<usize> = (0..bounds.len()).collect();
-        by_key.sort_unstable_by(|&a, &b| bounds[a].0.cmp(bounds[b].0).then(last[a].cmp(&last[b])));
+        by_key.sort_unstable_by(|&a, &b| bounds[a].0.cmp(bounds[b].0));
         let mut rows_of: Vec<Vec<Entry>> = vec![Vec::new(); bounds.len()];
         let mut groups = Vec::new();
         for group in by_key.chunk_by(|&a, &b| bounds[a].0 == bounds[b].0) {
             let id = self.index.find(bounds[group[0]].0).ok_or_else(|| {
                 Error::Internal("records mode: a closed session's key holds no rows".into())
             })?;
-            let spans: Vec<Span> = group.iter().map(|&w| span(w)).collect();
+            let spans = Spans::new(group.iter().map(|&w| (span(w), w)));
             for &e in &self.index.slots[id as usize].rows {
-                if let Some(at) = spans.iter().position(|s| s.holds(e)) {
-                    rows_of[group[at]].push(e);
+                if let Some(w) = spans.holder(e) {
+                    rows_of[w].push(e);
                 }
             }
             groups.push((id, spans));
@@ -383,8 +455,9 @@ impl Held {
             .map_err(Error::arrow("ordering sessions"))?;
         let firsts: Vec<i64> = self.segments.iter().map(|s| s.seqs[0]).collect();
         // Where each row of the output is held, and which window it belongs to.
-        let mut at = Vec::new();
-        let mut parents = Vec::new();
+        let total = rows_of.iter().map(Vec::len).sum();
+        let mut at = Vec::with_capacity(total);
+        let mut parents = Vec::with_capacity(total);
         // Per segment, the positions taken (no allocation for segments left alone).
         let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
         for (window, &w) in order.values().iter().enumerate() {
@@ -400,7 +473,7 @@ impl Held {
                     .partition_point(|&f| f <= seq)
                     .checked_sub(1)
                     .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
-                    .filter(|&(s, i)| self.segments[s].alive[i])
+                    .filter(|&(s, i)| self.segments[s].alive.value(i))
                     .ok_or_else(|| {
                         Error::Internal(format!(
                             "records mode: a closed session holds row {seq}, which is not held"
@@ -441,12 +514,13 @@ impl Held {
                 segments.push(segment.clone());
                 continue;
             }
-            let mut alive = segment.alive.to_vec();
+            let mut alive = BooleanBufferBuilder::new(segment.alive.len());
+            alive.append_buffer(&segment.alive);
             for &i in &taken {
-                alive[i] = false;
+                alive.set_bit(i, false);
             }
             let marked = Segment {
-                alive: alive.into(),
+                alive: alive.finish(),
                 live: segment.live - taken.len(),
                 ..segment.clone()
             };
@@ -482,7 +556,9 @@ impl Held {
             .iter()
             .flat_map(|&id| {
                 let slot = &self.index.slots[id as usize];
-                slot.rows.iter().map(|&(t, seq)| (seq, t, &*slot.key))
+                slot.rows
+                    .iter()
+                    .map(|&(t, seq)| (seq, t, slot.key.as_slice()))
             })
             .collect();
         placed.sort_unstable_by_key(|p| p.0);
@@ -539,10 +615,10 @@ impl Held {
         let mut held = Self::default();
         for (i, (&seq, &t)) in seqs.iter().zip(times.values()).enumerate() {
             held.index
-                .push(keys.value(i), (t, seq), &mut held.undo)
+                .push(keys.value(i), (t, seq))
                 .map_err(|e| e.to_string())?;
         }
-        held.undo.clear();
+        held.index.commit();
         if !seqs.is_empty() {
             held.segments
                 .push(Segment::new(seqs.iter().copied().collect(), rows));
