@@ -26,7 +26,7 @@ use smallvec::SmallVec;
 
 use super::edits::Edits;
 use super::key_schema::SessionBounds;
-use super::keys::KeyId;
+use super::key_table::KeyId;
 use crate::{Error, Result};
 
 /// Garbage below this many bytes is never worth a compaction.

@@ -16,7 +16,7 @@ mod writes;
 
 use super::edits::Edits;
 use super::journal::{decode_inverse, Journal, Undo};
-use super::keys::{KeyId, KeyTable};
+use super::key_table::{KeyId, KeyTable};
 use super::metrics::{Counters, StoreMetrics};
 use super::segment::Segment;
 use super::segments::Segments;

@@ -3,7 +3,7 @@
 
 use super::{value_in, Reads, SessionStore, READ_AHEAD_MIN_SESSIONS};
 use crate::store::key_schema::{KeyedSession, Session, SessionBounds};
-use crate::store::keys::KeyId;
+use crate::store::key_table::KeyId;
 use crate::store::segment::{Entry, Segment};
 
 impl SessionStore {

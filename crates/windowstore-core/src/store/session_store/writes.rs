@@ -4,7 +4,7 @@
 use super::{value_in, PutOutcome, SessionStore};
 use crate::store::edits::Edits;
 use crate::store::journal::Journal;
-use crate::store::keys::KeyId;
+use crate::store::key_table::KeyId;
 use crate::store::segment::BIG_VALUE_BYTES;
 use crate::{Error, Result};
 

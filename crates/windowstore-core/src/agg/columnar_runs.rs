@@ -13,12 +13,12 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, PrimitiveArray, UIn
 use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::DataType;
 
+use super::agg_spec::Overflow;
 use super::finish::{list_array, list_offset, sum_overflow};
-use super::kind::Kind;
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
-use super::spec::Overflow;
-use super::state::overflow_error;
+use super::state_layout::overflow_error;
+use super::value_kind::Kind;
 use crate::{Error, Result};
 
 /// Folds each run (`order[offsets[w]..offsets[w + 1]]`) of the non-null values of `values`

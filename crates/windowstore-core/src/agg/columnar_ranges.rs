@@ -16,11 +16,11 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, PrimitiveArray, UIn
 use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::DataType;
 
+use super::agg_spec::Overflow;
 use super::finish::{list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
-use super::spec::Overflow;
-use super::state::overflow_error;
+use super::state_layout::overflow_error;
 use crate::{Error, Result};
 
 /// Windows as ranges of positions in `order` (the rows in (key, time, arrival) order): window
@@ -600,7 +600,7 @@ pub(crate) fn range_slot(
             nulls: keep_nulls,
             ..
         } => {
-            let nulls = super::runs::skipped_nulls(array, keep_nulls);
+            let nulls = super::columnar_runs::skipped_nulls(array, keep_nulls);
             collect(slot, array, nulls, ranges, max_size, overflow)
         }
     }
@@ -621,7 +621,7 @@ pub(crate) fn first_range_overflow(
     else {
         return None;
     };
-    let nulls = super::runs::skipped_nulls(array?.as_ref(), keep_nulls);
+    let nulls = super::columnar_runs::skipped_nulls(array?.as_ref(), keep_nulls);
     let (_, spans) = valid_spans(nulls, ranges);
     spans.iter().position(|&(a, b)| b - a > n)
 }
