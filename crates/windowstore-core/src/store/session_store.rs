@@ -71,7 +71,7 @@ pub struct SessionStore {
     /// copies every expired value (a sliding stream expires two windows a record). Only the
     /// first is held: a call that spans many segments of event time expires many and starts
     /// as many, and those are better journaled and recycled at once for the new ones (held,
-    /// they kept their keys and their memory from the rest of the call, 10% slower).
+    /// they would keep their keys and their memory from the rest of the call).
     expired: Option<(i64, Segment)>,
     /// Value bytes written by puts and in-place edits, and bytes journaled for undo, since the
     /// store was made (not snapshotted): the cost of the writes, for tests of growth.
