@@ -17,6 +17,7 @@ use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::agg_spec::Overflow;
+use super::columnar_runs::{slot_column, type_mismatch};
 use super::finish::{list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
@@ -144,6 +145,35 @@ fn running<A: Copy>(
     }
 }
 
+/// Every range's sum (exact, in `i128`) and count of the valid values of an integer column,
+/// handed to `emit` range by range, with [`running`].
+#[inline(always)]
+fn running_int_sums<T: Num>(
+    values: &[T],
+    nulls: Option<&NullBuffer>,
+    ranges: Ranges<'_>,
+    emit: impl FnMut((i128, u64)),
+) {
+    // Fewer than 2^61 terms below 2^64 each: the running i128 sum cannot overflow.
+    let term = |i: u32| match is_valid(nulls, i) {
+        true => (values[i as usize].to_i128(), 1u64),
+        false => (0, 0),
+    };
+    running(
+        ranges,
+        (0i128, 0u64),
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s + v, n + c)
+        },
+        |(s, n), i| {
+            let (v, c) = term(i);
+            (s - v, n - c)
+        },
+        emit,
+    );
+}
+
 /// A validity test of row indices: `None` when the column has no nulls.
 fn validity(array: &dyn Array) -> Option<&NullBuffer> {
     array.nulls().filter(|n| n.null_count() > 0)
@@ -175,30 +205,13 @@ where
     let mut sums = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
     let mut overflow = None;
-    // Fewer than 2^61 terms below 2^64 each: the running i128 sum cannot overflow.
-    let term = |i: u32| match is_valid(nulls, i) {
-        true => (values[i as usize].to_i128(), 1u64),
-        false => (0, 0),
-    };
-    running(
-        ranges,
-        (0i128, 0u64),
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s + v, n + c)
-        },
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s - v, n - c)
-        },
-        |(s, n)| {
-            sums.push(i64::try_from(s).unwrap_or_else(|_| {
-                overflow.get_or_insert(s);
-                0
-            }));
-            valid.append(n > 0);
-        },
-    );
+    running_int_sums(values, nulls, ranges, |(s, n)| {
+        sums.push(i64::try_from(s).unwrap_or_else(|_| {
+            overflow.get_or_insert(s);
+            0
+        }));
+        valid.append(n > 0);
+    });
     if let Some(s) = overflow {
         return Err(sum_overflow(slot, Some(s)));
     }
@@ -279,26 +292,10 @@ where
     let (values, nulls) = (a.values(), validity(a));
     let mut out = Vec::with_capacity(ranges.len());
     let mut valid = NullBufferBuilder::new(ranges.len());
-    let term = |i: u32| match is_valid(nulls, i) {
-        true => (values[i as usize].to_i128(), 1u64),
-        false => (0, 0),
-    };
-    running(
-        ranges,
-        (0i128, 0u64),
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s + v, n + c)
-        },
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s - v, n - c)
-        },
-        |(s, n)| {
-            out.push(if n > 0 { s as f64 / n as f64 } else { 0.0 });
-            valid.append(n > 0);
-        },
-    );
+    running_int_sums(values, nulls, ranges, |(s, n)| {
+        out.push(if n > 0 { s as f64 / n as f64 } else { 0.0 });
+        valid.append(n > 0);
+    });
     Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.finish()))
 }
 
@@ -534,26 +531,11 @@ pub(crate) fn range_slot(
     array: Option<&ArrayRef>,
     ranges: Ranges<'_>,
 ) -> Result<ArrayRef> {
-    let array = match (slot.op, array) {
-        (Op::Count, _) => return Ok(count(ranges)),
-        (_, Some(array)) => array.as_ref(),
-        (_, None) => {
-            return Err(Error::schema(
-                slot.column.clone(),
-                "no such column in the batch",
-            ))
-        }
-    };
-    let mismatch = || {
-        Error::schema(
-            slot.column.clone(),
-            format!(
-                "batch column has type {}, expected {}",
-                array.data_type(),
-                slot.data_type
-            ),
-        )
-    };
+    if matches!(slot.op, Op::Count) {
+        return Ok(count(ranges));
+    }
+    let array = slot_column(slot, array)?;
+    let mismatch = || type_mismatch(slot, array);
     let dt = &slot.data_type;
     let nulls = validity(array);
     match slot.op {

@@ -404,6 +404,30 @@ pub(crate) fn skipped_nulls(array: &dyn Array, keep_nulls: bool) -> Option<&Null
     array.nulls().filter(|n| !keep_nulls && n.null_count() > 0)
 }
 
+/// The batch column `slot` reads (every function but `count` reads one), or the error that
+/// the batch lacks it.
+pub(crate) fn slot_column<'a>(slot: &Slot, array: Option<&'a ArrayRef>) -> Result<&'a dyn Array> {
+    match array {
+        Some(array) => Ok(array.as_ref()),
+        None => Err(Error::schema(
+            slot.column.clone(),
+            "no such column in the batch",
+        )),
+    }
+}
+
+/// The error for a batch column `array` of another type than `slot` was bound to.
+pub(crate) fn type_mismatch(slot: &Slot, array: &dyn Array) -> Error {
+    Error::schema(
+        slot.column.clone(),
+        format!(
+            "batch column has type {}, expected {}",
+            array.data_type(),
+            slot.data_type
+        ),
+    )
+}
+
 /// The output array of `slot` over the runs (validated by the caller: monotone `offsets`
 /// within `order`, `order` within the column, column of the slot's type).
 pub(crate) fn run_slot(
@@ -412,26 +436,11 @@ pub(crate) fn run_slot(
     order: &[u32],
     offsets: &[usize],
 ) -> Result<ArrayRef> {
-    let array = match (slot.op, array) {
-        (Op::Count, _) => return Ok(count(offsets)),
-        (_, Some(array)) => array.as_ref(),
-        (_, None) => {
-            return Err(Error::schema(
-                slot.column.clone(),
-                "no such column in the batch",
-            ))
-        }
-    };
-    let mismatch = || {
-        Error::schema(
-            slot.column.clone(),
-            format!(
-                "batch column has type {}, expected {}",
-                array.data_type(),
-                slot.data_type
-            ),
-        )
-    };
+    if matches!(slot.op, Op::Count) {
+        return Ok(count(offsets));
+    }
+    let array = slot_column(slot, array)?;
+    let mismatch = || type_mismatch(slot, array);
     let dt = &slot.data_type;
     match slot.op {
         Op::Count => Ok(count(offsets)),

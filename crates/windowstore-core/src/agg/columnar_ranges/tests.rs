@@ -150,11 +150,8 @@ fn ranges_equal_runs_for_every_function() {
         specs.extend([AggSpec::sum(c), AggSpec::mean(c)]);
     }
     for c in ["i", "f", "s"] {
+        specs.extend(crate::agg::tests::ordered_specs(c));
         specs.extend([
-            AggSpec::min(c),
-            AggSpec::max(c),
-            AggSpec::first(c),
-            AggSpec::last(c),
             AggSpec::collect(c, None, Overflow::DropOldest),
             AggSpec::collect(c, Some(2), Overflow::DropOldest),
             AggSpec::collect(c, Some(2), Overflow::DropNewest),

@@ -5,7 +5,7 @@ use arrow_array::*;
 use arrow_schema::DataType;
 
 use super::{a, windows, TIMES};
-use crate::agg::tests::{aggregator, assert_same, batch, both};
+use crate::agg::tests::{aggregator, assert_same, batch, both, ordered_specs};
 use crate::agg::{AggSpec, Overflow};
 
 #[test]
@@ -167,13 +167,8 @@ fn temporal_types_keep_their_type_and_time_zone() {
     ]);
     let mut specs = Vec::new();
     for c in ["ts", "tn", "d32", "d64", "dur"] {
-        specs.extend([
-            AggSpec::min(c),
-            AggSpec::max(c),
-            AggSpec::first(c),
-            AggSpec::last(c),
-            AggSpec::collect(c, None, Overflow::Fail),
-        ]);
+        specs.extend(ordered_specs(c));
+        specs.push(AggSpec::collect(c, None, Overflow::Fail));
     }
     let agg = aggregator(specs, &b);
     for (field, column) in agg.output_fields().iter().zip(
