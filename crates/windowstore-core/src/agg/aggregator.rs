@@ -4,18 +4,18 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{FieldRef, Schema};
 use hashbrown::HashSet;
 
+use super::agg_spec::AggSpec;
+use super::columnar_ranges::{first_range_overflow, range_slot, Ranges};
+use super::columnar_runs::{first_overflow, run_slot};
 use super::finish::finish_slot;
 use super::inputs::Inputs;
-use super::ranges::{first_range_overflow, range_slot, Ranges};
-use super::runs::{first_overflow, run_slot};
 use super::slot::{Op, Slot};
-use super::spec::AggSpec;
-use super::state::{encode, merge, open, segment, VERSION};
+use super::state_layout::{encode, merge, open, segment, VERSION};
 use crate::{Error, Result};
 
 /// Aggregations bound to an input schema.
 ///
-/// States are opaque byte strings (layout in [`super::state`], version byte first): build one
+/// States are opaque byte strings (layout in [`super::state_layout`], version byte first): build one
 /// per record with [`Aggregator::encode_row`], combine with [`Aggregator::merge`] (in any
 /// grouping and order: merging equals aggregating the union of the records), and turn many into
 /// output columns with [`Aggregator::finish`]. [`Aggregator::aggregate_runs`] computes the same
@@ -347,12 +347,12 @@ impl Aggregator {
 }
 
 /// The value kind of a non-count op.
-pub(crate) fn kind(op: &Op) -> super::kind::Kind {
+pub(crate) fn kind(op: &Op) -> super::value_kind::Kind {
     match *op {
         Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
         Op::CountDistinct(k) => k,
         Op::Collect { kind, .. } => kind,
-        Op::Count => super::kind::Kind::Bool,
+        Op::Count => super::value_kind::Kind::Bool,
     }
 }
 

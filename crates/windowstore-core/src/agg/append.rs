@@ -17,9 +17,9 @@
 //! strings that is not the state's last segment is walked element by element.
 
 use super::codec::{put_varint, Reader};
-use super::kind::Kind;
 use super::slot::{Op, Slot};
-use super::state::{merge, open, segment, Stamped};
+use super::state_layout::{merge, open, segment, Stamped};
+use super::value_kind::Kind;
 use crate::store::edits::Edits;
 use crate::Result;
 

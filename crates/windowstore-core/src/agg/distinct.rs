@@ -18,10 +18,10 @@ use arrow_schema::DataType;
 use hashbrown::HashMap;
 
 use super::codec::{corrupt, put_varint, Reader};
-use super::kind::Kind;
+use super::columnar_ranges::Ranges;
 use super::native::Num;
-use super::ranges::Ranges;
 use super::value::Value;
+use super::value_kind::Kind;
 use crate::Result;
 
 /// `w` with floats normalised: `-0.0` as `+0.0`, every NaN as the canonical NaN.

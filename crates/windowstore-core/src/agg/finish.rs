@@ -9,10 +9,10 @@ use arrow_schema::{DataType, Field};
 use super::build::{build, build_words};
 use super::codec::Reader;
 use super::fold::Fixed;
-use super::kind::Kind;
 use super::slot::{Op, Slot};
-use super::state::{read_best, read_stamped, Stamped, OVERFLOWED, SEEN};
+use super::state_layout::{read_best, read_stamped, Stamped, OVERFLOWED, SEEN};
 use super::value::Value;
+use super::value_kind::Kind;
 use crate::{Error, Result};
 
 /// The error of an integer sum that does not fit the Int64 output.

@@ -15,12 +15,12 @@
 
 use super::aggregator::Aggregator;
 use super::inputs::Inputs;
-use super::kind::Kind;
 use super::slot::Op;
-use super::state::{
+use super::state_layout::{
     add_f64, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
 };
 use super::value::{word_less, Value};
+use super::value_kind::Kind;
 use crate::Result;
 
 /// The width of a segment of `op`, if every state of it has the same.
@@ -261,8 +261,8 @@ fn fold_int_sum(kind: Kind, word: Option<u64>, seg: &mut [u8], state_first: bool
     Ok(())
 }
 
-/// [`super::state::best_is_second`] for `min` (`max: false`) or `max` of word kind `kind`, on words (`None`:
-/// null): whether the merge of `a` and `b`, in that order, keeps `b`. A null is never the
+/// [`super::state_layout::best_is_second`] for `min` (`max: false`) or `max` of word kind
+/// `kind`, on words (`None`: null): whether the merge of `a` and `b`, in that order, keeps `b`. A null is never the
 /// best of two; of equal values `max` keeps the second, `min` the first.
 #[inline]
 fn best_word_is_second(max: bool, kind: Kind, a: Option<u64>, b: Option<u64>) -> bool {

@@ -14,10 +14,10 @@ use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::aggregator::{kind, Aggregator};
-use super::kind::Kind;
 use super::native::{dispatch_word, Num};
 use super::slot::Op;
 use super::value::Value;
+use super::value_kind::Kind;
 
 /// One slot's input column, resolved.
 enum Input {

@@ -17,33 +17,38 @@
 //! - integer sums are exact (`i128`); one that does not fit the Int64 output is an error;
 //!   float sums add in `f64`, so their last bits depend on the merge grouping.
 //!
-//! Modules: `spec` (what is asked), `kind` (accepted types), `native` (primitive order),
-//! `slot` (a spec bound to a schema), `value`, `codec` and [`state`] (the state layout, public
-//! for its documentation: states are stored in snapshots), `build` and `finish` (states to
-//! arrays), `runs` and `ranges` (the fast paths), [`aggregator`], [`overflow`].
+//! Modules: [`agg_spec`] (what is asked), `value_kind` (accepted types), `native` (primitive
+//! order), `slot` (a spec bound to a schema), `value`, `codec` and [`state_layout`] (the state
+//! layout, public for its documentation: states are stored in snapshots), `build` and `finish`
+//! (states to arrays), `columnar_runs` and `columnar_ranges` (the fast paths), [`aggregator`],
+//! [`overflow`].
 
+pub mod agg_spec;
 pub mod aggregator;
 pub mod append;
 pub(crate) mod build;
 pub(crate) mod codec;
+pub(crate) mod columnar_ranges;
+pub(crate) mod columnar_runs;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;
 pub(crate) mod inputs;
-pub(crate) mod kind;
 pub(crate) mod native;
 pub mod overflow;
-pub(crate) mod ranges;
 pub(crate) mod run_states;
-pub(crate) mod runs;
 pub(crate) mod slot;
-pub mod spec;
-pub mod state;
+pub mod state_layout;
 pub(crate) mod value;
+pub(crate) mod value_kind;
 
 #[cfg(test)]
 mod tests;
 
+pub use agg_spec::{AggFunc, AggSpec, Overflow};
 pub use aggregator::Aggregator;
 pub use overflow::fill_overflow;
-pub use spec::{AggFunc, AggSpec, Overflow};
+
+// The old paths of the renamed public modules, kept for callers.
+pub use agg_spec as spec;
+pub use state_layout as state;

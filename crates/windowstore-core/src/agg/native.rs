@@ -17,7 +17,7 @@ pub(crate) trait Num: ArrowNativeType {
     fn from_key(key: Self::Key) -> Self;
     /// `self`, with any NaN replaced by the canonical NaN.
     fn canon(self) -> Self;
-    /// The value as a state word (see [`super::kind::Kind`]).
+    /// The value as a state word (see [`super::value_kind::Kind`]).
     fn to_word(self) -> u64;
     /// The value of a state word (truncating garbage words, never failing).
     fn from_word(word: u64) -> Self;

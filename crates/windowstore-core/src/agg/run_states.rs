@@ -6,12 +6,12 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 
+use super::agg_spec::Overflow;
 use super::aggregator::Aggregator;
 use super::codec::{put_f64, put_i128, put_i64, put_u64, put_varint};
-use super::runs::run_slot;
+use super::columnar_runs::run_slot;
 use super::slot::{Op, Slot};
-use super::spec::Overflow;
-use super::state::{encode, overflow_error, SEEN, VERSION};
+use super::state_layout::{encode, overflow_error, SEEN, VERSION};
 use super::value::Value;
 use crate::{Error, Result};
 

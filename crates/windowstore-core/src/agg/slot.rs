@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, Schema};
 
-use super::kind::{Kind, NUMERIC_TYPES, ORDERABLE_TYPES};
-use super::spec::{AggFunc, AggSpec, Overflow};
+use super::agg_spec::{AggFunc, AggSpec, Overflow};
+use super::value_kind::{Kind, NUMERIC_TYPES, ORDERABLE_TYPES};
 use crate::{Error, Result};
 
 /// A function resolved against its input type: everything the state layout depends on.

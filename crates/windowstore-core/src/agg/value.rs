@@ -5,8 +5,8 @@ use arrow_array::Array;
 use arrow_schema::DataType;
 
 use super::codec::{put_u64, put_var_bytes, Reader};
-use super::kind::Kind;
 use super::native::{dispatch_word, Num};
+use super::value_kind::Kind;
 use crate::Result;
 
 /// One value, borrowed from an array or a state.

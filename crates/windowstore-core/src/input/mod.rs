@@ -3,7 +3,7 @@
 
 mod conform;
 pub mod gap;
-pub mod keys;
+pub mod key_codec;
 pub(crate) mod order;
 pub mod time;
 
@@ -14,8 +14,11 @@ use crate::{Error, Result};
 
 pub use conform::{plain_batch, plain_schema};
 pub use gap::GapColumn;
-pub use keys::{KeyCodec, KeyView};
+pub use key_codec::{KeyCodec, KeyView};
 pub use time::TimeColumn;
+
+// The old path of the renamed public module, kept for callers.
+pub use key_codec as keys;
 
 /// The columns an engine reads, by name, as the caller gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use super::{Clock, Processor, Then, WindowKind, WindowQuery};
 use crate::reject::Reason;
 use crate::session::{CappedSessionSpec, SessionSpec};
 use crate::sliding::SlidingSpec;
-use crate::store::snapshot;
+use crate::store::snapshot_format as snapshot;
 use crate::{Error, Result, StoreMetrics};
 
 /// What every processor does, whatever its window kind (see [`Processor`]).

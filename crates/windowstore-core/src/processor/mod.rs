@@ -47,7 +47,7 @@ pub use step::{Record, Step};
 use crate::agg::inputs::Inputs;
 use crate::agg::AggSpec;
 use crate::emit::{EmitMode, Rows};
-use crate::input::keys::BatchKeys;
+use crate::input::key_codec::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
 use crate::{Error, Result, SessionStore, StoreMetrics};

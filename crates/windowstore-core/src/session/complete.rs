@@ -12,7 +12,7 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
-use super::record::record_gap;
+use super::record_checks::record_gap;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;

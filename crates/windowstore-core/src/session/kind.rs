@@ -10,7 +10,7 @@
 
 use arrow_schema::TimeUnit;
 
-use super::record::record_gap;
+use super::record_checks::record_gap;
 use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};

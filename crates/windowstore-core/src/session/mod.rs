@@ -4,6 +4,8 @@
 //! - [`kind`]: sessions as a window kind of the streaming processor;
 //! - `run`: the session rule, what a record does to its key's sessions, applied to one record
 //!   (the processor's record path) or to a key's records of a call (its batched path);
+//! - `record_checks`: the rules that make a record usable, shared by the processor and complete
+//!   mode;
 //! - [`capped`]: sessions with a maximum duration, record by record, re-cutting open sessions;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.
@@ -12,7 +14,7 @@ pub mod capped;
 pub mod complete;
 pub mod kind;
 pub mod partial;
-mod record;
+mod record_checks;
 mod run;
 pub mod spec;
 

@@ -2,8 +2,8 @@
 //!
 //! [`session_partials`] cuts one part of the input into sessions as complete mode does, but
 //! keeps each session's reach and mergeable aggregate state (layout in
-//! [`crate::agg::state`]) instead of finishing it. [`merge_session_partials`] takes the partials
-//! of any number of parts, all partials of a key together, chains those whose coverage
+//! [`crate::agg::state_layout`]) instead of finishing it. [`merge_session_partials`] takes the
+//! partials of any number of parts, all partials of a key together, chains those whose coverage
 //! `[start, reach]` overlaps or touches the running coverage of the key (in start order), merges
 //! their states and finishes them.
 //!

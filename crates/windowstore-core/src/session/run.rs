@@ -42,7 +42,7 @@ use crate::emit::{Change, Changelog, EmitMode};
 use crate::processor::{Record, RunOutcome, Step};
 use crate::state;
 use crate::store::edits::Edits;
-use crate::store::keys::KeyId;
+use crate::store::key_table::KeyId;
 use crate::store::segment::BIG_VALUE_BYTES;
 use crate::store::session_store::PutOutcome;
 use crate::{Error, Result, SessionStore};

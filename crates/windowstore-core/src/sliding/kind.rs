@@ -76,7 +76,7 @@ impl WindowKind for SlidingSpec {
     type Ticks = Resolved;
     type Counters = SlidingCounters;
     type Prepared = ();
-    type Scratch = super::record::Scratch;
+    type Scratch = super::record_step::Scratch;
 
     const KIND: &'static str = "sliding-processor/1";
     const PREFIX: &'static str = "windowstore.sliding.";

@@ -4,13 +4,13 @@
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sliding windows as a window kind of the streaming processor, KIP-450's
 //!   two-new-windows algorithm over the segmented store;
-//! - `record`: what one record does to its key's windows, step by step;
+//! - `record_step`: what one record does to its key's windows, step by step;
 //! - `run`: one key's records of a call applied at once (the processor's batched path);
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
 pub mod kind;
-mod record;
+mod record_step;
 mod run;
 pub mod spec;
 

@@ -65,7 +65,7 @@ struct Held {
 
 /// A new window a record puts: start, window time, the held window whose aggregate seeds it
 /// (else the record alone), and whether the record joins that aggregate. As
-/// `super::record`'s plan.
+/// `super::record_step`'s plan.
 #[derive(Debug, Clone, Copy)]
 struct New {
     start: i64,
@@ -190,7 +190,7 @@ fn hold(sc: &mut RunScratch, start: i64, value: &[u8]) {
 }
 
 /// Applies record `r` to the held windows as the step applies it to the store (see
-/// `super::record`): plan, the record added to the windows containing it, the new windows.
+/// `super::record_step`): plan, the record added to the windows containing it, the new windows.
 fn apply(
     d: i64,
     step: &mut Step<'_, SlidingSpec>,

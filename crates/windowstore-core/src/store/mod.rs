@@ -2,26 +2,30 @@
 //!
 //! - [`key_schema`]: what identifies a session (key bytes, end, start) and how a lookup's
 //!   bounds map onto segments;
-//! - [`keys`]: the key table that stores each distinct key's bytes once;
+//! - [`key_table`]: the key table that stores each distinct key's bytes once;
 //! - [`edits`]: in-place splices of a stored value, and their inverse for the journal;
 //! - [`segment`]: one time bucket of sessions, by key;
 //! - [`segments`]: the ordered segments, segment ids and whole-segment expiry;
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
 //!   an undo log (`journal`) that makes a processor's call all or nothing;
-//! - [`metrics`] and [`snapshot`]: layers around the store; [`atomic_file`] writes snapshot
+//! - [`metrics`] and [`snapshot_format`]: layers around the store; [`atomic_file`] writes snapshot
 //!   files atomically.
 
 pub mod atomic_file;
 pub mod edits;
 mod journal;
 pub mod key_schema;
-pub mod keys;
+pub mod key_table;
 pub mod metrics;
 pub mod segment;
 pub mod segments;
 pub mod session_store;
-pub mod snapshot;
+pub mod snapshot_format;
 
 pub use key_schema::{KeyedSession, Session};
 pub use metrics::StoreMetrics;
 pub use session_store::SessionStore;
+
+// The old paths of the renamed public modules, kept for callers.
+pub use key_table as keys;
+pub use snapshot_format as snapshot;

@@ -330,6 +330,31 @@ fn a_call_with_a_record_beyond_the_grace_goes_record_by_record() {
     );
 }
 
+/// Feeds the batched processor `make(true)` and the record path's `make(false)` 40 records in
+/// time order, then a third record of each key within reach of its first two: a window of
+/// three, beyond a `collect` bounded at 2 that fails. Both calls fail alike, and the batched
+/// one (tried batched first) changes nothing. Returns both processors.
+fn overflow_fails_alike<K: WindowKind>(
+    make: impl Fn(bool) -> Processor<K>,
+) -> (Processor<K>, Processor<K>) {
+    let (mut fast, mut model) = (make(true), make(false));
+    let ok = batch(&in_order(40, 20));
+    assert_eq!(fast.process(&ok).unwrap(), model.process(&ok).unwrap());
+    let before = fast.to_bytes().unwrap();
+    let third: Vec<Rec> = (0..40)
+        .map(|i| ((i % 20) as u8, Some(40 + i / 20), 1.0, None))
+        .collect();
+    let (a, b) = (fast.process(&batch(&third)), model.process(&batch(&third)));
+    assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
+    assert_eq!(
+        fast.to_bytes().unwrap(),
+        before,
+        "the failed call changed nothing"
+    );
+    assert_eq!(fast.batched_calls(), 1);
+    (fast, model)
+}
+
 #[test]
 fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
     let aggs = vec![AggSpec::collect("x", Some(2), Overflow::Fail)];
@@ -354,21 +379,7 @@ fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
         p.set_batched(batched);
         p
     };
-    let (mut fast, mut model) = (make(true), make(false));
-    let ok = batch(&in_order(40, 20));
-    assert_eq!(fast.process(&ok).unwrap(), model.process(&ok).unwrap());
-    let before = fast.to_bytes().unwrap();
-    let third: Vec<Rec> = (0..40)
-        .map(|i| ((i % 20) as u8, Some(40 + i / 20), 1.0, None))
-        .collect();
-    let (a, b) = (fast.process(&batch(&third)), model.process(&batch(&third)));
-    assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
-    assert_eq!(
-        fast.to_bytes().unwrap(),
-        before,
-        "the failed call changed nothing"
-    );
-    assert_eq!(fast.batched_calls(), 1);
+    overflow_fails_alike(make);
 }
 
 /// The aggregates of the sliding tests: of fixed width (folded into a window in place), with
@@ -462,22 +473,7 @@ fn a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() {
 fn an_overflow_in_the_sliding_batched_path_fails_the_call_as_the_record_path_does() {
     let aggs = vec![AggSpec::collect("x", Some(2), Overflow::Fail)];
     let make = |batched: bool| sliding(10, 0, EmitMode::Final, batched, aggs.clone());
-    let (mut fast, mut model) = (make(true), make(false));
-    let ok = batch(&in_order(40, 20));
-    assert_eq!(fast.process(&ok).unwrap(), model.process(&ok).unwrap());
-    let before = fast.to_bytes().unwrap();
-    // A third record of each key within D of the first two: a window of three.
-    let third: Vec<Rec> = (0..40)
-        .map(|i| ((i % 20) as u8, Some(40 + i / 20), 1.0, None))
-        .collect();
-    let (a, b) = (fast.process(&batch(&third)), model.process(&batch(&third)));
-    assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
-    assert_eq!(
-        fast.to_bytes().unwrap(),
-        before,
-        "the failed call changed nothing"
-    );
-    assert_eq!(fast.batched_calls(), 1);
+    let (mut fast, mut model) = overflow_fails_alike(make);
     // And the processor goes on as the model does.
     let shifted: Vec<Rec> = (0..20)
         .map(|i| ((i % 20) as u8, Some(100 + i), 2.0, None))

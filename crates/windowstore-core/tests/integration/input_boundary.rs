@@ -208,7 +208,8 @@ fn dictionary(index: &DataType, values: &DataType) -> DataType {
     DataType::Dictionary(Box::new(index.clone()), Box::new(values.clone()))
 }
 
-const INDEX_TYPES: [DataType; 8] = [
+/// The integer types: of dictionary indices, and of integer time columns.
+const INTEGER_TYPES: [DataType; 8] = [
     DataType::Int8,
     DataType::Int16,
     DataType::Int32,
@@ -255,7 +256,7 @@ fn dictionary_keys_of_every_index_and_value_type_work_in_every_engine() {
             )
             .unwrap()
             .windows;
-            for index in &INDEX_TYPES {
+            for index in &INTEGER_TYPES {
                 let batches: Vec<RecordBatch> = two_keys(&values, [false, false])
                     .iter()
                     .map(|b| {
@@ -361,20 +362,9 @@ fn extremes(t: &DataType) -> Vec<i64> {
     vec![lo, lo + 3, hi - 5, hi]
 }
 
-const TIME_TYPES: [DataType; 8] = [
-    DataType::Int8,
-    DataType::Int16,
-    DataType::Int32,
-    DataType::Int64,
-    DataType::UInt8,
-    DataType::UInt16,
-    DataType::UInt32,
-    DataType::UInt64,
-];
-
 #[test]
 fn integer_time_columns_of_every_type_give_int64_bounds_in_every_engine() {
-    for t in &TIME_TYPES {
+    for t in &INTEGER_TYPES {
         let times = extremes(t);
         // One record per batch (per call of a streaming processor), in time order.
         let batches = |time_type: &DataType| -> Vec<RecordBatch> {

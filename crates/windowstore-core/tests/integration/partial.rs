@@ -3,12 +3,11 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use crate::common::input;
-use std::sync::Arc;
+use crate::common::ktvg_schema as schema;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::{Array, RecordBatch};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::session::partial::{merge_session_partials, session_partials};
@@ -21,29 +20,8 @@ type Rec = (i64, i64, Option<i64>, Option<i64>);
 /// key, start, end, count, sum, min, max.
 type Win = (i64, i64, i64, i64, Option<i64>, Option<i64>, Option<i64>);
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, true),
-        Field::new("t", DataType::Int64, true),
-        Field::new("v", DataType::Int64, true),
-        Field::new("g", DataType::Int64, true),
-    ]))
-}
-
 fn batch(recs: &[Rec]) -> RecordBatch {
-    let col = |f: &dyn Fn(&Rec) -> Option<i64>| -> ArrayRef {
-        Arc::new(recs.iter().map(f).collect::<Int64Array>())
-    };
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            col(&|r| Some(r.0)),
-            col(&|r| Some(r.1)),
-            col(&|r| r.2),
-            col(&|r| r.3),
-        ],
-    )
-    .unwrap()
+    crate::common::ktvg_batch(recs.iter().map(|r| [Some(r.0), Some(r.1), r.2, r.3]))
 }
 
 fn aggs() -> Vec<AggSpec> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::AggSpec;
@@ -25,28 +25,11 @@ pub(crate) type Rec = (i64, i64, i64, Option<i64>);
 pub(crate) type Win = (i64, i64, i64, i64, i64, Vec<i64>);
 
 pub(crate) fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, true),
-        Field::new("t", DataType::Int64, true),
-        Field::new("v", DataType::Int64, true),
-        Field::new("g", DataType::Int64, true),
-    ]))
+    crate::common::ktvg_schema()
 }
 
 pub(crate) fn batch(recs: &[Rec]) -> RecordBatch {
-    let col = |f: &dyn Fn(&Rec) -> Option<i64>| -> ArrayRef {
-        Arc::new(recs.iter().map(f).collect::<Int64Array>())
-    };
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            col(&|r| Some(r.0)),
-            col(&|r| Some(r.1)),
-            col(&|r| Some(r.2)),
-            col(&|r| r.3),
-        ],
-    )
-    .unwrap()
+    crate::common::ktvg_batch(recs.iter().map(|r| [Some(r.0), Some(r.1), Some(r.2), r.3]))
 }
 
 pub(crate) fn aggs() -> Vec<AggSpec> {

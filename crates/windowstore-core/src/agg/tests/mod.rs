@@ -27,6 +27,16 @@ pub(super) fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("valid test batch")
 }
 
+/// `min`, `max`, `first` and `last` of column `c`: the functions of every orderable type.
+pub(super) fn ordered_specs(c: &str) -> [AggSpec; 4] {
+    [
+        AggSpec::min(c),
+        AggSpec::max(c),
+        AggSpec::first(c),
+        AggSpec::last(c),
+    ]
+}
+
 /// An aggregator of `specs` over `batch`'s schema.
 pub(super) fn aggregator(specs: Vec<AggSpec>, batch: &RecordBatch) -> Aggregator {
     Aggregator::try_new(specs, &batch.schema()).expect("valid test specs")

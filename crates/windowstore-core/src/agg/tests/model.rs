@@ -125,11 +125,8 @@ pub(super) fn specs() -> Vec<AggSpec> {
         specs.extend([AggSpec::sum(c), AggSpec::mean(c)]);
     }
     for c in COLUMNS {
+        specs.extend(super::ordered_specs(c));
         specs.extend([
-            AggSpec::min(c),
-            AggSpec::max(c),
-            AggSpec::first(c),
-            AggSpec::last(c),
             AggSpec::collect(c, None, Overflow::Fail),
             AggSpec::collect(c, Some(2), Overflow::DropOldest).with_alias(format!("newest_{c}")),
             AggSpec::collect(c, Some(3), Overflow::DropNewest).with_alias(format!("oldest_{c}")),
@@ -186,6 +183,16 @@ fn list_of<T>(lists: Vec<Vec<Option<T>>>, array: impl Fn(Vec<Option<T>>) -> Arra
 }
 
 /// The ten per-column outputs of the model; `same` is count_distinct's equality.
+/// [`column_outputs`] of a column whose values order and compare as Rust orders them, each
+/// its own canonical form.
+fn ordered_outputs<T: Clone + PartialOrd>(
+    values: &[Option<T>],
+    windows: &[Vec<Rec>],
+    array: impl Fn(Vec<Option<T>>) -> ArrayRef,
+) -> Vec<ArrayRef> {
+    column_outputs(values, windows, |a, b| a < b, |a, b| a == b, |v| v, array)
+}
+
 fn column_outputs<T: Clone>(
     values: &[Option<T>],
     windows: &[Vec<Rec>],
@@ -291,22 +298,12 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
     out.extend(numeric_outputs(&d.u, windows, Some(i128::from), f64::from));
     out.extend(numeric_outputs(&d.f, windows, None, |v| v));
     out.extend(numeric_outputs(&d.g, windows, None, f64::from));
-    out.extend(column_outputs(
-        &d.i,
-        windows,
-        |a, b| a < b,
-        |a, b| a == b,
-        |v| v,
-        |v| Arc::new(Int64Array::from(v)),
-    ));
-    out.extend(column_outputs(
-        &d.u,
-        windows,
-        |a, b| a < b,
-        |a, b| a == b,
-        |v| v,
-        |v| Arc::new(UInt8Array::from(v)),
-    ));
+    out.extend(ordered_outputs(&d.i, windows, |v| {
+        Arc::new(Int64Array::from(v))
+    }));
+    out.extend(ordered_outputs(&d.u, windows, |v| {
+        Arc::new(UInt8Array::from(v))
+    }));
     let fnan = |v: f64| if v.is_nan() { f64::NAN } else { v };
     out.extend(column_outputs(
         &d.f,
@@ -341,21 +338,11 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
         |v| v,
         |v| Arc::new(BooleanArray::from(v)),
     ));
-    out.extend(column_outputs(
-        &d.t,
-        windows,
-        |a, b| a < b,
-        |a, b| a == b,
-        |v| v,
-        |v| Arc::new(TimestampMillisecondArray::from(v).with_timezone(TZ)),
-    ));
-    out.extend(column_outputs(
-        &d.bin,
-        windows,
-        |a, b| a < b,
-        |a, b| a == b,
-        |v| v,
-        |v| Arc::new(LargeBinaryArray::from_iter(v.iter().map(|x| x.as_deref()))),
-    ));
+    out.extend(ordered_outputs(&d.t, windows, |v| {
+        Arc::new(TimestampMillisecondArray::from(v).with_timezone(TZ))
+    }));
+    out.extend(ordered_outputs(&d.bin, windows, |v| {
+        Arc::new(LargeBinaryArray::from_iter(v.iter().map(|x| x.as_deref())))
+    }));
     out
 }

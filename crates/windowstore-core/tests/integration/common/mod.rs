@@ -1,5 +1,9 @@
 //! Helpers shared by the integration tests.
 
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use windowstore_core::input::InputSpec;
 use windowstore_core::KeyedSession;
 
@@ -19,6 +23,24 @@ pub fn rows(sessions: &[KeyedSession<'_>]) -> Vec<Row> {
             )
         })
         .collect()
+}
+
+/// The schema of Int64 columns `k` (key), `t` (time), `v` (value) and `g` (gap), all nullable.
+pub fn ktvg_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, true),
+        Field::new("t", DataType::Int64, true),
+        Field::new("v", DataType::Int64, true),
+        Field::new("g", DataType::Int64, true),
+    ]))
+}
+
+/// A batch of [`ktvg_schema`], a row per record: `[k, t, v, g]` (None: null).
+pub fn ktvg_batch(rows: impl Iterator<Item = [Option<i64>; 4]>) -> RecordBatch {
+    let rows: Vec<[Option<i64>; 4]> = rows.collect();
+    let column =
+        |i: usize| -> ArrayRef { Arc::new(rows.iter().map(|r| r[i]).collect::<Int64Array>()) };
+    RecordBatch::try_new(ktvg_schema(), (0..4).map(column).collect()).expect("valid test batch")
 }
 
 /// The proptest configuration of a property: `PROPTEST_CASES` cases if set (the check runs

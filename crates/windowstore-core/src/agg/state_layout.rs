@@ -28,13 +28,13 @@
 //! Decoding is checked: bytes that did not come from `encode_row`/`merge` give garbage values
 //! or an [`crate::Error::InvalidWindowSpec`] with parameter `state`, never a panic.
 
+use super::agg_spec::Overflow;
 use super::codec::{corrupt, put_f64, put_i128, put_i64, put_u64, put_varint, Reader};
 use super::distinct;
-use super::kind::Kind;
 use super::native::Num;
 use super::slot::{Op, Slot};
-use super::spec::Overflow;
 use super::value::Value;
+use super::value_kind::Kind;
 use crate::{Error, Result};
 
 /// The version byte that opens every state.

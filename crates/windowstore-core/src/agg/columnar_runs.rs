@@ -13,12 +13,12 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, PrimitiveArray, UIn
 use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
 use arrow_schema::DataType;
 
+use super::agg_spec::Overflow;
 use super::finish::{list_array, list_offset, sum_overflow};
-use super::kind::Kind;
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
-use super::spec::Overflow;
-use super::state::overflow_error;
+use super::state_layout::overflow_error;
+use super::value_kind::Kind;
 use crate::{Error, Result};
 
 /// Folds each run (`order[offsets[w]..offsets[w + 1]]`) of the non-null values of `values`
@@ -404,6 +404,30 @@ pub(crate) fn skipped_nulls(array: &dyn Array, keep_nulls: bool) -> Option<&Null
     array.nulls().filter(|n| !keep_nulls && n.null_count() > 0)
 }
 
+/// The batch column `slot` reads (every function but `count` reads one), or the error that
+/// the batch lacks it.
+pub(crate) fn slot_column<'a>(slot: &Slot, array: Option<&'a ArrayRef>) -> Result<&'a dyn Array> {
+    match array {
+        Some(array) => Ok(array.as_ref()),
+        None => Err(Error::schema(
+            slot.column.clone(),
+            "no such column in the batch",
+        )),
+    }
+}
+
+/// The error for a batch column `array` of another type than `slot` was bound to.
+pub(crate) fn type_mismatch(slot: &Slot, array: &dyn Array) -> Error {
+    Error::schema(
+        slot.column.clone(),
+        format!(
+            "batch column has type {}, expected {}",
+            array.data_type(),
+            slot.data_type
+        ),
+    )
+}
+
 /// The output array of `slot` over the runs (validated by the caller: monotone `offsets`
 /// within `order`, `order` within the column, column of the slot's type).
 pub(crate) fn run_slot(
@@ -412,26 +436,11 @@ pub(crate) fn run_slot(
     order: &[u32],
     offsets: &[usize],
 ) -> Result<ArrayRef> {
-    let array = match (slot.op, array) {
-        (Op::Count, _) => return Ok(count(offsets)),
-        (_, Some(array)) => array.as_ref(),
-        (_, None) => {
-            return Err(Error::schema(
-                slot.column.clone(),
-                "no such column in the batch",
-            ))
-        }
-    };
-    let mismatch = || {
-        Error::schema(
-            slot.column.clone(),
-            format!(
-                "batch column has type {}, expected {}",
-                array.data_type(),
-                slot.data_type
-            ),
-        )
-    };
+    if matches!(slot.op, Op::Count) {
+        return Ok(count(offsets));
+    }
+    let array = slot_column(slot, array)?;
+    let mismatch = || type_mismatch(slot, array);
     let dt = &slot.data_type;
     match slot.op {
         Op::Count => Ok(count(offsets)),

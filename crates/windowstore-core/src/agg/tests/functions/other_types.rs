@@ -1,0 +1,282 @@
+//! Booleans, strings, binaries and temporal types, through both paths.
+
+use arrow_array::cast::AsArray;
+use arrow_array::*;
+use arrow_schema::DataType;
+
+use super::{a, windows, TIMES};
+use crate::agg::tests::{aggregator, assert_same, batch, both, ordered_specs};
+use crate::agg::{AggSpec, Overflow};
+
+#[test]
+fn min_max_first_last_of_booleans() {
+    let b = batch(vec![(
+        "b",
+        a(BooleanArray::from(vec![
+            Some(true),
+            None,
+            Some(false),
+            None,
+            Some(true),
+        ])),
+    )]);
+    let agg = aggregator(
+        vec![
+            AggSpec::min("b"),
+            AggSpec::max("b"),
+            AggSpec::first("b"),
+            AggSpec::last("b"),
+        ],
+        &b,
+    );
+    let out = both(&agg, &b, &TIMES, &windows());
+    assert_same(
+        &out[0],
+        &a(BooleanArray::from(vec![
+            Some(false),
+            None,
+            Some(false),
+            Some(true),
+        ])),
+        "min",
+    );
+    assert_same(
+        &out[1],
+        &a(BooleanArray::from(vec![
+            Some(true),
+            None,
+            Some(true),
+            Some(true),
+        ])),
+        "max",
+    );
+    assert_same(
+        &out[2],
+        &a(BooleanArray::from(vec![
+            Some(true),
+            None,
+            Some(false),
+            Some(true),
+        ])),
+        "first",
+    );
+    assert_same(
+        &out[3],
+        &a(BooleanArray::from(vec![
+            Some(false),
+            None,
+            Some(true),
+            Some(true),
+        ])),
+        "last",
+    );
+}
+
+#[test]
+fn strings_and_binaries_compare_bytewise() {
+    let s = vec![Some("b"), None, Some("é"), None, Some("ab")];
+    let bin: Vec<Option<&[u8]>> = vec![Some(b"\x01"), None, Some(b""), None, Some(b"\xff\x00")];
+    let b = batch(vec![
+        ("s", a(StringArray::from(s.clone()))),
+        ("ls", a(LargeStringArray::from(s))),
+        ("bin", a(BinaryArray::from(bin.clone()))),
+        ("lbin", a(LargeBinaryArray::from(bin))),
+    ]);
+    let mut specs = Vec::new();
+    for c in ["s", "ls", "bin", "lbin"] {
+        specs.extend([
+            AggSpec::min(c),
+            AggSpec::max(c),
+            AggSpec::first(c),
+            AggSpec::last(c),
+        ]);
+    }
+    let agg = aggregator(specs, &b);
+    let out = both(&agg, &b, &TIMES, &windows());
+    let expect_s = [
+        vec![Some("b"), None, Some("ab"), Some("ab")],
+        vec![Some("é"), None, Some("é"), Some("ab")],
+        vec![Some("b"), None, Some("é"), Some("ab")],
+        vec![Some("é"), None, Some("ab"), Some("ab")],
+    ];
+    for (i, want) in expect_s.iter().enumerate() {
+        assert_same(&out[i], &a(StringArray::from(want.clone())), "utf8");
+        assert_same(
+            &out[4 + i],
+            &a(LargeStringArray::from(want.clone())),
+            "large utf8",
+        );
+    }
+    let expect_b: [Vec<Option<&[u8]>>; 4] = [
+        vec![Some(b""), None, Some(b""), Some(b"\xff\x00")],
+        vec![Some(b"\x01"), None, Some(b"\xff\x00"), Some(b"\xff\x00")],
+        vec![Some(b"\x01"), None, Some(b""), Some(b"\xff\x00")],
+        vec![Some(b""), None, Some(b"\xff\x00"), Some(b"\xff\x00")],
+    ];
+    for (i, want) in expect_b.iter().enumerate() {
+        assert_same(&out[8 + i], &a(BinaryArray::from(want.clone())), "binary");
+        assert_same(
+            &out[12 + i],
+            &a(LargeBinaryArray::from(want.clone())),
+            "large binary",
+        );
+    }
+}
+
+#[test]
+fn temporal_types_keep_their_type_and_time_zone() {
+    let ts = TimestampMicrosecondArray::from(vec![Some(3), None, Some(-1), None, Some(7)])
+        .with_timezone("Asia/Tokyo");
+    let ts_type = ts.data_type().clone();
+    let b = batch(vec![
+        ("ts", a(ts)),
+        (
+            "tn",
+            a(TimestampNanosecondArray::from(vec![
+                Some(1),
+                Some(2),
+                None,
+                None,
+                None,
+            ])),
+        ),
+        (
+            "d32",
+            a(Date32Array::from(vec![
+                Some(19000),
+                None,
+                Some(18000),
+                None,
+                None,
+            ])),
+        ),
+        (
+            "d64",
+            a(Date64Array::from(vec![None, None, Some(5), None, Some(4)])),
+        ),
+        (
+            "dur",
+            a(DurationSecondArray::from(vec![
+                Some(-3),
+                None,
+                Some(9),
+                Some(1),
+                None,
+            ])),
+        ),
+    ]);
+    let mut specs = Vec::new();
+    for c in ["ts", "tn", "d32", "d64", "dur"] {
+        specs.extend(ordered_specs(c));
+        specs.push(AggSpec::collect(c, None, Overflow::Fail));
+    }
+    let agg = aggregator(specs, &b);
+    for (field, column) in agg.output_fields().iter().zip(
+        ["ts", "tn", "d32", "d64", "dur"]
+            .iter()
+            .flat_map(|c| [*c; 5]),
+    ) {
+        let input = b
+            .schema()
+            .field_with_name(column)
+            .expect("column")
+            .data_type()
+            .clone();
+        match field.data_type() {
+            DataType::List(item) => assert_eq!(item.data_type(), &input),
+            other => assert_eq!(other, &input),
+        }
+    }
+    assert_eq!(agg.output_fields()[0].data_type(), &ts_type);
+    let out = both(&agg, &b, &TIMES, &windows());
+    let tz =
+        |v: Vec<Option<i64>>| a(TimestampMicrosecondArray::from(v).with_timezone("Asia/Tokyo"));
+    assert_same(
+        &out[0],
+        &tz(vec![Some(-1), None, Some(-1), Some(7)]),
+        "min ts",
+    );
+    assert_same(
+        &out[1],
+        &tz(vec![Some(3), None, Some(7), Some(7)]),
+        "max ts",
+    );
+    assert_same(
+        &out[2],
+        &tz(vec![Some(3), None, Some(-1), Some(7)]),
+        "first ts",
+    );
+    assert_same(
+        &out[3],
+        &tz(vec![Some(-1), None, Some(7), Some(7)]),
+        "last ts",
+    );
+    let list = out[4].as_list::<i32>();
+    assert_eq!(list.value(0).data_type(), &ts_type);
+    assert_same(&list.value(0), &tz(vec![Some(3), Some(-1)]), "collect ts");
+    assert_eq!(list.value(1).len(), 0);
+    assert!(
+        !list.is_null(1),
+        "collect of an all-null window is an empty list"
+    );
+    assert_same(
+        &out[5],
+        &a(TimestampNanosecondArray::from(vec![
+            Some(1),
+            Some(2),
+            None,
+            None,
+        ])),
+        "min tn",
+    );
+    assert_same(
+        &out[10],
+        &a(Date32Array::from(vec![
+            Some(18000),
+            None,
+            Some(18000),
+            None,
+        ])),
+        "min d32",
+    );
+    assert_same(
+        &out[11],
+        &a(Date32Array::from(vec![
+            Some(19000),
+            None,
+            Some(18000),
+            None,
+        ])),
+        "max d32",
+    );
+    assert_same(
+        &out[16],
+        &a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])),
+        "max d64",
+    );
+    assert_same(
+        &out[17],
+        &a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])),
+        "first d64",
+    );
+    assert_same(
+        &out[20],
+        &a(DurationSecondArray::from(vec![
+            Some(-3),
+            Some(1),
+            Some(1),
+            None,
+        ])),
+        "min dur",
+    );
+    assert_same(
+        &out[23],
+        &a(DurationSecondArray::from(vec![
+            Some(9),
+            Some(1),
+            Some(1),
+            None,
+        ])),
+        "last dur",
+    );
+}
