@@ -26,7 +26,7 @@ def fails_whole(p: SessionWindowProcessor, call: Any) -> None:
     """Runs ``call`` with a sink that fails once the core has computed the output (the
     processor's last step inside the call), and checks that nothing changed."""
     before = p.to_bytes()
-    p._finish = refuse  # type: ignore[method-assign]
+    p._finish = refuse  # type: ignore[assignment]
     try:
         with pytest.raises(SinkDown):
             call()

@@ -28,8 +28,8 @@
 //! each applied as the whole call is above: its keys, then its closed windows emitted and store
 //! time moved. Otherwise a long call would keep every window its records open and close in
 //! the store until its end: with sparse keys, each record a window that closes within the call,
-//! the store then grew to the whole call's windows, and the batched path ran 1.5 times slower
-//! than the record path. The output is the same: windows are emitted in (end, start, key)
+//! the store then grew to the whole call's windows, and the batched path ran slower than the
+//! record path. The output is the same: windows are emitted in (end, start, key)
 //! order either way, and a run-safe record never touches a window that has closed.
 //!
 //! A slice in which most keys have a single record is applied record by record instead, with
@@ -38,10 +38,9 @@
 //!
 //! **Sparse keys.** A run costs a copy of its key's windows and a write-back, which pays only
 //! when its records share windows. When a key's records lie farther apart than the gap (or the
-//! time difference), each record makes windows of its own and the batched path ran 1.13 to 1.31
-//! times the record path's time (`benches/bench_sparse.py`: 1M records over 10k keys, a record
-//! every 100 ms, gap or time difference 30 s). So after a batched call of at least [`SPARSE_MIN_RECORDS`] records of
-//! which nearly all met no window of their key (the kinds count them, `RunOutcome::isolated`;
+//! time difference), each record makes windows of its own and the batched path is slower than
+//! the record path (`benches/bench_sparse.py` measures it). So after a batched call of at
+//! least [`SPARSE_MIN_RECORDS`] records of which nearly all met no window of their key (the kinds count them, `RunOutcome::isolated`;
 //! a slice applied record by record counts whole), the next [`SPARSE_CALLS`] calls take the
 //! record path, then the batched path is tried again. Either path gives the same outcome, so
 //! this changes only the time a call takes.
@@ -53,8 +52,7 @@
 //! (`SessionStore::warm`, with the bounds each kind's `run_reads` gives), so that the misses
 //! of different keys overlap; the runs then find their memory in the cache. This only reads:
 //! the outcome is the same. Only a store far larger than the cache is read ahead
-//! (`SessionStore::reads_ahead`). Sliding windows, 4M records over 100k keys: 1.14x faster
-//! (docs/benchmarks.md).
+//! (`SessionStore::reads_ahead`).
 //!
 //! In the changelog modes, each record's rows are stamped with its arrival number as the kind
 //! pushes them, and the call's changelog is put back in arrival order at the end: coalescing
@@ -101,8 +99,7 @@ fn slice_end(stream_times: &[i64], from: usize, span: i64) -> usize {
 
 /// Whether a slice of `records` records of `keys` keys is better applied record by record: when
 /// most of its keys have one record, a run per key costs a copy of the key's windows and a
-/// write-back for one record's change, which the record step does not pay (1.35 times the
-/// record path's time, measured with each record its own session).
+/// write-back for one record's change, which the record step does not pay.
 fn mostly_single(keys: usize, records: usize) -> bool {
     keys * 4 > records * 3
 }
