@@ -21,6 +21,7 @@ use arrow_array::{
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashTable;
+use smallvec::SmallVec;
 use std::hash::BuildHasher;
 
 use super::records;
@@ -79,8 +80,8 @@ impl Segment {
 /// for the next key put in it.
 #[derive(Debug, Default)]
 struct KeyRows {
-    key: Vec<u8>,
-    rows: Vec<Entry>,
+    key: SmallVec<[u8; 24]>,
+    rows: SmallVec<[Entry; 2]>,
 }
 
 /// How to undo one change to the index. Within a call every hold comes before every take.
@@ -117,19 +118,19 @@ impl Index {
     fn find(&self, key: &[u8]) -> Option<u32> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |&id| self.slots[id as usize].key == key)
+            .find(hash, |&id| &*self.slots[id as usize].key == key)
             .copied()
     }
 
     fn insert(&mut self, id: u32) {
         let (slots, hasher) = (&self.slots, &self.hasher);
-        let hash = hasher.hash_one(&slots[id as usize].key);
+        let hash = hasher.hash_one(&*slots[id as usize].key);
         self.table
-            .insert_unique(hash, id, |&i| hasher.hash_one(&slots[i as usize].key));
+            .insert_unique(hash, id, |&i| hasher.hash_one(&*slots[i as usize].key));
     }
 
     fn remove(&mut self, id: u32) {
-        let hash = self.hasher.hash_one(&self.slots[id as usize].key);
+        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
         if let Ok(entry) = self.table.find_entry(hash, |&i| i == id) {
             entry.remove();
         }
@@ -198,7 +199,7 @@ impl Index {
 
     /// Undoes the journal's changes, newest first.
     fn rollback(&mut self) {
-        let pull = |rows: &mut Vec<Entry>, seq: i64| {
+        let pull = |rows: &mut SmallVec<[Entry; 2]>, seq: i64| {
             if let Some(at) = rows.iter().rposition(|e| e.1 == seq) {
                 rows.swap_remove(at);
             }
