@@ -25,6 +25,7 @@ use smallvec::SmallVec;
 use std::hash::BuildHasher;
 
 use super::records;
+use crate::emit::Rows;
 use crate::{Error, Result};
 
 /// A held row as its key's index lists it: event time in ticks, then arrival number.
@@ -248,6 +249,13 @@ pub(crate) struct Held {
 
 /// A window whose rows are tagged: its key's bytes, start and end (ticks).
 pub(crate) type Bounds<'a> = (&'a [u8], i64, i64);
+
+/// The key bytes and bounds of each window of `rows`, in order.
+pub(crate) fn bounds(rows: &Rows) -> impl Iterator<Item = Bounds<'_>> {
+    rows.keys()
+        .zip(rows.starts().iter().zip(rows.ends()))
+        .map(|(key, (&start, &end))| (key, start, end))
+}
 
 /// A session's span of its key's held rows: times `start..=end`, arrived by `last`.
 #[derive(Debug, Clone, Copy)]

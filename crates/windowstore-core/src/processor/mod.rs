@@ -506,11 +506,7 @@ impl<K: WindowKind> Processor<K> {
         let Some(held) = self.held.as_mut() else {
             return Ok(windows);
         };
-        let bounds: Vec<Bounds<'_>> = rows
-            .keys()
-            .zip(rows.starts().iter().zip(rows.ends()))
-            .map(|(key, (&start, &end))| (key, start, end))
-            .collect();
+        let bounds: Vec<Bounds<'_>> = held::bounds(rows).collect();
         held.take(
             &windows,
             &bounds,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow_array::{BooleanArray, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
-use super::{records, Bounds, Processor, WindowKind};
+use super::{held, records, Bounds, Processor, WindowKind};
 use crate::emit::{EmitMode, Rows};
 use crate::{Error, Result};
 
@@ -85,12 +85,9 @@ impl<K: WindowKind> Processor<K> {
             .map_err(Error::arrow("selecting windows"))?;
         let key_columns = bound.input.keys.fields().len();
         if let (Some(held), Some(schema)) = (self.held.as_ref(), bound.records.as_ref()) {
-            let bounds: Vec<Bounds<'_>> = rows
-                .keys()
-                .zip(rows.starts().iter().zip(rows.ends()))
+            let bounds: Vec<Bounds<'_>> = held::bounds(&rows)
                 .zip(wanted.values().iter())
-                .filter(|&(_, wanted)| wanted)
-                .map(|((key, (&start, &end)), _)| (key, start, end))
+                .filter_map(|(b, wanted)| wanted.then_some(b))
                 .collect();
             return Ok(Some(held.tag(&built, &bounds, key_columns, schema)?.0));
         }

@@ -180,18 +180,17 @@ impl<K: WindowKind> Processor<K> {
             }
             if let Some(held) = tables.remove(HELD) {
                 let bad = |why: &dyn std::fmt::Display| r.bad(&format!("{HELD}: {why}"));
-                let concat = |(schema, batches): &(SchemaRef, Vec<RecordBatch>)| {
-                    arrow_select::concat::concat_batches(schema, batches)
-                };
-                let index = tables
+                let (index_schema, index) = tables
                     .remove(HELD_INDEX)
                     .ok_or_else(|| bad(&"held rows without their index"))?;
-                if index.0.fields() != Held::index_schema().fields() {
+                if index_schema.fields() != Held::index_schema().fields() {
                     return Err(bad(&"a malformed index"));
                 }
-                let index = concat(&index).map_err(|e| bad(&e))?;
+                let index = arrow_select::concat::concat_batches(&index_schema, &index)
+                    .map_err(|e| bad(&e))?;
                 let rows = read_rows(held, &schema).map_err(|why| bad(&why))?;
-                let rows = concat(&(schema.clone(), rows)).map_err(|e| bad(&e))?;
+                let rows =
+                    arrow_select::concat::concat_batches(&schema, &rows).map_err(|e| bad(&e))?;
                 let next_seq = r.number("seq")?;
                 p.held = Some(Held::from_batches(rows, &index, next_seq).map_err(|why| bad(&why))?);
                 if !records {
