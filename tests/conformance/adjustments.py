@@ -377,3 +377,9 @@ ADJUSTMENTS: tuple[Adjustment, ...] = (
     SuppressAtWindowEnd(),
     CacheFlushOrder(),
 )
+
+
+def without(name: str) -> list[Adjustment]:
+    """:data:`ADJUSTMENTS` but the one named ``name`` (which must exist)."""
+    assert name in {a.name for a in ADJUSTMENTS}
+    return [a for a in ADJUSTMENTS if a.name != name]

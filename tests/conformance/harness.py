@@ -232,6 +232,11 @@ def compare(
     return [o.mismatch for o in compare_all(cases, adjustments, plant)]
 
 
+def passes(case: Case, adjustments: Sequence[Adjustment] = ADJUSTMENTS) -> bool:
+    """Whether windowstore and Kafka agree on ``case`` with ``adjustments`` applied."""
+    return compare([case], adjustments)[0] is None
+
+
 def compare_case(case: Case) -> Mismatch | None:
     """One case, as printed by :meth:`Mismatch.report`."""
     return compare([case])[0]

@@ -38,6 +38,18 @@ Drops = list[int]  # per input record, the records dropped and window updates sk
 HARNESS_FIELDS = ("gap_column", "restart_at")
 
 
+def session(gap: int, grace: int, agg: str, emit: str, records: list[list[Any]]) -> Case:
+    """A session-window case."""
+    return dict(window="session", gap=gap, grace=grace, agg=agg, emit=emit, records=records)
+
+
+def sliding(d: int, grace: int, agg: str, emit: str, records: list[list[Any]]) -> Case:
+    """A sliding-window case, ``d`` its time difference."""
+    return dict(
+        window="sliding", time_difference=d, grace=grace, agg=agg, emit=emit, records=records
+    )
+
+
 def with_records(case: Case, records: Sequence[Sequence[Any]]) -> Case:
     """The same case over other records (a ``restart_at`` beyond them is dropped)."""
     out = {**case, "records": [list(r) for r in records]}

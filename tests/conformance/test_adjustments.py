@@ -17,10 +17,16 @@ import pytest
 
 from windowstore import SessionWindowProcessor, agg
 
-from .adjustments import ADJUSTMENTS, Adjustment, BoundaryRetention, KafkaTimeOffset
-from .harness import compare, compare_all, kafka_case
+from .adjustments import (
+    ADJUSTMENTS,
+    Adjustment,
+    BoundaryRetention,
+    KafkaTimeOffset,
+    without,
+)
+from .harness import compare_all, kafka_case, passes
 from .kafka_oracle import OracleError, run_oracle
-from .rows import HARNESS_FIELDS, Case, Rows
+from .rows import HARNESS_FIELDS, Case, Rows, session, sliding
 from .windowstore_run import run_windowstore
 
 pytestmark = pytest.mark.conformance
@@ -36,37 +42,6 @@ def kafka(case: Case, adjustments: Sequence[Adjustment] = ()) -> list[KafkaRow]:
 
 def ours(case: Case) -> Rows:
     return run_windowstore(case)
-
-
-def passes(case: Case, adjustments: Sequence[Adjustment] = ADJUSTMENTS) -> bool:
-    return compare([case], adjustments)[0] is None
-
-
-def without(name: str) -> list[Adjustment]:
-    assert name in {a.name for a in ADJUSTMENTS}
-    return [a for a in ADJUSTMENTS if a.name != name]
-
-
-def session(gap: int, grace: int, agg_: str, emit: str, records: list[list[Any]]) -> Case:
-    return {
-        "window": "session",
-        "gap": gap,
-        "grace": grace,
-        "agg": agg_,
-        "emit": emit,
-        "records": records,
-    }
-
-
-def sliding(d: int, grace: int, agg_: str, emit: str, records: list[list[Any]]) -> Case:
-    return {
-        "window": "sliding",
-        "time_difference": d,
-        "grace": grace,
-        "agg": agg_,
-        "emit": emit,
-        "records": records,
-    }
 
 
 # docs/semantics.md 7: negative timestamps allowed, no [0, D] early window -> kafka_time_offset

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from .adjustments import ADJUSTMENTS, Adjustment
-from .harness import compare, kafka_case
+from .adjustments import ADJUSTMENTS, Adjustment, without
+from .harness import kafka_case, passes
 from .kafka_oracle import run_oracle_full
-from .rows import Case
+from .rows import Case, session, sliding
 from .windowstore_run import run_windowstore_full
 
 pytestmark = pytest.mark.conformance
@@ -28,30 +28,11 @@ def kafka(case: Case) -> tuple[list[tuple[Any, ...]], list[int]]:
     return rows, out["dropped"]
 
 
-def passes(
-    case: Case, adjustments: tuple[Adjustment, ...] | list[Adjustment] = ADJUSTMENTS
-) -> bool:
-    return compare([case], adjustments)[0] is None
-
-
-def without(name: str) -> list[Adjustment]:
-    assert name in {a.name for a in ADJUSTMENTS}
-    return [a for a in ADJUSTMENTS if a.name != name]
-
-
 def test_suppress_at_window_end() -> None:
     """D 10, grace 0: the suppression emits [10, 20] at stream time 20 (end <= stream time -
     grace), while the window is still open; the record at 20 then updates it and it is emitted
     again. windowstore emits it once, when the record at 21 closes it."""
-    records = [["k", 20, 1], ["k", 20, 2], ["k", 21, 3]]
-    case: Case = {
-        "window": "sliding",
-        "time_difference": 10,
-        "grace": 0,
-        "agg": "count",
-        "emit": "suppress",
-        "records": records,
-    }
+    case = sliding(10, 0, "count", "suppress", [["k", 20, 1], ["k", 20, 2], ["k", 21, 3]])
     rows, _ = kafka(case)
     assert [r for r in rows if r[2] == 10] == [(0, "k", 10, 20, 1), (1, "k", 10, 20, 2)]
     ours, _ = run_windowstore_full(case)
@@ -64,14 +45,7 @@ def test_cache_flush_order() -> None:
     """One batch of three records: both sides give each changed window once, with its value
     at the end of the batch; Kafka in the order the windows were last written."""
     records = [["k", 100, 1, 0], ["k", 105, 2, 0], ["k", 100, 3, 0]]
-    case: Case = {
-        "window": "sliding",
-        "time_difference": 10,
-        "grace": 10,
-        "agg": "count",
-        "emit": "updates",
-        "records": records,
-    }
+    case = sliding(10, 10, "count", "updates", records)
     rows, _ = kafka(case)
     assert rows == [(2, "k", 101, 111, 1), (2, "k", 95, 105, 3), (2, "k", 90, 100, 2)]
     ours, _ = run_windowstore_full(case)
@@ -90,8 +64,7 @@ def test_cached_session_outlives_retention() -> None:
     written in this batch) and merges [432, 438], windowstore starts [438, 438] (docs/semantics.md
     2.6). The generator gives session ``updates`` cases a retention covering every batch."""
     records = [["k", 432, 18, 0], ["k", 449, 0, 0], ["k", 438, 13, 0]]
-    case: Case = {"window": "session", "gap": 6, "grace": 5, "agg": "max", "emit": "updates"}
-    case["records"] = records
+    case = session(6, 5, "max", "updates", records)
     rows, _ = kafka(case)
     assert (2, "k", 432, 438, 18) in rows
     ours, _ = run_windowstore_full(case)
@@ -104,15 +77,7 @@ def test_dropped_records_match_kafka_metric() -> None:
     """D 10, grace 5: 84 is dropped whole (84 + 10 < 95); 92's left window [82, 92] is closed,
     one skipped update, while it joins [90, 100]. Kafka's metric and ours agree; a windowstore
     that counted nothing would not pass."""
-    records = [["k", 100, 1], ["k", 84, 1], ["k", 92, 1]]
-    case: Case = {
-        "window": "sliding",
-        "time_difference": 10,
-        "grace": 5,
-        "agg": "count",
-        "emit": "update",
-        "records": records,
-    }
+    case = sliding(10, 5, "count", "update", [["k", 100, 1], ["k", 84, 1], ["k", 92, 1]])
     assert kafka(case)[1] == [0, 1, 1]
     assert run_windowstore_full(case)[1] == [0, 1, 1]
     assert passes(case)
@@ -131,10 +96,7 @@ def test_mean_min_max_compare_exactly() -> None:
     nearest fraction of small denominator; min and max as integers."""
     records = [["k", 0, 1], ["k", 3, 2], ["k", 5, 2]]
     for name in ("mean", "min", "max"):
-        case: Case = {"window": "session", "gap": 10, "grace": 0, "agg": name, "emit": "update"}
-        case["records"] = records
-        assert passes(case)
-    case = {"window": "session", "gap": 10, "grace": 0, "agg": "mean", "emit": "update"}
-    case["records"] = records
+        assert passes(session(10, 0, name, "update", records))
+    case = session(10, 0, "mean", "update", records)
     assert kafka(case)[0][-1][4] == "5/3"
     assert run_windowstore_full(case)[0][-1][-1][3] == Fraction(5, 3)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from .kafka_oracle import OracleError, OracleRecord, run_oracle
+from .rows import session, sliding
 
 pytestmark = pytest.mark.conformance
 
@@ -39,23 +40,11 @@ def as_set(value: int | str | None) -> set[int]:
     return {int(v) for v in value.split(",")}
 
 
-def sliding_concat(td: int, grace: int, records: list[list[Any]]) -> dict[str, Any]:
-    return {
-        "window": "sliding",
-        "time_difference": td,
-        "grace": grace,
-        "agg": "concat",
-        "emit": "update",
-        "records": records,
-    }
-
-
 def test_sliding_three_records() -> None:
     # Kafka's KStreamSlidingWindowAggregateTest: time difference 5 s, records at 8000, 9200,
     # 12400 give exactly five windows.
-    (out,) = run_oracle(
-        [sliding_concat(5000, 60000, [["A", 8000, 1], ["A", 9200, 2], ["A", 12400, 3]])]
-    )
+    records: list[list[Any]] = [["A", 8000, 1], ["A", 9200, 2], ["A", 12400, 3]]
+    (out,) = run_oracle([sliding(5000, 60000, "concat", "update", records)])
     last = last_by_start(out)
     assert {s: as_set(v) for s, v in last.items()} == {
         3000: {1},
@@ -74,7 +63,7 @@ def test_sliding_early_and_overlapping_records() -> None:
     # "early" window [0, 10] for records whose time is below the time difference).
     times = [10, 10, 14, 15, 20, 22, 30]
     records: list[list[Any]] = [["k", t, v] for v, t in enumerate(times, start=1)]
-    (out,) = run_oracle([sliding_concat(10, 5, records)])
+    (out,) = run_oracle([sliding(10, 5, "concat", "update", records)])
     last = last_by_start(out)
     assert {s: as_set(v) for s, v in last.items()} == {
         0: {1, 2},
@@ -94,23 +83,10 @@ def test_sliding_early_and_overlapping_records() -> None:
     assert all(r["end"] == r["start"] + 10 for r in out)
 
 
-def session_case(
-    gap: int, grace: int, agg: str, emit: str, records: list[list[Any]]
-) -> dict[str, Any]:
-    return {
-        "window": "session",
-        "gap": gap,
-        "grace": grace,
-        "agg": agg,
-        "emit": emit,
-        "records": records,
-    }
-
-
 def test_session_merge_emits_tombstone() -> None:
     # Records at 0 and 10 touch (gap 10 is inclusive) and merge; 21 > 10 + 10 starts anew.
     records: list[list[Any]] = [["k", 0, 1], ["k", 10, 1], ["k", 21, 1]]
-    (out,) = run_oracle([session_case(10, 0, "count", "update", records)])
+    (out,) = run_oracle([session(10, 0, "count", "update", records)])
     windows = [(r["start"], r["end"], r["value"]) for r in out]
     assert windows == [(0, 0, 1), (0, 0, None), (0, 10, 2), (21, 21, 1)]
     assert last_by_window(out) == {("k", 0, 0): None, ("k", 0, 10): 2, ("k", 21, 21): 1}
@@ -130,8 +106,8 @@ def test_session_emit_final_once_per_closed_session() -> None:
     ]
     count_final, sum_final = run_oracle(
         [
-            session_case(10, 5, "count", "final", records),
-            session_case(10, 5, "sum", "final", [[k, t, t + 1] for k, t, _ in records]),
+            session(10, 5, "count", "final", records),
+            session(10, 5, "sum", "final", [[k, t, t + 1] for k, t, _ in records]),
         ]
     )
     # Emitted while processing the record at 100 (input 2), the first to close [0,5].
@@ -145,8 +121,8 @@ def test_session_emit_final_close_boundary() -> None:
     # stream time 15 does not close it, 16 does.
     not_yet, closed = run_oracle(
         [
-            session_case(10, 5, "count", "final", [["k", 0, 1], ["j", 15, 1]]),
-            session_case(10, 5, "count", "final", [["k", 0, 1], ["j", 16, 1]]),
+            session(10, 5, "count", "final", [["k", 0, 1], ["j", 15, 1]]),
+            session(10, 5, "count", "final", [["k", 0, 1], ["j", 16, 1]]),
         ]
     )
     assert not_yet == []
@@ -161,7 +137,7 @@ def test_session_tombstone_rule_observations() -> None:
     #   the same window with the new aggregate.
     (out,) = run_oracle(
         [
-            session_case(
+            session(
                 10,
                 0,
                 "concat",
@@ -186,15 +162,8 @@ def test_late_records_are_dropped() -> None:
     late_session: list[list[Any]] = [["k", 100, 1], ["k", 84, 1], ["k", 85, 1]]
     session_out, sliding_out = run_oracle(
         [
-            session_case(10, 5, "count", "update", late_session),
-            {
-                "window": "sliding",
-                "time_difference": 10,
-                "grace": 5,
-                "agg": "count",
-                "emit": "update",
-                "records": [["k", 100, 1], ["k", 84, 1]],
-            },
+            session(10, 5, "count", "update", late_session),
+            sliding(10, 5, "count", "update", [["k", 100, 1], ["k", 84, 1]]),
         ]
     )
     assert [(r["start"], r["end"], r["value"]) for r in session_out] == [
@@ -208,16 +177,7 @@ def test_sliding_emit_final() -> None:
     # onWindowClose works for sliding windows too: windows whose (inclusive) end is below
     # stream_time - grace are emitted once; open ones are not.
     (out,) = run_oracle(
-        [
-            {
-                "window": "sliding",
-                "time_difference": 10,
-                "grace": 0,
-                "agg": "count",
-                "emit": "final",
-                "records": [["k", 0, 1], ["k", 10, 1], ["k", 21, 1], ["k", 40, 1]],
-            }
-        ]
+        [sliding(10, 0, "count", "final", [["k", 0, 1], ["k", 10, 1], ["k", 21, 1], ["k", 40, 1]])]
     )
     assert [(r["start"], r["end"], r["value"], r["timestamp"]) for r in out] == [
         (0, 10, 2, 10),
@@ -264,17 +224,17 @@ def test_many_cases_in_one_jvm() -> None:
             records.append([rng.choice(keys), t, rng.randint(1, 9)])
         if i % 2 == 0:
             gap = rng.randint(1, 10)
-            cases.append(session_case(gap, 1_000_000, "count", "update", records))
+            cases.append(session(gap, 1_000_000, "count", "update", records))
         elif i % 4 == 1:
-            case = sliding_concat(rng.randint(1, 10), 1_000_000, records)
-            case["agg"] = rng.choice(["count", "sum", "concat"])
-            case["emit"] = rng.choice(["update", "final"])
-            cases.append(case)
+            d = rng.randint(1, 10)
+            agg = rng.choice(["count", "sum", "concat"])
+            emit = rng.choice(["update", "final"])
+            cases.append(sliding(d, 1_000_000, agg, emit, records))
         else:
             agg = rng.choice(["count", "sum", "concat"])
             emit = rng.choice(["update", "final"])
             gap, grace = rng.randint(1, 10), rng.randint(0, 20)
-            cases.append(session_case(gap, grace, agg, emit, records))
+            cases.append(session(gap, grace, agg, emit, records))
 
     results = run_oracle(cases)
     assert len(results) == 50
