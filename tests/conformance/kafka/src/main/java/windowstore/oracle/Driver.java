@@ -45,13 +45,11 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindowedDeserializer;
-import org.apache.kafka.streams.kstream.SessionWindowedKStream;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.Suppressed.BufferConfig;
 import org.apache.kafka.streams.kstream.TimeWindowedDeserializer;
-import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.processor.StateStore;
@@ -216,7 +214,9 @@ public final class Driver {
     private static <V> Map<String, Object> runTyped(
             final CaseSpec spec, final Aggs.Agg<V> agg, final Path stateDir, final int index) {
         final boolean session = spec.window.equals("session");
-        final boolean onClose = spec.emit.equals("final");
+        // onWindowUpdate is Kafka's default: every emit mode but "final" forwards each update.
+        final EmitStrategy emitStrategy = spec.emit.equals("final")
+            ? EmitStrategy.onWindowClose() : EmitStrategy.onWindowUpdate();
         final boolean cached = spec.emit.equals("cached");
 
         final StreamsBuilder builder = new StreamsBuilder();
@@ -232,22 +232,16 @@ public final class Driver {
         KTable<Windowed<String>, V> table;
         final Serde<Windowed<String>> windowedSerde;
         if (session) {
-            SessionWindowedKStream<String, Long> windowed = grouped.windowedBy(
-                SessionWindows.ofInactivityGapAndGrace(
-                    Duration.ofMillis(spec.gap), Duration.ofMillis(spec.grace)));
-            if (onClose) {
-                windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
-            }
-            table = agg.session(windowed, store(spec, agg.serde()));
+            final SessionWindows windows = SessionWindows.ofInactivityGapAndGrace(
+                Duration.ofMillis(spec.gap), Duration.ofMillis(spec.grace));
+            table = agg.session(
+                grouped.windowedBy(windows).emitStrategy(emitStrategy), store(spec, agg.serde()));
             windowedSerde = WindowedSerdes.sessionWindowedSerdeFrom(String.class);
         } else {
-            TimeWindowedKStream<String, Long> windowed = grouped.windowedBy(
-                SlidingWindows.ofTimeDifferenceAndGrace(
-                    Duration.ofMillis(spec.timeDifference), Duration.ofMillis(spec.grace)));
-            if (onClose) {
-                windowed = windowed.emitStrategy(EmitStrategy.onWindowClose());
-            }
-            table = agg.sliding(windowed, store(spec, agg.serde()));
+            final SlidingWindows windows = SlidingWindows.ofTimeDifferenceAndGrace(
+                Duration.ofMillis(spec.timeDifference), Duration.ofMillis(spec.grace));
+            table = agg.sliding(
+                grouped.windowedBy(windows).emitStrategy(emitStrategy), store(spec, agg.serde()));
             // A time-windowed key is serialized as (key, start) only; the deserializer rebuilds
             // end = start + windowSize. For sliding windows Kafka's TimeWindow is built as
             // [start, start + timeDifference] (both ends inclusive in sliding semantics), so
