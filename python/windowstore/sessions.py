@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 import pyarrow as pa
 
@@ -25,12 +25,35 @@ from windowstore._processor import (
 )
 from windowstore.agg import Agg
 
+if TYPE_CHECKING:
+    from typing_extensions import Required, Unpack
+
 __all__ = ["Clock", "Output", "SessionWindowProcessor", "Stamp", "session_windows"]
 
 #: What session windows output: one row per session, or every input row tagged with its session.
 Output = _records.Output
 
 _S = TypeVar("_S", bound="SessionWindowProcessor")
+
+
+class SessionOptions(TypedDict, total=False):
+    """The options of `session_windows`, the same for the Spark adapter's."""
+
+    gap: DurationLike | None
+    gap_column: str | None
+    max_gap: DurationLike | None
+    max_duration: DurationLike | None
+    aggs: Sequence[Agg]
+    on_invalid: OnInvalid
+    time_unit: TimeUnit | None
+    output: Output
+
+
+class _Arguments(SessionOptions, total=False):
+    """The keyword arguments of `session_windows` but ``return_rejected``."""
+
+    key: Required[str | Sequence[str]]
+    time: Required[str]
 
 
 def _gaps(
@@ -199,37 +222,13 @@ class SessionWindowProcessor(WindowProcessor):
 
 @overload
 def session_windows(
-    data: Any,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    gap: DurationLike | None = ...,
-    gap_column: str | None = ...,
-    max_gap: DurationLike | None = ...,
-    max_duration: DurationLike | None = ...,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[False] = ...,
-    output: Output = ...,
+    data: Any, *, return_rejected: Literal[False] = ..., **kwargs: Unpack[_Arguments]
 ) -> pa.Table: ...
 
 
 @overload
 def session_windows(
-    data: Any,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    gap: DurationLike | None = ...,
-    gap_column: str | None = ...,
-    max_gap: DurationLike | None = ...,
-    max_duration: DurationLike | None = ...,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[True],
-    output: Output = ...,
+    data: Any, *, return_rejected: Literal[True], **kwargs: Unpack[_Arguments]
 ) -> tuple[pa.Table, pa.Table]: ...
 
 

@@ -4,7 +4,7 @@ complete-data function."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
 import pyarrow as pa
 
@@ -26,7 +26,26 @@ from windowstore._processor import (
 )
 from windowstore.agg import Agg
 
+if TYPE_CHECKING:
+    from typing_extensions import Required, Unpack
+
 __all__ = ["SlidingWindowProcessor", "sliding_windows"]
+
+
+class SlidingOptions(TypedDict, total=False):
+    """The options of `sliding_windows`, the same for the Spark adapter's."""
+
+    aggs: Sequence[Agg]
+    on_invalid: OnInvalid
+    time_unit: TimeUnit | None
+
+
+class _Arguments(SlidingOptions, total=False):
+    """The keyword arguments of `sliding_windows` but ``return_rejected``."""
+
+    key: Required[str | Sequence[str]]
+    time: Required[str]
+    time_difference: Required[DurationLike]
 
 
 class SlidingWindowProcessor(WindowProcessor):
@@ -116,29 +135,13 @@ class SlidingWindowProcessor(WindowProcessor):
 
 @overload
 def sliding_windows(
-    data: Any,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    time_difference: DurationLike,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[False] = ...,
+    data: Any, *, return_rejected: Literal[False] = ..., **kwargs: Unpack[_Arguments]
 ) -> pa.Table: ...
 
 
 @overload
 def sliding_windows(
-    data: Any,
-    *,
-    key: str | Sequence[str],
-    time: str,
-    time_difference: DurationLike,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[True],
+    data: Any, *, return_rejected: Literal[True], **kwargs: Unpack[_Arguments]
 ) -> tuple[pa.Table, pa.Table]: ...
 
 

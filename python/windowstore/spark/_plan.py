@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, TypedDict
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from windowstore import _processor
+from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
 
 __all__ = [
+    "SparkOptions",
     "by_key",
     "check_aggs",
     "check_batch_clock",
@@ -22,6 +25,19 @@ __all__ = [
     "positive_int",
     "project",
 ]
+
+
+class SparkOptions(TypedDict, total=False):
+    """The keyword arguments the Spark window functions add to the local ones', alike in every
+    overload (most for streams only)."""
+
+    partitions: int | None
+    grace: DurationLike | None
+    emit: Literal["final", "updates"]
+    buckets: int | None
+    name: str
+    clock: Clock
+    idle_timeout: DurationLike | None
 
 
 def column(name: str) -> Column:

@@ -32,6 +32,7 @@ __all__ = [
     "session_partials",
     "session_records",
     "sliding",
+    "sliding_call",
 ]
 
 #: Rows per call of the partial-session engine on the map side: bounds a worker's memory on
@@ -200,9 +201,10 @@ def rejected_sessions(
             yield from rejected.to_batches()
 
 
-def _sliding_call(
+def sliding_call(
     args: SlidingArgs, table: pa.Table, aggs: tuple[Agg, ...]
 ) -> tuple[pa.Table, pa.Table]:
+    """The engine's windows and rejected rows of ``table`` with ``args`` but ``aggs``."""
     return sliding_windows(
         table,
         key=args.key,
@@ -217,7 +219,7 @@ def _sliding_call(
 
 def sliding(args: SlidingArgs, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Every sliding window of the partition's keys (all records of a key are here)."""
-    return _each(_whole(batches), lambda t: _sliding_call(args, t, args.aggs)[0])
+    return _each(_whole(batches), lambda t: sliding_call(args, t, args.aggs)[0])
 
 
 def rejected_sliding(
@@ -226,5 +228,5 @@ def rejected_sliding(
     """The rows the sliding engine rejects, with their reason."""
     for batch in batches:
         if batch.num_rows:
-            _windows, rejected = _sliding_call(args, pa.Table.from_batches([batch]), ())
+            _windows, rejected = sliding_call(args, pa.Table.from_batches([batch]), ())
             yield from rejected.to_batches()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -16,8 +16,10 @@ from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit, aggs_arg, finisher
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
+from windowstore.sessions import SessionOptions
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
+    SparkOptions,
     by_key,
     check_aggs,
     check_batch_clock,
@@ -26,56 +28,28 @@ from windowstore.spark._plan import (
     project,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Required, Unpack
+
 __all__ = ["session_windows"]
+
+
+class _Arguments(SessionOptions, SparkOptions, total=False):
+    """The keyword arguments of `session_windows` but ``return_rejected``."""
+
+    key: Required[str | Sequence[str]]
+    time: str | None
 
 
 @overload
 def session_windows(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str | None = ...,
-    gap: DurationLike | None = ...,
-    gap_column: str | None = ...,
-    max_gap: DurationLike | None = ...,
-    max_duration: DurationLike | None = ...,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[False] = ...,
-    partitions: int | None = ...,
-    grace: DurationLike | None = ...,
-    emit: Literal["final", "updates"] = ...,
-    buckets: int | None = ...,
-    name: str = ...,
-    output: _records.Output = ...,
-    clock: Clock = ...,
-    idle_timeout: DurationLike | None = ...,
+    df: DataFrame, *, return_rejected: Literal[False] = ..., **kwargs: Unpack[_Arguments]
 ) -> DataFrame: ...
 
 
 @overload
 def session_windows(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str | None = ...,
-    gap: DurationLike | None = ...,
-    gap_column: str | None = ...,
-    max_gap: DurationLike | None = ...,
-    max_duration: DurationLike | None = ...,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[True],
-    partitions: int | None = ...,
-    grace: DurationLike | None = ...,
-    emit: Literal["final", "updates"] = ...,
-    buckets: int | None = ...,
-    name: str = ...,
-    output: _records.Output = ...,
-    clock: Clock = ...,
-    idle_timeout: DurationLike | None = ...,
+    df: DataFrame, *, return_rejected: Literal[True], **kwargs: Unpack[_Arguments]
 ) -> tuple[DataFrame, DataFrame]: ...
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from pyspark.sql import DataFrame
 
@@ -13,9 +13,10 @@ from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
-from windowstore.sliding import sliding_windows as local_sliding
+from windowstore.sliding import SlidingOptions
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
+    SparkOptions,
     by_key,
     check_aggs,
     check_batch_clock,
@@ -24,48 +25,29 @@ from windowstore.spark._plan import (
     project,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Required, Unpack
+
 __all__ = ["sliding_windows"]
+
+
+class _Arguments(SlidingOptions, SparkOptions, total=False):
+    """The keyword arguments of `sliding_windows` but ``return_rejected``."""
+
+    key: Required[str | Sequence[str]]
+    time: str | None
+    time_difference: Required[DurationLike]
 
 
 @overload
 def sliding_windows(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str | None = None,
-    time_difference: DurationLike,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[False] = ...,
-    partitions: int | None = ...,
-    grace: DurationLike | None = ...,
-    emit: Literal["final", "updates"] = ...,
-    buckets: int | None = ...,
-    name: str = ...,
-    clock: Clock = ...,
-    idle_timeout: DurationLike | None = ...,
+    df: DataFrame, *, return_rejected: Literal[False] = ..., **kwargs: Unpack[_Arguments]
 ) -> DataFrame: ...
 
 
 @overload
 def sliding_windows(
-    df: DataFrame,
-    *,
-    key: str | Sequence[str],
-    time: str | None = None,
-    time_difference: DurationLike,
-    aggs: Sequence[Agg] = ...,
-    on_invalid: OnInvalid = ...,
-    time_unit: TimeUnit | None = ...,
-    return_rejected: Literal[True],
-    partitions: int | None = ...,
-    grace: DurationLike | None = ...,
-    emit: Literal["final", "updates"] = ...,
-    buckets: int | None = ...,
-    name: str = ...,
-    clock: Clock = ...,
-    idle_timeout: DurationLike | None = ...,
+    df: DataFrame, *, return_rejected: Literal[True], **kwargs: Unpack[_Arguments]
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
@@ -188,30 +170,14 @@ def sliding_windows(
     columns = _schema.used_columns(names, time, [], aggs)
     empty = _schema.arrow_schema(df, columns).empty_table()
     # The engine checks everything on an empty table of the executors' schema, before any job.
-    schema = local_sliding(
-        empty,
-        key=names,
-        time=time,
-        time_difference=time_difference,
-        aggs=aggs,
-        on_invalid=on_invalid,
-        time_unit=time_unit,
-    ).schema
+    schema = _udf.sliding_call(args, empty, args.aggs)[0].schema
     windows = by_key(project(df, columns), names, partitions).mapInArrow(
         partial(_udf.sliding, args), _schema.spark_schema(schema)
     )
     if not return_rejected:
         return windows
     full = _schema.arrow_schema(df, df.columns).empty_table()
-    rejected_schema = local_sliding(
-        full,
-        key=names,
-        time=time,
-        time_difference=time_difference,
-        on_invalid=on_invalid,
-        time_unit=time_unit,
-        return_rejected=True,
-    )[1].schema
+    rejected_schema = _udf.sliding_call(args, full, ())[1].schema
     rejected = df.mapInArrow(
         partial(_udf.rejected_sliding, args), _schema.spark_schema(rejected_schema)
     )
