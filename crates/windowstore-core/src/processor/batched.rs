@@ -32,16 +32,12 @@
 //! record path. The output is the same: windows are emitted in (end, start, key)
 //! order either way, and a run-safe record never touches a window that has closed.
 //!
-//! A slice in which most keys have a single record is applied record by record instead, with
-//! the record path's step ([`mostly_single`]): grouping saves nothing there, and the store
-//! starts and ends such a slice as the record path would have it.
-//!
 //! **Sparse keys.** A run costs a copy of its key's windows and a write-back, which pays only
 //! when its records share windows. When a key's records lie farther apart than the gap (or the
 //! time difference), each record makes windows of its own and the batched path is slower than
 //! the record path (`benches/bench_sparse.py` measures it). So after a batched call of at
-//! least [`SPARSE_MIN_RECORDS`] records of which nearly all met no window of their key (the kinds count them, `RunOutcome::isolated`;
-//! a slice applied record by record counts whole), the next [`SPARSE_CALLS`] calls take the
+//! least [`SPARSE_MIN_RECORDS`] records of which nearly all met no window of their key (the kinds count
+//! them, `RunOutcome::isolated`), the next [`SPARSE_CALLS`] calls take the
 //! record path, then the batched path is tried again. Either path gives the same outcome, so
 //! this changes only the time a call takes.
 //!
@@ -95,13 +91,6 @@ fn slice_end(stream_times: &[i64], from: usize, span: i64) -> usize {
     let start = stream_times[from];
     let beyond = stream_times[from..].partition_point(|&st| st.saturating_sub(start) <= span);
     from + beyond.max(1)
-}
-
-/// Whether a slice of `records` records of `keys` keys is better applied record by record: when
-/// most of its keys have one record, a run per key costs a copy of the key's windows and a
-/// write-back for one record's change, which the record step does not pay.
-fn mostly_single(keys: usize, records: usize) -> bool {
-    keys * 4 > records * 3
 }
 
 impl<K: WindowKind> Processor<K> {
@@ -215,46 +204,28 @@ impl<K: WindowKind> Processor<K> {
             let slice = &records[from..to];
             let (order, runs) = group_by_key(slice.len(), |i| Some(slice[i].key));
             let mut max_end = None;
-            if mostly_single(runs.len() - 1, slice.len()) {
-                // The record path's steps, in arrival order: the store starts this slice as
-                // the record path would have left it, and ends it as the record path does.
-                for (&r, &now) in slice.iter().zip(&stream_times[from..to]) {
-                    step.close = now.saturating_sub(K::grace(&ticks));
-                    step.changelog.at(r.seq);
-                    if !K::step(&ticks, &mut step, &mut scratch, r)? {
-                        return Err(Error::Internal(
-                            "a run-safe record was not accepted: the call goes record by record"
-                                .into(),
-                        ));
-                    }
+            let grouped: Vec<Record<'_, K::Prepared>> =
+                order.iter().map(|&i| slice[i as usize]).collect();
+            let mut lookups = Vec::with_capacity(WARM_RUNS);
+            for (i, run) in runs.windows(2).enumerate() {
+                if i % WARM_RUNS == 0 && step.store.reads_ahead() {
+                    // This run's lookup and the next ones', read together.
+                    lookups.clear();
+                    lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {
+                        let records = &grouped[run[0]..run[1]];
+                        K::run_reads(&ticks, records).map(|reads| (records[0].key, reads))
+                    }));
+                    std::hint::black_box(step.store.warm(&lookups));
                 }
-                let now = step.store.counters();
-                (puts, removes) = (now.puts - before.puts, now.removes - before.removes);
-                isolated += slice.len() as u64;
-            } else {
-                let grouped: Vec<Record<'_, K::Prepared>> =
-                    order.iter().map(|&i| slice[i as usize]).collect();
-                let mut lookups = Vec::with_capacity(WARM_RUNS);
-                for (i, run) in runs.windows(2).enumerate() {
-                    if i % WARM_RUNS == 0 && step.store.reads_ahead() {
-                        // This run's lookup and the next ones', read together.
-                        lookups.clear();
-                        lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {
-                            let records = &grouped[run[0]..run[1]];
-                            K::run_reads(&ticks, records).map(|reads| (records[0].key, reads))
-                        }));
-                        std::hint::black_box(step.store.warm(&lookups));
-                    }
-                    let outcome =
-                        K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
-                    puts += outcome.puts;
-                    removes += outcome.removes;
-                    isolated += outcome.isolated;
-                    max_end = max_end.max(outcome.max_end);
-                }
-                step.store
-                    .set_change_counts(before.puts + puts, before.removes + removes);
+                let outcome =
+                    K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
+                puts += outcome.puts;
+                removes += outcome.removes;
+                isolated += outcome.isolated;
+                max_end = max_end.max(outcome.max_end);
             }
+            step.store
+                .set_change_counts(before.puts + puts, before.removes + removes);
             if mode == EmitMode::Final {
                 step.close = stream_times[to - 1].saturating_sub(K::grace(&ticks));
                 step.emit_closed();

@@ -22,8 +22,6 @@
 //! tell which of its values were written, fully journaled, in the open transaction and need no
 //! second copy here ([`super::segment::Segment::rewrite`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use super::edits::Edits;
 use super::metrics::Counters;
 
@@ -70,14 +68,9 @@ const REMOVE: u64 = 0;
 const PUT: u64 = 1;
 const AMEND: u64 = 2;
 
-/// The last transaction number handed out (0: none; a segment starts at 0, older than any).
-static LAST_TXN: AtomicU64 = AtomicU64::new(0);
-
 /// The store's scalar state when the journal was opened, and the inverses since.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
-    /// The open transaction's number, unique in the process.
-    txn: u64,
     pub store_time: Option<i64>,
     pub sessions: u64,
     pub counters: Counters,
@@ -91,18 +84,11 @@ impl Journal {
     /// Empties the journal for a new transaction of a store at `store_time` holding
     /// `sessions`, with `counters`, keeping its buffers.
     pub fn reopen(&mut self, store_time: Option<i64>, sessions: u64, counters: Counters) {
-        self.txn = LAST_TXN.fetch_add(1, Ordering::Relaxed) + 1;
         self.store_time = store_time;
         self.sessions = sessions;
         self.counters = counters;
         self.entries.clear();
         self.arena.clear();
-    }
-
-    /// The open transaction's number.
-    #[inline]
-    pub fn txn(&self) -> u64 {
-        self.txn
     }
 
     /// The bytes the journal has recorded in the open transaction (keys, old values, inverse

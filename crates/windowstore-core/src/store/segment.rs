@@ -12,9 +12,7 @@
 //!
 //! [`Segment::rewrite`] replaces the values of a key's sessions in one pass over its list (a
 //! sliding record updates every window of its key that contains it), in place when the length
-//! stays. Under a journal the old bytes of a value go to the journal on its first rewrite in a
-//! transaction only: the entry is then stamped with the transaction, and a later rewrite in it
-//! finds the stamp and knows the journal already holds what undoes it.
+//! stays. Under a journal the old bytes of every value rewritten go to the journal.
 //!
 //! The arena, the large values' buffers and compaction are in `arena`; the unit tests in
 //! `tests`.
@@ -50,9 +48,6 @@ pub struct Entry {
     pub start: i64,
     offset: u32,
     len: u16,
-    /// The segment's `stamp` when a rewrite journaled the whole value in the segment's
-    /// transaction (0: never; see [`Segment::rewrite`]).
-    stamp: u16,
 }
 
 /// The sessions of one key in one segment, sorted by `(end, start)`.
@@ -68,13 +63,6 @@ pub struct Segment {
     /// The buffers of large values; a free one is empty and listed in `free_bigs`.
     bigs: Vec<Vec<u8>>,
     free_bigs: Vec<u32>,
-    /// The transaction [`Self::rewrite`] last ran under, and the stamp it gave it: an entry
-    /// stamped with `stamp` had its whole value journaled by a rewrite in that transaction.
-    /// Each new transaction takes the next stamp; when the stamps wrap around, every entry's
-    /// stamp is cleared first, so that no old stamp passes for the new transaction's. An
-    /// in-place edit, journaled as splices, clears its entry's stamp.
-    txn: u64,
-    stamp: u16,
 }
 
 /// What [`Segment::rewrite`] did: sessions rewritten and value bytes written.
@@ -153,7 +141,6 @@ impl Segment {
                         start,
                         offset,
                         len,
-                        stamp: 0,
                     },
                 );
                 self.sessions += 1;
@@ -199,8 +186,6 @@ impl Segment {
         let list = self.by_key.get_mut(&key).expect("list exists");
         list[i].offset = offset;
         list[i].len = len;
-        // Journaled as splices, not whole: a later rewrite must journal the value again.
-        list[i].stamp = 0;
         if to != from {
             let mut e = list.remove(i);
             (e.start, e.end) = to;
@@ -248,7 +233,6 @@ impl Segment {
                 start,
                 offset,
                 len,
-                stamp: 0,
             },
         );
         self.sessions += 1;
@@ -295,32 +279,17 @@ impl Segment {
     /// `f` gets the session's window and value and writes its new value into `out` (emptied
     /// first). What a put of each new value does, without a lookup per session.
     ///
-    /// `journal` is the open transaction's number and what records an old value (`None`: no
-    /// journal); it gets the old value of a session on the transaction's first rewrite of it,
-    /// and the entry is stamped so that later rewrites in the transaction journal nothing (a
-    /// large value, in a buffer of its own, is journaled on every rewrite). An error from `f`
-    /// stops the rewrite where it is (sessions before it are rewritten).
+    /// `journal` records the old value of each session rewritten (`None`: no journal). An
+    /// error from `f` stops the rewrite where it is (sessions before it are rewritten).
     pub fn rewrite(
         &mut self,
         key: KeyId,
         bounds: SessionBounds,
-        mut journal: Option<(u64, impl FnMut(i64, i64, &[u8]))>,
+        mut journal: Option<impl FnMut(i64, i64, &[u8])>,
         out: &mut Vec<u8>,
         mut f: impl FnMut(i64, i64, &[u8], &mut Vec<u8>) -> Result<()>,
         done: &mut Rewritten,
     ) -> Result<()> {
-        let txn = journal.as_ref().map(|(txn, _)| *txn);
-        if let Some(txn) = txn.filter(|&t| t != self.txn) {
-            self.txn = txn;
-            self.stamp = self.stamp.wrapping_add(1);
-            if self.stamp == 0 {
-                for e in self.by_key.values_mut().flat_map(|l| l.iter_mut()) {
-                    e.stamp = 0;
-                }
-                self.stamp = 1;
-            }
-        }
-        let stamp = self.stamp;
         let mut i = match self.by_key.get(&key) {
             Some(list) => list.partition_point(|e| e.end < bounds.earliest_end),
             None => return Ok(()),
@@ -356,13 +325,8 @@ impl Segment {
                 f(e.start, e.end, old, out)?;
                 done.sessions += 1;
                 done.bytes += out.len() as u64;
-                if let Some((_, record)) = &mut journal {
-                    if e.len == BIG || e.stamp != stamp {
-                        record(e.start, e.end, old);
-                    }
-                    if e.len != BIG {
-                        e.stamp = stamp;
-                    }
+                if let Some(record) = &mut journal {
+                    record(e.start, e.end, old);
                 }
                 if e.len == BIG {
                     let buf = &mut bigs[at];
@@ -502,8 +466,6 @@ impl Segment {
         self.sessions = 0;
         self.bigs.clear();
         self.free_bigs.clear();
-        self.txn = 0;
-        self.stamp = 0;
     }
 
     /// Heap bytes held by the segment.

@@ -101,15 +101,7 @@ impl Segments {
         earliest_end: i64,
         latest_end: i64,
     ) -> impl DoubleEndedIterator<Item = &Segment> + '_ {
-        let range = if earliest_end > latest_end {
-            // An empty range: BTreeMap::range panics on inverted bounds.
-            (Bound::Included(0), Bound::Excluded(0))
-        } else {
-            (
-                Bound::Included(self.segment_id(earliest_end)),
-                Bound::Included(self.segment_id(latest_end)),
-            )
-        };
+        let range = self.ids(earliest_end, latest_end);
         self.map.range(range).map(|(_, s)| s)
     }
 
@@ -119,37 +111,35 @@ impl Segments {
         earliest_end: i64,
         latest_end: i64,
     ) -> impl Iterator<Item = &mut Segment> + '_ {
-        let range = if earliest_end > latest_end {
+        let range = self.ids(earliest_end, latest_end);
+        self.map.range_mut(range).map(|(_, s)| s)
+    }
+
+    /// The ids of the segments that may hold ends in `[earliest_end, latest_end]`.
+    fn ids(&self, earliest_end: i64, latest_end: i64) -> (Bound<i64>, Bound<i64>) {
+        if earliest_end > latest_end {
+            // An empty range: BTreeMap::range panics on inverted bounds.
             (Bound::Included(0), Bound::Excluded(0))
         } else {
             (
                 Bound::Included(self.segment_id(earliest_end)),
                 Bound::Included(self.segment_id(latest_end)),
             )
-        };
-        self.map.range_mut(range).map(|(_, s)| s)
+        }
     }
 
     /// Removes every segment whose interval lies wholly before `min_live_end` and returns
-    /// them with their ids, oldest first.
-    pub fn expire(&mut self, min_live_end: i64) -> Vec<(i64, Segment)> {
+    /// them, oldest first.
+    pub fn expire(&mut self, min_live_end: i64) -> Vec<Segment> {
         let first_live = self.segment_id(min_live_end);
         match self.map.first_key_value() {
             Some((&first, _)) if first < first_live => {}
             _ => return Vec::new(),
         }
         let live = self.map.split_off(&first_live);
-        std::mem::replace(&mut self.map, live).into_iter().collect()
-    }
-
-    /// Puts back segment `id` as [`Self::expire`] returned it (a rolled-back expiry). No
-    /// segment of that id may exist: expiry only moves forward, so none is made after it.
-    pub fn reinstate(&mut self, id: i64, segment: Segment) {
-        let previous = self.map.insert(id, segment);
-        debug_assert!(
-            previous.is_none(),
-            "segment {id} was made again after it expired"
-        );
+        std::mem::replace(&mut self.map, live)
+            .into_values()
+            .collect()
     }
 
     /// Drops the segment for `end` if it holds no session any more.
@@ -224,7 +214,7 @@ mod tests {
             s.get_or_create(5).put(key, 0, 5, &[7; 40]).unwrap();
         }
         let room = s.get(5).unwrap().heap_bytes();
-        for (_, old) in s.expire(10) {
+        for old in s.expire(10) {
             s.recycle(old);
         }
         assert_eq!(s.len(), 0);

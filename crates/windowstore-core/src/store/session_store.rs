@@ -65,14 +65,6 @@ pub struct SessionStore {
     counters: Counters,
     /// The undo log of the open transaction, if any.
     journal: Option<Box<Journal>>,
-    /// The first segment that expired in the open transaction, with its id, whole: its
-    /// sessions still hold their keys, so that a rollback puts it back as it was, and only a
-    /// commit releases the keys and recycles its memory. Journaling each expired session
-    /// copies every expired value (a sliding stream expires two windows a record). Only the
-    /// first is held: a call that spans many segments of event time expires many and starts
-    /// as many, and those are better journaled and recycled at once for the new ones (held,
-    /// they would keep their keys and their memory from the rest of the call).
-    expired: Option<(i64, Segment)>,
     /// Value bytes written by puts and in-place edits, and bytes journaled for undo, since the
     /// store was made (not snapshotted): the cost of the writes, for tests of growth.
     bytes_written: u64,
@@ -107,7 +99,6 @@ impl SessionStore {
             sessions: 0,
             counters: Counters::default(),
             journal: None,
-            expired: None,
             spare: None,
             bytes_written: 0,
             bytes_journaled: 0,
@@ -117,7 +108,6 @@ impl SessionStore {
     /// Opens a transaction: from now on every change is journaled until [`Self::commit`] or
     /// [`Self::rollback`]. An open transaction is replaced (its changes become permanent).
     pub fn begin(&mut self) {
-        self.settle_expired();
         let mut journal = self.spare.take().unwrap_or_default();
         journal.reopen(self.store_time, self.sessions, self.counters);
         self.journal = Some(journal);
@@ -127,15 +117,6 @@ impl SessionStore {
     pub fn commit(&mut self) {
         let journal = self.journal.take();
         self.keep_spare(journal);
-        self.settle_expired();
-    }
-
-    /// Makes the expiry of the segments held by the closing transaction final: their keys are
-    /// released and their memory kept for new segments.
-    fn settle_expired(&mut self) {
-        if let Some((_, segment)) = self.expired.take() {
-            self.release_expired(segment);
-        }
     }
 
     /// Releases the keys of an expired segment's sessions and keeps its memory.
@@ -159,14 +140,9 @@ impl SessionStore {
         let Some(journal) = self.journal.take() else {
             return Ok(());
         };
-        // Store time first, so that what comes back is live again; then the segment held
-        // whole since it expired, as it was then: no later change touched it (it was gone),
-        // and the entries older than its expiry undo what the call did to it before. Other
-        // expired segments come back session by session from the journal.
+        // Store time first, so that what comes back is live again (expired segments come
+        // back session by session from the journal).
         self.store_time = journal.store_time;
-        if let Some((id, segment)) = self.expired.take() {
-            self.segments.reinstate(id, segment);
-        }
         for (entry, key, old) in journal.newest_first() {
             match entry.undo {
                 Undo::Remove => {
@@ -259,20 +235,16 @@ impl SessionStore {
             return;
         }
         self.store_time = Some(end);
-        for (id, segment) in self.segments.expire(self.min_live_end()) {
+        for segment in self.segments.expire(self.min_live_end()) {
             let n = segment.len() as u64;
             self.sessions -= n;
             self.counters.expired_sessions += n;
-            match self.journal.as_deref_mut() {
-                Some(_) if self.expired.is_none() => self.expired = Some((id, segment)),
-                Some(journal) => {
-                    for (key, e) in segment.iter() {
-                        journal.held(self.keys.bytes(key), e.start, e.end, segment.value(e));
-                    }
-                    self.release_expired(segment);
+            if let Some(journal) = self.journal.as_deref_mut() {
+                for (key, e) in segment.iter() {
+                    journal.held(self.keys.bytes(key), e.start, e.end, segment.value(e));
                 }
-                None => self.release_expired(segment),
             }
+            self.release_expired(segment);
         }
     }
 }

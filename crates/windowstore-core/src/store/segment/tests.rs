@@ -1,4 +1,4 @@
-//! Unit tests of one segment: puts, removes, rewrites, journaling stamps and arena accounting.
+//! Unit tests of one segment: puts, removes, rewrites, their journaling and arena accounting.
 
 use super::*;
 
@@ -39,11 +39,11 @@ fn resizing_overwrites_alone_do_not_grow_garbage_without_bound() {
     );
 }
 
-/// Rewrites `key`'s sessions under transaction `txn` (adding 1 to each byte); returns the
-/// windows journaled.
-fn rewrite_all(s: &mut Segment, key: KeyId, txn: u64) -> Vec<(i64, i64)> {
+/// Rewrites `key`'s sessions under a journal (adding 1 to each byte); returns the windows
+/// journaled.
+fn rewrite_all(s: &mut Segment, key: KeyId) -> Vec<(i64, i64)> {
     let mut journaled = Vec::new();
-    let journal = Some((txn, |start, end, _: &[u8]| journaled.push((start, end))));
+    let journal = Some(|start, end, _: &[u8]| journaled.push((start, end)));
     let mut out = Vec::new();
     s.rewrite(
         key,
@@ -61,38 +61,15 @@ fn rewrite_all(s: &mut Segment, key: KeyId, txn: u64) -> Vec<(i64, i64)> {
 }
 
 #[test]
-fn a_value_is_journaled_on_its_first_rewrite_in_each_transaction_also_after_stamps_wrap() {
+fn every_rewrite_journals_the_old_values_of_the_sessions_it_rewrites() {
     let mut s = Segment::default();
     s.put(1, 0, 10, b"a").unwrap();
+    s.put(1, 12, 20, b"c").unwrap();
     s.put(2, 0, 10, b"b").unwrap();
-    assert_eq!(rewrite_all(&mut s, 1, 1), vec![(0, 10)]);
-    assert_eq!(
-        rewrite_all(&mut s, 1, 1),
-        vec![],
-        "journaled once per transaction"
-    );
-    // Key 2 alone through the next 65,534 transactions, the last stamps before they wrap
-    // around; key 1's entry keeps the stamp of transaction 1, which the segment's 65,536th
-    // transaction takes again.
-    for txn in 2..=65_535 {
-        assert_eq!(rewrite_all(&mut s, 2, txn), vec![(0, 10)], "txn {txn}");
-        assert_eq!(rewrite_all(&mut s, 2, txn), vec![]);
-    }
-    for txn in 65_536..65_539 {
-        assert_eq!(rewrite_all(&mut s, 1, txn), vec![(0, 10)], "txn {txn}");
-        assert_eq!(rewrite_all(&mut s, 1, txn), vec![]);
-    }
-    // An in-place edit is journaled as splices: the next rewrite journals the value whole.
-    let mut edits = Edits::default();
-    edits.push(0, 1, b"z");
-    s.amend(1, (0, 10), (0, 10), &edits, |_| {}).unwrap();
-    assert_eq!(rewrite_all(&mut s, 1, 65_538), vec![(0, 10)]);
-    assert_eq!(rewrite_all(&mut s, 1, 65_538), vec![]);
-    assert_eq!(s.value(&s.sessions_of(1)[0]), b"|");
-    assert_eq!(
-        s.value(&s.sessions_of(2)[0]),
-        &[b'b'.wrapping_add((2 * 65_534 % 256) as u8)]
-    );
+    assert_eq!(rewrite_all(&mut s, 1), vec![(0, 10), (12, 20)]);
+    assert_eq!(rewrite_all(&mut s, 1), vec![(0, 10), (12, 20)]);
+    assert_eq!(s.value(&s.sessions_of(1)[0]), b"c");
+    assert_eq!(s.value(&s.sessions_of(2)[0]), b"b");
 }
 
 /// What records an old value in [`Segment::rewrite`].
@@ -149,7 +126,7 @@ proptest::proptest! {
                 _ => {
                     // Every session of the key rewritten to this value.
                     let mut out = Vec::new();
-                    let no_journal: Option<(u64, JournalFn)> = None;
+                    let no_journal: Option<JournalFn> = None;
                     s.rewrite(
                         key,
                         SessionBounds::find(i64::MIN, i64::MAX),

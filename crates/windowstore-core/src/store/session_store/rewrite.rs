@@ -1,6 +1,6 @@
 //! Rewriting the values of a key's sessions in one pass: what a put of each does, without a
-//! lookup of the key, the segment and the session per put, and under a journal with each
-//! session's old value copied once per transaction (see [`Segment::rewrite`]).
+//! lookup of the key, the segment and the session per put, each old value journaled (see
+//! [`Segment::rewrite`]).
 //!
 //! [`Segment::rewrite`]: super::super::segment::Segment::rewrite
 
@@ -33,12 +33,10 @@ impl SessionStore {
         let mut done = Rewritten::default();
         let mut result = Ok(());
         for segment in self.segments.search_mut(bounds.earliest_end, latest_end) {
-            let journal = self.journal.as_deref_mut().map(|j| {
-                let txn = j.txn();
-                (txn, move |start, end, old: &[u8]| {
-                    j.held(key, start, end, old)
-                })
-            });
+            let journal = self
+                .journal
+                .as_deref_mut()
+                .map(|j| move |start, end, old: &[u8]| j.held(key, start, end, old));
             result = segment.rewrite(id, bounds, journal, out, &mut f, &mut done);
             if result.is_err() {
                 break;
