@@ -36,7 +36,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use std::collections::{BTreeMap, VecDeque};
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
@@ -111,6 +112,22 @@ fn run<K: WindowKind>(spec: K, data: &[RecordBatch], batched: bool) -> usize {
     data.iter()
         .map(|batch| p.process(batch).expect("process").num_rows())
         .sum()
+}
+
+/// Benches `spec` as `name` with the batched path on, and as `name_record_by_record` with it off:
+/// the record path the batched one replaces where every record is within the grace.
+fn bench_both_paths<K: WindowKind>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    spec: &K,
+    data: &[RecordBatch],
+) {
+    group.bench_function(name, |b| {
+        b.iter(|| black_box(run(spec.clone(), data, true)));
+    });
+    group.bench_function(format!("{name}_record_by_record"), |b| {
+        b.iter(|| black_box(run(spec.clone(), data, false)));
+    });
 }
 
 /// The engines' keys: each distinct key's id, numbered in order of first sight.
@@ -755,13 +772,7 @@ fn bench(c: &mut Criterion) {
             emit: EmitMode::Final,
             on_invalid: OnInvalid::Drop,
         };
-        group.bench_function("sessions_final_in_order", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data, true)));
-        });
-        // The record path the batched one replaces where every record is within the grace.
-        group.bench_function("sessions_final_in_order_record_by_record", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data, false)));
-        });
+        bench_both_paths(&mut group, "sessions_final_in_order", &spec, &data);
     }
     if runs("sliding") {
         let spec = SlidingSpec {
@@ -770,24 +781,19 @@ fn bench(c: &mut Criterion) {
             emit: EmitMode::Final,
             on_invalid: OnInvalid::Drop,
         };
-        group.bench_function("sliding_final_in_order", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data, true)));
-        });
-        group.bench_function("sliding_final_in_order_record_by_record", |b| {
-            b.iter(|| black_box(run(spec.clone(), &data, false)));
-        });
+        bench_both_paths(&mut group, "sliding_final_in_order", &spec, &data);
         // Windows of about 10 records, as in benches/bench_sliding.py: a key's records are
         // 100 ms x (N / 100) apart.
         let wide = SlidingSpec {
             time_difference: Duration::Ticks(10 * n as i64),
             ..spec.clone()
         };
-        group.bench_function("sliding_final_in_order_10_a_window", |b| {
-            b.iter(|| black_box(run(wide.clone(), &data, true)));
-        });
-        group.bench_function("sliding_final_in_order_10_a_window_record_by_record", |b| {
-            b.iter(|| black_box(run(wide.clone(), &data, false)));
-        });
+        bench_both_paths(
+            &mut group,
+            "sliding_final_in_order_10_a_window",
+            &wide,
+            &data,
+        );
         // The floor engine must emit the processor's windows before its time means anything;
         // each runs once, timed (see the module doc).
         let (d, grace) = (10 * n as i64, 5_000);

@@ -217,23 +217,16 @@ fn segments(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 mod tests {
-    use std::sync::Arc;
-
     use arrow_array::{Float64Array, Int64Array, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
 
     use super::*;
+    use crate::agg::tests::{a, batch, fold};
     use crate::agg::{AggSpec, Overflow};
 
     /// Run states equal, byte for byte, the fold of per-row states over each run.
     #[test]
     fn run_states_equal_folded_row_states() {
         let n = 40;
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("i", DataType::Int64, true),
-            Field::new("f", DataType::Float64, true),
-            Field::new("s", DataType::Utf8, true),
-        ]));
         let ints: Int64Array = (0..n)
             .map(|i| (i % 5 != 0).then_some(i * 7 % 11 - 5))
             .collect();
@@ -243,11 +236,7 @@ mod tests {
         let strings: StringArray = (0..n)
             .map(|i| (i % 4 != 1).then(|| format!("v{}", i * 13 % 9)))
             .collect();
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(ints), Arc::new(floats), Arc::new(strings)],
-        )
-        .unwrap();
+        let batch = batch(vec![("i", a(ints)), ("f", a(floats)), ("s", a(strings))]);
         let specs = vec![
             AggSpec::count(),
             AggSpec::sum("i"),
@@ -266,7 +255,7 @@ mod tests {
             AggSpec::collect_all("s", Some(3), Overflow::DropOldest),
             AggSpec::collect_all("i", None, Overflow::Fail),
         ];
-        let aggregator = Aggregator::try_new(specs, &schema).unwrap();
+        let aggregator = Aggregator::try_new(specs, &batch.schema()).unwrap();
         let times: Vec<i64> = (0..n).map(|i| i / 3).collect();
         // Runs of several lengths (one empty), rows in (time, row) order within each.
         let order: Vec<u32> = (0..n as u32).collect();
@@ -280,34 +269,21 @@ mod tests {
             if rows.is_empty() {
                 continue;
             }
-            let mut acc = Vec::new();
-            for (i, &r) in rows.iter().enumerate() {
-                let mut one = Vec::new();
-                let r = r as usize;
-                aggregator.encode_row(&batch, r, times[r], r as u64, &mut one);
-                if i == 0 {
-                    acc = one;
-                } else {
-                    let mut merged = Vec::new();
-                    aggregator.merge(&acc, &one, &mut merged).unwrap();
-                    acc = merged;
-                }
-            }
-            assert_eq!(&states[start..ends[w]], acc.as_slice(), "run {w}");
+            let records: Vec<(usize, i64, u64)> = rows
+                .iter()
+                .map(|&r| (r as usize, times[r as usize], u64::from(r)))
+                .collect();
+            let folded = fold(&aggregator, &batch, &records).unwrap();
+            assert_eq!(&states[start..ends[w]], folded.as_slice(), "run {w}");
         }
     }
 
     #[test]
     fn a_collect_beyond_its_bound_under_fail_is_an_error() {
-        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, true)]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![Arc::new(Int64Array::from(vec![1, 2, 3]))],
-        )
-        .unwrap();
+        let batch = batch(vec![("i", a(Int64Array::from(vec![1, 2, 3])))]);
         let aggregator = Aggregator::try_new(
             vec![AggSpec::collect("i", Some(2), Overflow::Fail)],
-            &schema,
+            &batch.schema(),
         )
         .unwrap();
         let err = aggregator

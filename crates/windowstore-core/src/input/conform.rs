@@ -176,14 +176,17 @@ mod tests {
         RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
     }
 
+    /// A batch of the named columns, all nullable.
+    fn table(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+        let fields = columns
+            .iter()
+            .map(|(name, c)| Field::new(*name, c.data_type().clone(), true))
+            .collect();
+        batch(fields, columns.into_iter().map(|(_, c)| c).collect())
+    }
+
     fn k_ts(k: ArrayRef, ts: Vec<i64>) -> RecordBatch {
-        batch(
-            vec![
-                Field::new("k", k.data_type().clone(), true),
-                Field::new("ts", DataType::Int64, true),
-            ],
-            vec![k, Arc::new(Int64Array::from(ts))],
-        )
+        table(vec![("k", k), ("ts", Arc::new(Int64Array::from(ts)))])
     }
 
     fn column_of(err: Error) -> String {
@@ -201,13 +204,7 @@ mod tests {
             Arc::new(Int64Array::from(vec![1])),
         )
         .unwrap();
-        let b = batch(
-            vec![
-                Field::new("k", d8.data_type().clone(), true),
-                Field::new("v", d16.data_type().clone(), true),
-            ],
-            vec![Arc::new(d8), Arc::new(d16)],
-        );
+        let b = table(vec![("k", Arc::new(d8)), ("v", Arc::new(d16))]);
         let plain = plain_batch(&b).unwrap();
         assert_eq!(plain.schema().field(0).data_type(), &DataType::Utf8);
         assert_eq!(plain.schema().field(1).data_type(), &DataType::Int64);
@@ -281,40 +278,23 @@ mod tests {
         let bound = bound_schema(&first.schema()).unwrap();
         let retyped = k_ts(Arc::new(Int64Array::from(vec![1])), vec![0]);
         assert_eq!(column_of(conform(&bound, &retyped).unwrap_err()), "k");
-        let only_ts = batch(
-            vec![Field::new("ts", DataType::Int64, true)],
-            vec![Arc::new(Int64Array::from(vec![0]))],
-        );
+        let only_ts = table(vec![("ts", Arc::new(Int64Array::from(vec![0])))]);
         assert_eq!(column_of(conform(&bound, &only_ts).unwrap_err()), "k");
-        let extra = batch(
-            vec![
-                Field::new("k", DataType::Utf8, true),
-                Field::new("ts", DataType::Int64, true),
-                Field::new("x", DataType::Int64, true),
-            ],
-            vec![
-                Arc::new(StringArray::from(vec!["a"])),
-                Arc::new(Int64Array::from(vec![0])),
-                Arc::new(Int64Array::from(vec![0])),
-            ],
-        );
+        let extra = table(vec![
+            ("k", Arc::new(StringArray::from(vec!["a"]))),
+            ("ts", Arc::new(Int64Array::from(vec![0]))),
+            ("x", Arc::new(Int64Array::from(vec![0]))),
+        ]);
         assert_eq!(column_of(conform(&bound, &extra).unwrap_err()), "x");
     }
 
     #[test]
     fn duplicate_column_names_are_refused_naming_them() {
-        let twice = batch(
-            vec![
-                Field::new("k", DataType::Utf8, true),
-                Field::new("ts", DataType::Int64, true),
-                Field::new("k", DataType::Utf8, true),
-            ],
-            vec![
-                Arc::new(StringArray::from(vec!["a"])),
-                Arc::new(Int64Array::from(vec![0])),
-                Arc::new(StringArray::from(vec!["b"])),
-            ],
-        );
+        let twice = table(vec![
+            ("k", Arc::new(StringArray::from(vec!["a"]))),
+            ("ts", Arc::new(Int64Array::from(vec![0]))),
+            ("k", Arc::new(StringArray::from(vec!["b"]))),
+        ]);
         assert_eq!(column_of(bound_schema(&twice.schema()).unwrap_err()), "k");
         let first = k_ts(Arc::new(StringArray::from(vec!["a"])), vec![0]);
         let bound = bound_schema(&first.schema()).unwrap();

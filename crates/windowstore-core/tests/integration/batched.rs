@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
+use crate::common::input;
+
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
 use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
@@ -68,15 +69,6 @@ fn aggs(fixed: bool) -> Vec<AggSpec> {
         AggSpec::collect("x", Some(3), Overflow::DropOldest),
         AggSpec::collect_all("t", None, Overflow::DropOldest),
     ]
-}
-
-fn input() -> InputSpec {
-    InputSpec {
-        key: vec!["k".into()],
-        time: "t".into(),
-        time_unit: None,
-        gap: None,
-    }
 }
 
 fn processor(
@@ -248,6 +240,16 @@ fn gap_spec(dynamic: bool, gap: i64) -> GapSpec {
     }
 }
 
+/// A grace and a [`stream`] of that grace.
+fn graced_stream() -> impl Strategy<Value = (i64, Vec<Rec>)> {
+    (0i64..30).prop_flat_map(|g| (Just(g), stream(g)))
+}
+
+/// The sizes of a stream's calls, taken in turn.
+fn call_sizes() -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(1usize..90, 1..4)
+}
+
 fn emit_mode() -> impl Strategy<Value = EmitMode> {
     prop_oneof![
         2 => Just(EmitMode::Final),
@@ -261,8 +263,8 @@ proptest! {
 
     #[test]
     fn the_batched_path_equals_the_record_path(
-        (grace, recs) in (0i64..30).prop_flat_map(|g| (Just(g), stream(g))),
-        sizes in proptest::collection::vec(1usize..90, 1..4),
+        (grace, recs) in graced_stream(),
+        sizes in call_sizes(),
         dynamic in any::<bool>(),
         gap in 1i64..40,
         emit in emit_mode(),
@@ -367,12 +369,7 @@ fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
                 emit: EmitMode::Final,
                 on_invalid: OnInvalid::Drop,
             },
-            InputSpec {
-                key: vec!["k".into()],
-                time: "t".into(),
-                time_unit: None,
-                gap: None,
-            },
+            input(),
             aggs.clone(),
         )
         .unwrap();
@@ -401,8 +398,8 @@ proptest! {
 
     #[test]
     fn the_batched_path_of_sliding_windows_equals_the_record_path(
-        (grace, recs) in (0i64..30).prop_flat_map(|g| (Just(g), stream(g))),
-        sizes in proptest::collection::vec(1usize..90, 1..4),
+        (grace, recs) in graced_stream(),
+        sizes in call_sizes(),
         d in prop_oneof![1 => Just(0i64), 6 => 1i64..30, 1 => 30i64..80],
         emit in emit_mode(),
         variant in 0u8..3,

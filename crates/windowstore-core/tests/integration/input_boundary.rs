@@ -464,13 +464,35 @@ fn k_ts_v(fields: [(&str, bool); 3], rows: (Vec<&str>, Vec<i64>, Vec<Option<i64>
     RecordBatch::try_new(Arc::new(schema), columns).unwrap()
 }
 
+/// One record (a, 0, 1) of columns `k`, `ts` and `v`, each of them `nullable` or not.
+fn one_record(nullable: bool) -> RecordBatch {
+    k_ts_v(
+        [("k", nullable), ("ts", nullable), ("v", nullable)],
+        (vec!["a"], vec![0], vec![Some(1)]),
+    )
+}
+
+/// Runs `engine` over `batches`, asserting its windows are those it gives over `like`.
+fn run_like(
+    engine: Engine,
+    batches: &[RecordBatch],
+    like: &[RecordBatch],
+    aggs: &[AggSpec],
+) -> Run {
+    let expected = run(engine, like, aggs).unwrap();
+    let got = run(engine, batches, aggs).unwrap_or_else(|e| panic!("{engine:?}: {e}"));
+    assert_eq!(
+        rendered(&got.windows),
+        rendered(&expected.windows),
+        "{engine:?}"
+    );
+    got
+}
+
 #[test]
 fn column_order_nullability_and_metadata_may_change_between_batches() {
     let aggs = [AggSpec::count(), AggSpec::sum("v")];
-    let first = k_ts_v(
-        [("k", false), ("ts", false), ("v", false)],
-        (vec!["a"], vec![0], vec![Some(1)]),
-    );
+    let first = one_record(false);
     let later = k_ts_v(
         [("v", true), ("k", true), ("ts", true)],
         (vec!["a", "b"], vec![3, 100], vec![None, Some(2)]),
@@ -480,13 +502,11 @@ fn column_order_nullability_and_metadata_may_change_between_batches() {
         (vec!["a", "b"], vec![3, 100], vec![None, Some(2)]),
     );
     for engine in ENGINES {
-        let expected = run(engine, &[first.clone(), same.clone()], &aggs).unwrap();
-        let got = run(engine, &[first.clone(), later.clone()], &aggs)
-            .unwrap_or_else(|e| panic!("{engine:?}: {e}"));
-        assert_eq!(
-            rendered(&got.windows),
-            rendered(&expected.windows),
-            "{engine:?}"
+        let got = run_like(
+            engine,
+            &[first.clone(), later.clone()],
+            &[first.clone(), same.clone()],
+            &aggs,
         );
         assert!(got.windows.num_rows() >= 2, "{engine:?}");
     }
@@ -517,10 +537,7 @@ fn column_order_nullability_and_metadata_may_change_between_batches() {
 #[test]
 fn null_typed_columns_read_as_all_null_of_the_bound_type() {
     let aggs = [AggSpec::count(), AggSpec::sum("v")];
-    let first = k_ts_v(
-        [("k", true), ("ts", true), ("v", true)],
-        (vec!["a"], vec![0], vec![Some(1)]),
-    );
+    let first = one_record(true);
     let null_v = table(vec![
         ("k", Arc::new(StringArray::from(vec!["a", "b"]))),
         ("ts", Arc::new(Int64Array::from(vec![2, 100]))),
@@ -537,18 +554,8 @@ fn null_typed_columns_read_as_all_null_of_the_bound_type() {
         ("v", Arc::new(Int64Array::from(vec![5]))),
     ]);
     for engine in ENGINES {
-        let expected = run(engine, &[first.clone(), typed_v.clone()], &aggs).unwrap();
-        let got = run(
-            engine,
-            &[first.clone(), null_v.clone(), null_k.clone()],
-            &aggs,
-        )
-        .unwrap_or_else(|e| panic!("{engine:?}: {e}"));
-        assert_eq!(
-            rendered(&got.windows),
-            rendered(&expected.windows),
-            "{engine:?}"
-        );
+        let batches = [first.clone(), null_v.clone(), null_k.clone()];
+        let got = run_like(engine, &batches, &[first.clone(), typed_v.clone()], &aggs);
         assert_eq!(
             rendered(&got.rejected),
             vec![vec!["null", "200", "5", "null_key"]]

@@ -2,7 +2,7 @@
 //! brute-force model that rescans the raw records of every candidate window.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use crate::common::input;
+use crate::common::{input, through_a_snapshot};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -308,23 +308,19 @@ fn bad_parameters_and_records() {
 #[test]
 fn snapshot_mid_stream_then_continue_equals_never_stopping() {
     let recs: Vec<Rec> = (0..300).map(|i| (i % 5, i * 3 + (i % 4), i)).collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.snap");
+    let batches: Vec<RecordBatch> = recs.chunks(40).map(batch).collect();
     for emit in [EmitMode::Final, EmitMode::Updates, EmitMode::Changes] {
         let want = run(&mut processor(12, 4, emit), &recs, 40);
-        let mut first = processor(12, 4, emit);
-        let mut got = Vec::new();
-        for c in recs[..160].chunks(40) {
-            got.extend(rows(&first.process(&batch(c)).unwrap()));
-        }
-        first.snapshot(&path).unwrap();
-        drop(first);
-        let mut second = SlidingProcessor::restore(&path).unwrap();
-        assert_eq!(second.stream_time(), Some(recs[159].1));
-        got.extend(run(&mut second, &recs[160..], 40));
-        assert_eq!(got, want, "{emit:?}");
+        let got = through_a_snapshot(processor(12, 4, emit), &batches, 4, recs[159].1);
+        assert_eq!(
+            got.iter().flat_map(rows).collect::<Vec<_>>(),
+            want,
+            "{emit:?}"
+        );
     }
     // A session snapshot is not a sliding one.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.snap");
     let mut s = windowstore_core::session::SessionProcessor::new(
         windowstore_core::session::SessionSpec {
             gap: windowstore_core::session::GapSpec::Fixed(Duration::Ticks(5)),

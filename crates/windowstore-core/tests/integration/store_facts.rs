@@ -12,6 +12,15 @@ fn store(retention: i64) -> SessionStore {
     SessionStore::new(retention, None).expect("valid parameters")
 }
 
+/// A store of retention 10,000 holding `windows` of key `a`.
+fn store_of_a(windows: &[(i64, i64)]) -> SessionStore {
+    let mut s = store(10_000);
+    for &(start, end) in windows {
+        s.put(b"a", start, end, b"1").unwrap();
+    }
+    s
+}
+
 #[test]
 fn default_segment_interval_is_half_the_retention_at_least_one() {
     assert_eq!(store(1000).segment_interval(), 500);
@@ -35,10 +44,7 @@ fn sessions_go_to_the_segment_of_their_end() {
 
 #[test]
 fn find_sessions_matches_end_and_start_bounds() {
-    let mut s = store(10_000);
-    for (a, b) in [(0, 99), (101, 200), (201, 300), (301, 400)] {
-        s.put(b"a", a, b, b"1").unwrap();
-    }
+    let s = store_of_a(&[(0, 99), (101, 200), (201, 300), (301, 400)]);
     assert_eq!(
         windows(s.find_sessions(b"a", 150, 300)),
         vec![(101, 200), (201, 300)]
@@ -47,10 +53,7 @@ fn find_sessions_matches_end_and_start_bounds() {
 
 #[test]
 fn find_sessions_across_segments() {
-    let mut s = store(10_000);
-    for (a, b) in [(10, 10), (500, 1000), (1500, 2000), (2500, 3000)] {
-        s.put(b"a", a, b, b"1").unwrap();
-    }
+    let s = store_of_a(&[(10, 10), (500, 1000), (1500, 2000), (2500, 3000)]);
     assert_eq!(
         windows(s.find_sessions(b"a", 0, 1000)),
         vec![(10, 10), (500, 1000)]

@@ -47,6 +47,16 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A store's retention and segment interval (None: the default).
+fn retention_and_interval() -> impl Strategy<Value = (i64, Option<i64>)> {
+    (1i64..150, proptest::option::of(1i64..60))
+}
+
+/// A sequence of `len` ops.
+fn ops(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(op(), len)
+}
+
 fn rewritten(old: &[u8], add: u8, grow: usize, out: &mut Vec<u8>) {
     out.extend(old.iter().map(|b| b.wrapping_add(add)));
     out.extend(std::iter::repeat_n(add, grow));
@@ -123,9 +133,8 @@ proptest! {
 
     #[test]
     fn rewrite_is_a_put_of_each_session_also_when_rolled_back(
-        retention in 1i64..150,
-        interval in proptest::option::of(1i64..60),
-        ops in proptest::collection::vec(op(), 1..60),
+        (retention, interval) in retention_and_interval(),
+        ops in ops(1..60),
     ) {
         check(retention, interval, ops)?;
     }
@@ -219,18 +228,17 @@ proptest! {
     /// forgotten).
     #[test]
     fn segments_that_expire_in_a_transaction_come_back_on_rollback_and_go_on_commit(
-        retention in 1i64..150,
-        interval in proptest::option::of(1i64..60),
-        before in proptest::collection::vec(op(), 0..30),
-        during in proptest::collection::vec(op(), 0..30),
+        (retention, interval) in retention_and_interval(),
+        before in ops(0..30),
+        during in ops(0..30),
         jump in 0i64..400,
-        after in proptest::collection::vec(op(), 0..10),
+        after in ops(0..10),
     ) {
         let mut during = during;
         // A put far ahead, then more changes (late ones now expired and refused).
         during.insert(during.len() / 2, Op::Put(1, jump, jump, vec![7]));
-        let mut store = SessionStore::new(retention, interval).unwrap();
-        let mut plain = SessionStore::new(retention, interval).unwrap();
+        let empty = || SessionStore::new(retention, interval).unwrap();
+        let (mut store, mut plain) = (empty(), empty());
         apply(&mut store, &before);
         apply(&mut plain, &before);
         let (bytes_before, held_before) = (bytes(&store), held(&store));
@@ -242,13 +250,13 @@ proptest! {
         prop_assert_eq!(held(&store), held_before);
         // The rolled-back store goes on as the one that never ran the transaction.
         apply(&mut store, &after);
-        let mut twin = SessionStore::new(retention, interval).unwrap();
+        let mut twin = empty();
         apply(&mut twin, &before);
         apply(&mut twin, &after);
         prop_assert_eq!(bytes(&store), bytes(&twin));
         prop_assert_eq!(held(&store), held(&twin));
 
-        let mut committed = SessionStore::new(retention, interval).unwrap();
+        let mut committed = empty();
         apply(&mut committed, &before);
         committed.begin();
         apply(&mut committed, &during);

@@ -14,7 +14,7 @@ use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::processor::{restore_any, AnyProcessor, Processor};
+use windowstore_core::processor::{restore_any, AnyProcessor, Processor, WindowKind};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
@@ -333,6 +333,12 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec
     snapshot::encode_tables(&out, &meta, &tables).unwrap()
 }
 
+/// The bytes of `p` after a call with `recs`.
+fn bytes_after<K: WindowKind>(mut p: Processor<K>, recs: &[(Option<&str>, i64, i64)]) -> Vec<u8> {
+    p.process(&batch(recs)).unwrap();
+    p.to_bytes().unwrap()
+}
+
 fn refused(bytes: &[u8]) -> bool {
     matches!(
         SessionProcessor::from_bytes(bytes),
@@ -342,18 +348,15 @@ fn refused(bytes: &[u8]) -> bool {
 
 #[test]
 fn edited_snapshots_are_refused_on_restore() {
-    let mut p = sessions(
+    let p = sessions(
         EmitMode::Final,
         OnInvalid::Drop,
         vec![AggSpec::count(), AggSpec::sum("v")],
     );
-    p.process(&batch(&[
-        (Some("a"), 0, 1),
-        (Some("b"), 3, 1),
-        (Some("b"), 7, 1),
-    ]))
-    .unwrap();
-    let good = p.to_bytes().unwrap();
+    let good = bytes_after(
+        p,
+        &[(Some("a"), 0, 1), (Some("b"), 3, 1), (Some("b"), 7, 1)],
+    );
     assert!(SessionProcessor::from_bytes(&good).is_ok());
     assert!(refused(
         &edited(&good, |k, _, _, _| *k = vec![0xff, 0x00, 0x13])
@@ -372,14 +375,11 @@ fn edited_snapshots_are_refused_on_restore() {
 
 #[test]
 fn edited_capped_snapshots_are_refused_on_restore() {
-    let mut p = capped(EmitMode::Final, vec![AggSpec::count(), AggSpec::sum("v")]);
-    p.process(&batch(&[
-        (Some("a"), 0, 1),
-        (Some("a"), 4, 1),
-        (Some("a"), 9, 1),
-    ]))
-    .unwrap();
-    let good = p.to_bytes().unwrap();
+    let p = capped(EmitMode::Final, vec![AggSpec::count(), AggSpec::sum("v")]);
+    let good = bytes_after(
+        p,
+        &[(Some("a"), 0, 1), (Some("a"), 4, 1), (Some("a"), 9, 1)],
+    );
     let restore = |b: &[u8]| Processor::<CappedSessionSpec>::from_bytes(b);
     assert!(restore(&good).is_ok());
     let refused = |b: &[u8]| matches!(restore(b), Err(Error::Snapshot { .. }));

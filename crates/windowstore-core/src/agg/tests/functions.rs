@@ -6,12 +6,14 @@ mod lists_and_paths;
 mod numbers;
 mod other_types;
 
-use std::sync::Arc;
+use crate::agg::AggSpec;
 
-use arrow_array::{Array, ArrayRef};
-
-fn a<T: Array + 'static>(array: T) -> ArrayRef {
-    Arc::new(array)
+/// `min` and `max` of each of `columns`, in that order.
+fn min_max(columns: &[&str]) -> Vec<AggSpec> {
+    columns
+        .iter()
+        .flat_map(|&c| [AggSpec::min(c), AggSpec::max(c)])
+        .collect()
 }
 
 /// Windows used by most tests: overlapping, one all-null in the value columns below.

@@ -17,6 +17,11 @@ use arrow_schema::{Field, Schema};
 use super::{AggSpec, Aggregator};
 use crate::Result;
 
+/// `array` as an [`ArrayRef`].
+pub(super) fn a<T: Array + 'static>(array: T) -> ArrayRef {
+    Arc::new(array)
+}
+
 /// A batch of the named columns (all nullable).
 pub(super) fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     let fields: Vec<Field> = columns

@@ -1,13 +1,11 @@
 //! Record order: first/last/collect by (time, seq) with ties broken by arrival, and the
 //! bounds of collect under the three overflow strategies, whatever the merge order.
 
-use std::sync::Arc;
-
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 
-use super::{aggregator, assert_same, batch, fast, fold, slow};
+use super::{a, aggregator, assert_same, batch, fast, fold, slow};
 use crate::agg::{fill_overflow, AggSpec, Aggregator, Overflow};
 use crate::Error;
 
@@ -54,16 +52,9 @@ fn ints(list: &ArrayRef, i: usize) -> Vec<i64> {
 
 #[test]
 fn equal_times_break_ties_by_arrival_in_every_merge_order() {
-    let b = batch(vec![
-        (
-            "x",
-            Arc::new(Int64Array::from(vec![10, 20, 30, 40, 50])) as ArrayRef,
-        ),
-        (
-            "s",
-            Arc::new(StringArray::from(vec!["a", "b", "c", "d", "e"])) as ArrayRef,
-        ),
-    ]);
+    let x = Int64Array::from(vec![10, 20, 30, 40, 50]);
+    let s = StringArray::from(vec!["a", "b", "c", "d", "e"]);
+    let b = batch(vec![("x", a(x)), ("s", a(s))]);
     let agg = aggregator(
         vec![
             AggSpec::first("x"),
@@ -82,27 +73,11 @@ fn equal_times_break_ties_by_arrival_in_every_merge_order() {
     for perm in permutations(&records) {
         for state in [fold(&agg, &b, &perm), split_fold(&agg, &b, &perm)] {
             let out = agg.finish(&[&state.expect("merge")]).expect("finish");
-            assert_same(
-                &out[0],
-                &(Arc::new(Int64Array::from(vec![50])) as ArrayRef),
-                "first",
-            );
-            assert_same(
-                &out[1],
-                &(Arc::new(Int64Array::from(vec![30])) as ArrayRef),
-                "last",
-            );
+            assert_same(&out[0], &a(Int64Array::from(vec![50])), "first");
+            assert_same(&out[1], &a(Int64Array::from(vec![30])), "last");
             assert_eq!(ints(&out[2], 0), vec![50, 40, 20, 10, 30], "collect");
-            assert_same(
-                &out[3],
-                &(Arc::new(StringArray::from(vec!["e"])) as ArrayRef),
-                "first s",
-            );
-            assert_same(
-                &out[4],
-                &(Arc::new(StringArray::from(vec!["c"])) as ArrayRef),
-                "last s",
-            );
+            assert_same(&out[3], &a(StringArray::from(vec!["e"])), "first s");
+            assert_same(&out[4], &a(StringArray::from(vec!["c"])), "last s");
             assert_eq!(ints(&out[5], 0), vec![10, 30], "newest 2");
             assert_eq!(ints(&out[6], 0), vec![50, 40], "oldest 2");
         }
@@ -111,10 +86,7 @@ fn equal_times_break_ties_by_arrival_in_every_merge_order() {
 
 #[test]
 fn fast_path_breaks_ties_by_row_index() {
-    let b = batch(vec![(
-        "x",
-        Arc::new(Int64Array::from(vec![1, 2, 3, 4])) as ArrayRef,
-    )]);
+    let b = batch(vec![("x", a(Int64Array::from(vec![1, 2, 3, 4])))]);
     let agg = aggregator(
         vec![
             AggSpec::first("x"),
@@ -132,34 +104,24 @@ fn fast_path_breaks_ties_by_row_index() {
     for (x, y) in s.iter().zip(&f) {
         assert_same(x, y, "slow vs fast");
     }
-    assert_same(
-        &f[0],
-        &(Arc::new(Int64Array::from(vec![3, 2])) as ArrayRef),
-        "first",
-    );
-    assert_same(
-        &f[1],
-        &(Arc::new(Int64Array::from(vec![4, 4])) as ArrayRef),
-        "last",
-    );
+    assert_same(&f[0], &a(Int64Array::from(vec![3, 2])), "first");
+    assert_same(&f[1], &a(Int64Array::from(vec![4, 4])), "last");
     assert_eq!(ints(&f[2], 0), vec![3, 1, 2, 4]);
     assert_eq!(ints(&f[2], 1), vec![2, 4]);
 }
 
 #[test]
 fn collect_bounds_keep_what_aggregating_all_records_keeps() {
-    let b = batch(vec![(
-        "x",
-        Arc::new(Int64Array::from(vec![
-            Some(1),
-            Some(2),
-            None,
-            Some(3),
-            Some(4),
-            Some(5),
-            Some(6),
-        ])) as ArrayRef,
-    )]);
+    let x = Int64Array::from(vec![
+        Some(1),
+        Some(2),
+        None,
+        Some(3),
+        Some(4),
+        Some(5),
+        Some(6),
+    ]);
+    let b = batch(vec![("x", a(x))]);
     let times = [1, 2, 3, 4, 5, 6, 7];
     let specs = |overflow| vec![AggSpec::collect("x", Some(3), overflow)];
     let newest = aggregator(specs(Overflow::DropOldest), &b);
@@ -200,16 +162,8 @@ fn collect_bounds_keep_what_aggregating_all_records_keeps() {
 
 #[test]
 fn collect_under_fail_errors_beyond_the_bound_and_the_caller_fills_the_window() {
-    let b = batch(vec![(
-        "x",
-        Arc::new(Int64Array::from(vec![
-            Some(1),
-            None,
-            Some(2),
-            Some(3),
-            Some(4),
-        ])) as ArrayRef,
-    )]);
+    let x = Int64Array::from(vec![Some(1), None, Some(2), Some(3), Some(4)]);
+    let b = batch(vec![("x", a(x))]);
     let agg = aggregator(
         vec![
             AggSpec::count(),

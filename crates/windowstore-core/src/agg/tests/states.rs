@@ -1,44 +1,28 @@
 //! The state layout: version byte, fixed sizes, pinned bytes, and corrupted input that errors
 //! (or gives garbage) without panicking.
 
-use std::sync::Arc;
-
-use arrow_array::{
-    ArrayRef, BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array,
-};
+use arrow_array::{BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array};
 use proptest::prelude::*;
 
-use super::{aggregator, batch, fold};
+use super::{a, aggregator, batch, fold};
 use crate::agg::fold::Order;
 use crate::agg::{AggSpec, Aggregator, Overflow};
 use crate::Error;
 
 fn sample() -> (arrow_array::RecordBatch, Aggregator) {
+    let x = Int64Array::from(vec![Some(5), None, Some(-2)]);
+    let f = Float64Array::from(vec![Some(1.5), None, Some(f64::NAN)]);
+    let g = Float32Array::from(vec![None, Some(2.5), Some(-1.0)]);
+    let u = UInt16Array::from(vec![Some(7), None, Some(9)]);
+    let flags = BooleanArray::from(vec![Some(true), None, Some(false)]);
+    let s = StringArray::from(vec![Some("héllo"), None, Some("")]);
     let b = batch(vec![
-        (
-            "x",
-            Arc::new(Int64Array::from(vec![Some(5), None, Some(-2)])) as ArrayRef,
-        ),
-        (
-            "f",
-            Arc::new(Float64Array::from(vec![Some(1.5), None, Some(f64::NAN)])) as ArrayRef,
-        ),
-        (
-            "g",
-            Arc::new(Float32Array::from(vec![None, Some(2.5), Some(-1.0)])) as ArrayRef,
-        ),
-        (
-            "u",
-            Arc::new(UInt16Array::from(vec![Some(7), None, Some(9)])) as ArrayRef,
-        ),
-        (
-            "b",
-            Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])) as ArrayRef,
-        ),
-        (
-            "s",
-            Arc::new(StringArray::from(vec![Some("héllo"), None, Some("")])) as ArrayRef,
-        ),
+        ("x", a(x)),
+        ("f", a(f)),
+        ("g", a(g)),
+        ("u", a(u)),
+        ("b", a(flags)),
+        ("s", a(s)),
     ]);
     let mut specs = vec![
         AggSpec::count(),
@@ -64,18 +48,9 @@ fn sample() -> (arrow_array::RecordBatch, Aggregator) {
 #[test]
 fn fixed_width_states_have_one_size_null_or_not() {
     let b = batch(vec![
-        (
-            "x",
-            Arc::new(Int64Array::from(vec![Some(5), None])) as ArrayRef,
-        ),
-        (
-            "f",
-            Arc::new(Float64Array::from(vec![None, Some(2.0)])) as ArrayRef,
-        ),
-        (
-            "b",
-            Arc::new(BooleanArray::from(vec![None, Some(true)])) as ArrayRef,
-        ),
+        ("x", a(Int64Array::from(vec![Some(5), None]))),
+        ("f", a(Float64Array::from(vec![None, Some(2.0)]))),
+        ("b", a(BooleanArray::from(vec![None, Some(true)]))),
     ]);
     let cases: Vec<(AggSpec, usize)> = vec![
         (AggSpec::count(), 8),
@@ -105,35 +80,10 @@ fn fixed_width_states_have_one_size_null_or_not() {
 
 #[test]
 fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
-    let b = batch(vec![
-        (
-            "x",
-            Arc::new(Int64Array::from(vec![
-                Some(5),
-                None,
-                Some(-3),
-                Some(i64::MAX),
-            ])) as ArrayRef,
-        ),
-        (
-            "f",
-            Arc::new(Float64Array::from(vec![
-                Some(0.1),
-                Some(f64::NAN),
-                None,
-                Some(-0.7),
-            ])) as ArrayRef,
-        ),
-        (
-            "b",
-            Arc::new(BooleanArray::from(vec![
-                Some(true),
-                None,
-                Some(false),
-                None,
-            ])) as ArrayRef,
-        ),
-    ]);
+    let x = Int64Array::from(vec![Some(5), None, Some(-3), Some(i64::MAX)]);
+    let f = Float64Array::from(vec![Some(0.1), Some(f64::NAN), None, Some(-0.7)]);
+    let flags = BooleanArray::from(vec![Some(true), None, Some(false), None]);
+    let b = batch(vec![("x", a(x)), ("f", a(f)), ("b", a(flags))]);
     let agg = aggregator(
         vec![
             AggSpec::count(),
@@ -269,11 +219,11 @@ proptest! {
         ),
     ) {
         let b = batch(vec![
-            ("x", Arc::new(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())) as ArrayRef),
-            ("f", Arc::new(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())) as ArrayRef),
-            ("g", Arc::new(Float32Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>())) as ArrayRef),
-            ("u", Arc::new(UInt16Array::from(rows.iter().map(|r| r.3).collect::<Vec<_>>())) as ArrayRef),
-            ("b", Arc::new(BooleanArray::from(rows.iter().map(|r| r.4).collect::<Vec<_>>())) as ArrayRef),
+            ("x", a(Int64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>()))),
+            ("f", a(Float64Array::from(rows.iter().map(|r| r.1).collect::<Vec<_>>()))),
+            ("g", a(Float32Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>()))),
+            ("u", a(UInt16Array::from(rows.iter().map(|r| r.3).collect::<Vec<_>>()))),
+            ("b", a(BooleanArray::from(rows.iter().map(|r| r.4).collect::<Vec<_>>()))),
         ]);
         let mut specs = vec![AggSpec::count()];
         for col in ["x", "f", "g", "u", "b"] {
@@ -331,7 +281,7 @@ proptest! {
 
 #[test]
 fn layout_is_pinned() {
-    let b = batch(vec![("x", Arc::new(Int64Array::from(vec![5])) as ArrayRef)]);
+    let b = batch(vec![("x", a(Int64Array::from(vec![5])))]);
     let agg = aggregator(
         vec![
             AggSpec::count(),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use windowstore_core::input::InputSpec;
+use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::KeyedSession;
 
 /// A session copied out of the store: key, start, end, value.
@@ -64,4 +65,28 @@ pub fn input() -> InputSpec {
         time_unit: None,
         gap: None,
     }
+}
+
+/// The output of `batches` through `p`, snapshotted to a file after the first `stop` of them and
+/// restored from it (asserting the restored stream time is `time_at_stop`), then an empty batch
+/// and the rest, then a flush.
+pub fn through_a_snapshot<K: WindowKind>(
+    mut p: Processor<K>,
+    batches: &[RecordBatch],
+    stop: usize,
+    time_at_stop: i64,
+) -> Vec<RecordBatch> {
+    let (before, after) = batches.split_at(stop);
+    let process = |p: &mut Processor<K>, b: &RecordBatch| p.process(b).expect("process");
+    let mut out: Vec<RecordBatch> = before.iter().map(|b| process(&mut p, b)).collect();
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("p.snap");
+    p.snapshot(&path).expect("snapshot");
+    drop(p);
+    let mut p = Processor::<K>::restore(&path).expect("restore");
+    assert_eq!(p.stream_time(), Some(time_at_stop));
+    out.push(process(&mut p, &batches[0].slice(0, 0)));
+    out.extend(after.iter().map(|b| process(&mut p, b)));
+    out.extend(p.flush().expect("flush"));
+    out
 }

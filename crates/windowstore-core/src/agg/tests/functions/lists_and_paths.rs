@@ -5,45 +5,17 @@ use arrow_array::types::Int64Type;
 use arrow_array::*;
 use arrow_schema::DataType;
 
-use super::{a, windows, TIMES};
-use crate::agg::tests::{aggregator, assert_same, batch, both};
+use super::{windows, TIMES};
+use crate::agg::tests::{a, aggregator, assert_same, batch, both};
 use crate::agg::{AggSpec, Overflow};
 use crate::Error;
 
 #[test]
 fn first_last_collect_of_numbers_skip_nulls() {
-    let b = batch(vec![
-        (
-            "x",
-            a(Int32Array::from(vec![
-                Some(1),
-                None,
-                Some(3),
-                None,
-                Some(5),
-            ])),
-        ),
-        (
-            "u",
-            a(UInt8Array::from(vec![
-                None,
-                Some(200),
-                Some(3),
-                Some(4),
-                None,
-            ])),
-        ),
-        (
-            "f",
-            a(Float32Array::from(vec![
-                Some(f32::NAN),
-                None,
-                Some(-0.0),
-                None,
-                None,
-            ])),
-        ),
-    ]);
+    let x = Int32Array::from(vec![Some(1), None, Some(3), None, Some(5)]);
+    let u = UInt8Array::from(vec![None, Some(200), Some(3), Some(4), None]);
+    let f = Float32Array::from(vec![Some(f32::NAN), None, Some(-0.0), None, None]);
+    let b = batch(vec![("x", a(x)), ("u", a(u)), ("f", a(f))]);
     let agg = aggregator(
         vec![
             AggSpec::first("x"),

@@ -4,45 +4,17 @@ use arrow_array::cast::AsArray;
 use arrow_array::*;
 use arrow_schema::DataType;
 
-use super::{a, windows, TIMES};
-use crate::agg::tests::{aggregator, assert_same, batch, both, fast, slow};
+use super::{min_max, windows, TIMES};
+use crate::agg::tests::{a, aggregator, assert_same, batch, both, fast, slow};
 use crate::agg::AggSpec;
 use crate::Error;
 
 #[test]
 fn count_sum_mean_of_integers_skip_nulls() {
-    let b = batch(vec![
-        (
-            "x",
-            a(Int64Array::from(vec![
-                Some(1),
-                None,
-                Some(3),
-                None,
-                Some(-5),
-            ])),
-        ),
-        (
-            "y",
-            a(Int8Array::from(vec![
-                Some(-128),
-                Some(-128),
-                None,
-                None,
-                Some(127),
-            ])),
-        ),
-        (
-            "z",
-            a(UInt32Array::from(vec![
-                Some(u32::MAX),
-                Some(u32::MAX),
-                None,
-                None,
-                None,
-            ])),
-        ),
-    ]);
+    let x = Int64Array::from(vec![Some(1), None, Some(3), None, Some(-5)]);
+    let y = Int8Array::from(vec![Some(-128), Some(-128), None, None, Some(127)]);
+    let z = UInt32Array::from(vec![Some(u32::MAX), Some(u32::MAX), None, None, None]);
+    let b = batch(vec![("x", a(x)), ("y", a(y)), ("z", a(z))]);
     let agg = aggregator(
         vec![
             AggSpec::count(),
@@ -101,28 +73,9 @@ fn count_sum_mean_of_integers_skip_nulls() {
 
 #[test]
 fn sum_and_mean_of_floats() {
-    let b = batch(vec![
-        (
-            "f",
-            a(Float64Array::from(vec![
-                Some(1.5),
-                None,
-                Some(-0.0),
-                None,
-                Some(f64::NAN),
-            ])),
-        ),
-        (
-            "g",
-            a(Float32Array::from(vec![
-                Some(0.5),
-                Some(f32::INFINITY),
-                Some(1.0),
-                None,
-                None,
-            ])),
-        ),
-    ]);
+    let f = Float64Array::from(vec![Some(1.5), None, Some(-0.0), None, Some(f64::NAN)]);
+    let g = Float32Array::from(vec![Some(0.5), Some(f32::INFINITY), Some(1.0), None, None]);
+    let b = batch(vec![("f", a(f)), ("g", a(g))]);
     let agg = aggregator(
         vec![
             AggSpec::sum("f"),
@@ -159,13 +112,9 @@ fn sum_and_mean_of_floats() {
 
 #[test]
 fn integer_sums_are_exact_and_fail_beyond_int64() {
-    let b = batch(vec![
-        (
-            "x",
-            a(Int64Array::from(vec![i64::MAX, 1, -1, i64::MIN, -1])),
-        ),
-        ("u", a(UInt64Array::from(vec![u64::MAX, 0, 0, 1, 5]))),
-    ]);
+    let x = Int64Array::from(vec![i64::MAX, 1, -1, i64::MIN, -1]);
+    let u = UInt64Array::from(vec![u64::MAX, 0, 0, 1, 5]);
+    let b = batch(vec![("x", a(x)), ("u", a(u))]);
     let agg = aggregator(vec![AggSpec::sum("x")], &b);
     // The intermediate i64::MAX + 1 does not fit Int64, the window's sum does.
     let out = both(&agg, &b, &TIMES, &[vec![0, 1, 2], vec![3, 4, 1]]);
@@ -207,37 +156,10 @@ fn integer_sums_are_exact_and_fail_beyond_int64() {
 
 #[test]
 fn min_max_of_integers_and_unsigned() {
-    let b = batch(vec![
-        (
-            "x",
-            a(Int16Array::from(vec![
-                Some(5),
-                None,
-                Some(-7),
-                None,
-                Some(2),
-            ])),
-        ),
-        (
-            "u",
-            a(UInt64Array::from(vec![
-                Some(u64::MAX),
-                None,
-                Some(1),
-                None,
-                Some(0),
-            ])),
-        ),
-    ]);
-    let agg = aggregator(
-        vec![
-            AggSpec::min("x"),
-            AggSpec::max("x"),
-            AggSpec::min("u"),
-            AggSpec::max("u"),
-        ],
-        &b,
-    );
+    let x = Int16Array::from(vec![Some(5), None, Some(-7), None, Some(2)]);
+    let u = UInt64Array::from(vec![Some(u64::MAX), None, Some(1), None, Some(0)]);
+    let b = batch(vec![("x", a(x)), ("u", a(u))]);
+    let agg = aggregator(min_max(&["x", "u"]), &b);
     let out = both(&agg, &b, &TIMES, &windows());
     assert_same(
         &out[0],
@@ -269,37 +191,22 @@ fn min_max_of_integers_and_unsigned() {
 #[test]
 fn min_max_of_floats_nan_is_greatest_and_negative_zero_is_below_zero() {
     let weird_nan = f64::from_bits(0xfff8_0000_0000_1234); // a negative NaN with a payload
-    let b = batch(vec![
-        (
-            "f",
-            a(Float64Array::from(vec![
-                Some(0.0),
-                Some(-0.0),
-                Some(weird_nan),
-                Some(f64::INFINITY),
-                None,
-            ])),
-        ),
-        (
-            "g",
-            a(Float32Array::from(vec![
-                Some(f32::NAN),
-                Some(-1.0),
-                None,
-                Some(-0.0),
-                Some(0.0),
-            ])),
-        ),
+    let f = Float64Array::from(vec![
+        Some(0.0),
+        Some(-0.0),
+        Some(weird_nan),
+        Some(f64::INFINITY),
+        None,
     ]);
-    let agg = aggregator(
-        vec![
-            AggSpec::min("f"),
-            AggSpec::max("f"),
-            AggSpec::min("g"),
-            AggSpec::max("g"),
-        ],
-        &b,
-    );
+    let g = Float32Array::from(vec![
+        Some(f32::NAN),
+        Some(-1.0),
+        None,
+        Some(-0.0),
+        Some(0.0),
+    ]);
+    let b = batch(vec![("f", a(f)), ("g", a(g))]);
+    let agg = aggregator(min_max(&["f", "g"]), &b);
     let w = vec![
         vec![0, 1],
         vec![2, 3],

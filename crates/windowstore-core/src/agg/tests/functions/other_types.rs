@@ -4,72 +4,25 @@ use arrow_array::cast::AsArray;
 use arrow_array::*;
 use arrow_schema::DataType;
 
-use super::{a, windows, TIMES};
-use crate::agg::tests::{aggregator, assert_same, batch, both, ordered_specs};
+use super::{windows, TIMES};
+use crate::agg::tests::{a, aggregator, assert_same, batch, both, ordered_specs};
 use crate::agg::{AggSpec, Overflow};
 
 #[test]
 fn min_max_first_last_of_booleans() {
-    let b = batch(vec![(
-        "b",
-        a(BooleanArray::from(vec![
-            Some(true),
-            None,
-            Some(false),
-            None,
-            Some(true),
-        ])),
-    )]);
-    let agg = aggregator(
-        vec![
-            AggSpec::min("b"),
-            AggSpec::max("b"),
-            AggSpec::first("b"),
-            AggSpec::last("b"),
-        ],
-        &b,
-    );
+    let flags = BooleanArray::from(vec![Some(true), None, Some(false), None, Some(true)]);
+    let b = batch(vec![("b", a(flags))]);
+    let agg = aggregator(ordered_specs("b").into(), &b);
     let out = both(&agg, &b, &TIMES, &windows());
-    assert_same(
-        &out[0],
-        &a(BooleanArray::from(vec![
-            Some(false),
-            None,
-            Some(false),
-            Some(true),
-        ])),
-        "min",
-    );
-    assert_same(
-        &out[1],
-        &a(BooleanArray::from(vec![
-            Some(true),
-            None,
-            Some(true),
-            Some(true),
-        ])),
-        "max",
-    );
-    assert_same(
-        &out[2],
-        &a(BooleanArray::from(vec![
-            Some(true),
-            None,
-            Some(false),
-            Some(true),
-        ])),
-        "first",
-    );
-    assert_same(
-        &out[3],
-        &a(BooleanArray::from(vec![
-            Some(false),
-            None,
-            Some(true),
-            Some(true),
-        ])),
-        "last",
-    );
+    let want = [
+        ("min", [Some(false), None, Some(false), Some(true)]),
+        ("max", [Some(true), None, Some(true), Some(true)]),
+        ("first", [Some(true), None, Some(false), Some(true)]),
+        ("last", [Some(false), None, Some(true), Some(true)]),
+    ];
+    for (i, (what, want)) in want.into_iter().enumerate() {
+        assert_same(&out[i], &a(BooleanArray::from(want.to_vec())), what);
+    }
 }
 
 #[test]
@@ -84,12 +37,7 @@ fn strings_and_binaries_compare_bytewise() {
     ]);
     let mut specs = Vec::new();
     for c in ["s", "ls", "bin", "lbin"] {
-        specs.extend([
-            AggSpec::min(c),
-            AggSpec::max(c),
-            AggSpec::first(c),
-            AggSpec::last(c),
-        ]);
+        specs.extend(ordered_specs(c));
     }
     let agg = aggregator(specs, &b);
     let out = both(&agg, &b, &TIMES, &windows());
@@ -128,42 +76,16 @@ fn temporal_types_keep_their_type_and_time_zone() {
     let ts = TimestampMicrosecondArray::from(vec![Some(3), None, Some(-1), None, Some(7)])
         .with_timezone("Asia/Tokyo");
     let ts_type = ts.data_type().clone();
+    let tn = TimestampNanosecondArray::from(vec![Some(1), Some(2), None, None, None]);
+    let d32 = Date32Array::from(vec![Some(19000), None, Some(18000), None, None]);
+    let d64 = Date64Array::from(vec![None, None, Some(5), None, Some(4)]);
+    let dur = DurationSecondArray::from(vec![Some(-3), None, Some(9), Some(1), None]);
     let b = batch(vec![
         ("ts", a(ts)),
-        (
-            "tn",
-            a(TimestampNanosecondArray::from(vec![
-                Some(1),
-                Some(2),
-                None,
-                None,
-                None,
-            ])),
-        ),
-        (
-            "d32",
-            a(Date32Array::from(vec![
-                Some(19000),
-                None,
-                Some(18000),
-                None,
-                None,
-            ])),
-        ),
-        (
-            "d64",
-            a(Date64Array::from(vec![None, None, Some(5), None, Some(4)])),
-        ),
-        (
-            "dur",
-            a(DurationSecondArray::from(vec![
-                Some(-3),
-                None,
-                Some(9),
-                Some(1),
-                None,
-            ])),
-        ),
+        ("tn", a(tn)),
+        ("d32", a(d32)),
+        ("d64", a(d64)),
+        ("dur", a(dur)),
     ]);
     let mut specs = Vec::new();
     for c in ["ts", "tn", "d32", "d64", "dur"] {
