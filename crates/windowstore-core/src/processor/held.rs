@@ -441,10 +441,18 @@ impl Held {
             end: bounds[w].2,
             last: last[w],
         };
-        // Each session's rows, found key by key.
+        // The output order of the sessions, and each session's place in it.
+        let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
+        let order = records::sort_order(&columns)?;
+        let mut place_of = vec![0u32; bounds.len()];
+        for (place, &w) in order.values().iter().enumerate() {
+            place_of[w as usize] = place as u32;
+        }
+        // Each session's rows, found key by key, as (the session's place, time, arrival): in
+        // output order once sorted.
         let mut by_key: Vec<usize> = (0..bounds.len()).collect();
         by_key.sort_unstable_by(|&a, &b| bounds[a].0.cmp(bounds[b].0));
-        let mut rows_of: Vec<Vec<Entry>> = vec![Vec::new(); bounds.len()];
+        let mut found: Vec<(u32, Entry)> = Vec::new();
         let mut groups = Vec::new();
         for group in by_key.chunk_by(|&a, &b| bounds[a].0 == bounds[b].0) {
             let id = self.index.find(bounds[group[0]].0).ok_or_else(|| {
@@ -453,45 +461,40 @@ impl Held {
             let spans = Spans::new(group.iter().map(|&w| (span(w), w)));
             for &e in &self.index.slots[id as usize].rows {
                 if let Some(w) = spans.holder(e) {
-                    rows_of[w].push(e);
+                    found.push((place_of[w], e));
                 }
             }
             groups.push((id, spans));
         }
-        let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
-        let order = records::sort_order(&columns)?;
+        found.sort_unstable();
+        let sessions = found.chunk_by(|a, b| a.0 == b.0).count();
+        if sessions != bounds.len() {
+            return Err(Error::Internal(
+                "records mode: a closed session has no held rows".into(),
+            ));
+        }
         let windows = arrow_select::take::take_record_batch(windows, &order)
             .map_err(Error::arrow("ordering sessions"))?;
         let firsts: Vec<i64> = self.segments.iter().map(|s| s.seqs[0]).collect();
         // Where each row of the output is held, and which window it belongs to.
-        let total = rows_of.iter().map(Vec::len).sum();
-        let mut at = Vec::with_capacity(total);
-        let mut parents = Vec::with_capacity(total);
+        let mut at = Vec::with_capacity(found.len());
+        let mut parents = Vec::with_capacity(found.len());
         // Per segment, the positions taken (no allocation for segments left alone).
         let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
-        for (window, &w) in order.values().iter().enumerate() {
-            let session = &mut rows_of[w as usize];
-            if session.is_empty() {
-                return Err(Error::Internal(
-                    "records mode: a closed session has no held rows".into(),
-                ));
-            }
-            session.sort_unstable();
-            for &(_, seq) in session.iter() {
-                let place = firsts
-                    .partition_point(|&f| f <= seq)
-                    .checked_sub(1)
-                    .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
-                    .filter(|&(s, i)| self.segments[s].alive.value(i))
-                    .ok_or_else(|| {
-                        Error::Internal(format!(
-                            "records mode: a closed session holds row {seq}, which is not held"
-                        ))
-                    })?;
-                taken[place.0].push(place.1);
-                at.push(place);
-                parents.push(window as u32);
-            }
+        for &(window, (_, seq)) in &found {
+            let place = firsts
+                .partition_point(|&f| f <= seq)
+                .checked_sub(1)
+                .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
+                .filter(|&(s, i)| self.segments[s].alive.value(i))
+                .ok_or_else(|| {
+                    Error::Internal(format!(
+                        "records mode: a closed session holds row {seq}, which is not held"
+                    ))
+                })?;
+            taken[place.0].push(place.1);
+            at.push(place);
+            parents.push(window);
         }
         let batches: Vec<&RecordBatch> = self.segments.iter().map(|s| &s.rows).collect();
         let rows = arrow_select::interleave::interleave_record_batch(&batches, &at)
