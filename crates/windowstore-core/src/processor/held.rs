@@ -123,9 +123,9 @@ impl Index {
             .copied()
     }
 
-    fn insert(&mut self, id: u32) {
+    /// Puts slot `id`, whose key hashes to `hash`, in the table.
+    fn insert(&mut self, hash: u64, id: u32) {
         let (slots, hasher) = (&self.slots, &self.hasher);
-        let hash = hasher.hash_one(&*slots[id as usize].key);
         self.table
             .insert_unique(hash, id, |&i| hasher.hash_one(&*slots[i as usize].key));
     }
@@ -140,7 +140,11 @@ impl Index {
     /// Holds `entry` under `key`.
     fn push(&mut self, key: &[u8], entry: Entry) -> Result<()> {
         let seq = entry.1;
-        if let Some(id) = self.find(key) {
+        let hash = self.hasher.hash_one(key);
+        let found = self
+            .table
+            .find(hash, |&id| &*self.slots[id as usize].key == key);
+        if let Some(&id) = found {
             self.slots[id as usize].rows.push(entry);
             self.undo.push(Undo::Pushed { id, seq });
             return Ok(());
@@ -158,7 +162,7 @@ impl Index {
         slot.key.clear();
         slot.key.extend_from_slice(key);
         slot.rows.push(entry);
-        self.insert(id);
+        self.insert(hash, id);
         self.undo.push(Undo::Added { id, seq, reused });
         Ok(())
     }
@@ -226,7 +230,8 @@ impl Index {
                     if removed {
                         let freed = self.free.pop();
                         debug_assert_eq!(freed, Some(id));
-                        self.insert(id);
+                        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
+                        self.insert(hash, id);
                     }
                     let rows = &mut self.slots[id as usize].rows;
                     rows.extend_from_slice(&self.took[from..to]);
