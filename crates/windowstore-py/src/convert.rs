@@ -74,3 +74,8 @@ pub fn table(
 ) -> PyResult<Bound<'_, PyAny>> {
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
 }
+
+/// One batch as a pyarrow Table.
+pub fn batch_table(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyAny>> {
+    table(py, batch.schema(), vec![batch])
+}

@@ -4,12 +4,11 @@
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 use windowstore_core::session::partial;
-use windowstore_core::session::spec::OnInvalid;
 
-use crate::convert::{batches, table, PyAgg, PyDuration};
+use crate::convert::{batch_table, batches, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
-use crate::sessions::{gap_spec, input_spec};
+use crate::sessions::{complete_args, gap_spec};
 
 /// Partial sessions of one part of the input: returns (partials, rejected, gap_clamped).
 #[pyfunction]
@@ -29,18 +28,22 @@ pub fn session_partials<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
-        let input = input_spec(key, time, time_unit)?;
-        let aggs = crate::convert::aggs(aggs)?;
-        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-        let (schema, input_batches) = batches(data)?;
+        let args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
         let result = py
             .detach(|| {
-                partial::session_partials(schema, &input_batches, input, gap, aggs, on_invalid)
+                partial::session_partials(
+                    args.schema,
+                    &args.batches,
+                    args.input,
+                    gap,
+                    args.aggs,
+                    args.on_invalid,
+                )
             })
             .py()?;
         Ok((
-            table(py, result.partials.schema(), vec![result.partials])?,
-            table(py, result.rejected.schema(), vec![result.rejected])?,
+            batch_table(py, result.partials)?,
+            batch_table(py, result.rejected)?,
             result.gap_clamped,
         ))
     })
@@ -64,6 +67,6 @@ pub fn merge_session_partials<'py>(
         let windows = py
             .detach(|| partial::merge_session_partials(&input_schema, schema, &partials, key, aggs))
             .py()?;
-        table(py, windows.schema(), vec![windows])
+        batch_table(py, windows)
     })
 }

@@ -14,12 +14,14 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PySchema};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::processor::{restore_any, AnyProcessor, Clock, Processor, WindowQuery};
+use windowstore_core::processor::{
+    restore_any, AnyProcessor, Clock, Processor, Then as Hook, WindowQuery,
+};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;
 
-use crate::convert::{batches, duration, table, PyAgg, PyDuration};
+use crate::convert::{batch_table, batches, duration, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
 use crate::sessions::{gap_spec, input_spec};
@@ -57,6 +59,23 @@ impl PyProcessor {
                     .to_string(),
             )
         })
+    }
+
+    /// Runs `f` on the processor with the callable `then` as its hook (see [`Then`]); returns
+    /// what the callable returned, else the output as a table, else None.
+    fn emitting<'py>(
+        &self,
+        py: Python<'py>,
+        then: Option<Py<PyAny>>,
+        f: impl FnOnce(
+                &mut dyn AnyProcessor,
+                &mut Hook<'_>,
+            ) -> windowstore_core::Result<Option<RecordBatch>>
+            + Send,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut then = Then::new(then);
+        let out = self.with(py, |p| f(p, &mut then.hook()))?.py()?;
+        then.or_table(py, out)
     }
 }
 
@@ -196,7 +215,7 @@ impl PyProcessor {
                 .py()?;
             match then.take(py) {
                 Some(done) => Ok(done),
-                None => table(py, out.schema(), vec![out]),
+                None => batch_table(py, out),
             }
         })
     }
@@ -208,11 +227,7 @@ impl PyProcessor {
         py: Python<'py>,
         then: Option<Py<PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(|| {
-            let mut then = Then::new(then);
-            let out = self.with(py, |p| p.flush(&mut then.hook()))?.py()?;
-            then.or_table(py, out)
-        })
+        guard(|| self.emitting(py, then, |p, hook| p.flush(hook)))
     }
 
     /// Takes the rejected rows so far, or None before any input.
@@ -313,13 +328,7 @@ impl PyProcessor {
         now: Option<i64>,
         then: Option<Py<PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(|| {
-            let mut then = Then::new(then);
-            let out = self
-                .with(py, |p| p.advance(t, now, &mut then.hook()))?
-                .py()?;
-            then.or_table(py, out)
-        })
+        guard(|| self.emitting(py, then, |p, hook| p.advance(t, now, hook)))
     }
 
     /// Closes what the wall clock closes at reading `now` without a record; returns what that
@@ -331,11 +340,7 @@ impl PyProcessor {
         now: Option<i64>,
         then: Option<Py<PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        guard(|| {
-            let mut then = Then::new(then);
-            let out = self.with(py, |p| p.poll(now, &mut then.hook()))?.py()?;
-            then.or_table(py, out)
-        })
+        guard(|| self.emitting(py, then, |p, hook| p.poll(now, hook)))
     }
 
     /// Says who drives the processor (a streaming query's run), keeping a restored idle mark
@@ -423,7 +428,7 @@ impl Then {
                 return Ok(());
             };
             Python::attach(|py| {
-                let out = table(py, batch.schema(), vec![batch.clone()])?;
+                let out = batch_table(py, batch.clone())?;
                 self.result = Some(f.call1(py, (out,))?);
                 Ok(())
             })
@@ -451,7 +456,7 @@ impl Then {
 
 /// `batch` as a pyarrow Table, or None.
 fn maybe_table(py: Python<'_>, batch: Option<RecordBatch>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    batch.map(|b| table(py, b.schema(), vec![b])).transpose()
+    batch.map(|b| batch_table(py, b)).transpose()
 }
 
 /// The core's clock from the `clock` and `idle_timeout` arguments.

@@ -1,13 +1,16 @@
 //! `windowstore._core.session_windows` and the session parameters the processor class shares.
 
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
+use windowstore_core::agg::AggSpec;
 use windowstore_core::input::InputSpec;
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::GapSpec;
 use windowstore_core::time::parse_unit;
 
-use crate::convert::{batches, duration, table, PyAgg, PyDuration};
+use crate::convert::{batch_table, batches, duration, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
 
@@ -55,6 +58,43 @@ pub(crate) fn input_spec(
     })
 }
 
+/// The arguments every complete-data function takes, converted.
+pub(crate) struct CompleteArgs {
+    /// The schema of the input.
+    pub schema: SchemaRef,
+    /// The input's batches.
+    pub batches: Vec<RecordBatch>,
+    /// Which columns are the key and the time.
+    pub input: InputSpec,
+    /// The aggregations.
+    pub aggs: Vec<AggSpec>,
+    /// What to do with a row that cannot be used.
+    pub on_invalid: OnInvalid,
+}
+
+/// Converts the arguments every complete-data function takes (in this order, which decides
+/// which error a call with several bad arguments raises).
+pub(crate) fn complete_args(
+    data: AnyRecordBatch,
+    key: Vec<String>,
+    time: String,
+    time_unit: Option<String>,
+    aggs: Vec<PyAgg>,
+    on_invalid: String,
+) -> PyResult<CompleteArgs> {
+    let input = input_spec(key, time, time_unit)?;
+    let aggs = crate::convert::aggs(aggs)?;
+    let on_invalid = OnInvalid::parse(&on_invalid).py()?;
+    let (schema, batches) = batches(data)?;
+    Ok(CompleteArgs {
+        schema,
+        batches,
+        input,
+        aggs,
+        on_invalid,
+    })
+}
+
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]
 #[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None, output="windows"))]
@@ -78,29 +118,28 @@ pub fn session_windows<'py>(
         let max_duration = max_duration
             .map(|d| duration(d, "max_duration"))
             .transpose()?;
-        let input = input_spec(key, time, time_unit)?;
-        let aggs = crate::convert::aggs(aggs)?;
-        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-        let (schema, input_batches) = batches(data)?;
+        let args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
         let result = py
             .detach(|| match output {
                 "windows" => windowstore_core::session::capped_session_windows(
-                    schema,
-                    &input_batches,
-                    input,
+                    args.schema,
+                    &args.batches,
+                    args.input,
                     gap,
                     max_duration,
-                    aggs,
-                    on_invalid,
+                    args.aggs,
+                    args.on_invalid,
                 ),
-                "records" if aggs.is_empty() => windowstore_core::session::capped_session_records(
-                    schema,
-                    &input_batches,
-                    input,
-                    gap,
-                    max_duration,
-                    on_invalid,
-                ),
+                "records" if args.aggs.is_empty() => {
+                    windowstore_core::session::capped_session_records(
+                        args.schema,
+                        &args.batches,
+                        args.input,
+                        gap,
+                        max_duration,
+                        args.on_invalid,
+                    )
+                }
                 "records" => Err(windowstore_core::Error::invalid(
                     "aggs",
                     "output=\"records\" tags rows with their session and takes no aggregations",
@@ -112,8 +151,8 @@ pub fn session_windows<'py>(
             })
             .py()?;
         Ok((
-            table(py, result.windows.schema(), vec![result.windows])?,
-            table(py, result.rejected.schema(), vec![result.rejected])?,
+            batch_table(py, result.windows)?,
+            batch_table(py, result.rejected)?,
             result.gap_clamped,
         ))
     })

@@ -2,12 +2,11 @@
 
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
-use windowstore_core::reject::OnInvalid;
 
-use crate::convert::{batches, duration, table, PyAgg, PyDuration};
+use crate::convert::{batch_table, duration, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
-use crate::sessions::input_spec;
+use crate::sessions::complete_args;
 
 /// Complete-data sliding windows: returns (windows, rejected).
 #[pyfunction]
@@ -25,25 +24,22 @@ pub fn sliding_windows<'py>(
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     guard(|| {
         let time_difference = duration(time_difference, "time_difference")?;
-        let input = input_spec(key, time, time_unit)?;
-        let aggs = crate::convert::aggs(aggs)?;
-        let on_invalid = OnInvalid::parse(&on_invalid).py()?;
-        let (schema, input_batches) = batches(data)?;
+        let args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
         let result = py
             .detach(|| {
                 windowstore_core::sliding::sliding_windows(
-                    schema,
-                    &input_batches,
-                    input,
+                    args.schema,
+                    &args.batches,
+                    args.input,
                     time_difference,
-                    aggs,
-                    on_invalid,
+                    args.aggs,
+                    args.on_invalid,
                 )
             })
             .py()?;
         Ok((
-            table(py, result.windows.schema(), vec![result.windows])?,
-            table(py, result.rejected.schema(), vec![result.rejected])?,
+            batch_table(py, result.windows)?,
+            batch_table(py, result.rejected)?,
         ))
     })
 }

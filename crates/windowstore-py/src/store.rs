@@ -19,7 +19,7 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock, TryLockError};
+use std::sync::{Arc, LockResult, RwLock, TryLockError, TryLockResult};
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
@@ -77,6 +77,11 @@ fn exact_i64(value: &Bound<'_, PyAny>, parameter: &'static str) -> PyResult<i64>
             format!("{value} does not fit 64-bit ticks"),
         ))
     })
+}
+
+/// A session's `start` and `end` arguments (see [`exact_i64`]).
+fn span(start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<(i64, i64)> {
+    Ok((exact_i64(start, "start")?, exact_i64(end, "end")?))
 }
 
 /// A lookup bound: beyond 64 bits it is clamped, which selects the same sessions (every
@@ -158,15 +163,8 @@ impl PySessionStore {
         hold: Hold,
         f: impl FnOnce(&SessionStore) -> windowstore_core::Result<T> + Send,
     ) -> PyResult<T> {
-        if hold == Hold::Short {
-            match self.inner.try_read() {
-                Ok(store) => return f(&store).py(),
-                Err(TryLockError::Poisoned(_)) => return Err(poisoned()).py(),
-                Err(TryLockError::WouldBlock) => {}
-            }
-        }
-        py.detach(|| f(&*self.inner.read().map_err(|_| poisoned())?))
-            .py()
+        let now = (hold == Hold::Short).then(|| self.inner.try_read());
+        locked(py, now, || self.inner.read(), |store| f(&store))
     }
 
     /// Runs `f` under the exclusive lock (see the module docs for the rules).
@@ -176,14 +174,62 @@ impl PySessionStore {
         f: impl FnOnce(&mut SessionStore) -> windowstore_core::Result<T> + Send,
     ) -> PyResult<T> {
         // Every write is short: one put or remove.
-        match self.inner.try_write() {
-            Ok(mut store) => return f(&mut store).py(),
-            Err(TryLockError::Poisoned(_)) => return Err(poisoned()).py(),
-            Err(TryLockError::WouldBlock) => {}
-        }
-        py.detach(|| f(&mut *self.inner.write().map_err(|_| poisoned())?))
-            .py()
+        let now = Some(self.inner.try_write());
+        locked(py, now, || self.inner.write(), |mut store| f(&mut store))
     }
+
+    /// The sessions of every key that `f` finds (a scan), as a list of (key, start, end, value).
+    fn keyed<'py>(
+        &self,
+        py: Python<'py>,
+        f: impl FnOnce(&SessionStore) -> Vec<KeyedSession<'_>> + Send,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let found = self.read(py, Hold::Long, |s| Ok(owned_keyed(f(s))))?;
+        keyed_list(py, found)
+    }
+
+    /// The sessions of `key` within the bounds, in the store's order or, `backward`, reversed.
+    fn find<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        earliest_end: &Bound<'_, PyAny>,
+        latest_start: &Bound<'_, PyAny>,
+        backward: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        guard(|| {
+            let (earliest_end, latest_start) = (
+                bound_i64(earliest_end, "earliest_end")?,
+                bound_i64(latest_start, "latest_start")?,
+            );
+            let key = key_bytes(key)?;
+            let found = self.read(py, Hold::Short, |s| {
+                Ok(if backward {
+                    owned(s.backward_find_sessions(&key, earliest_end, latest_start))
+                } else {
+                    owned(s.find_sessions(&key, earliest_end, latest_start))
+                })
+            })?;
+            session_list(py, found)
+        })
+    }
+}
+
+/// Runs `f` on a guard of the store's lock: the one `now` got without waiting if it got one
+/// (with the GIL held), else the one `wait` waits for with the GIL released. `now` is `None`
+/// for a long call, which waits with the GIL released from the start.
+fn locked<G, T: Send>(
+    py: Python<'_>,
+    now: Option<TryLockResult<G>>,
+    wait: impl FnOnce() -> LockResult<G> + Send,
+    f: impl FnOnce(G) -> windowstore_core::Result<T> + Send,
+) -> PyResult<T> {
+    match now {
+        Some(Ok(store)) => return f(store).py(),
+        Some(Err(TryLockError::Poisoned(_))) => return Err(poisoned()).py(),
+        Some(Err(TryLockError::WouldBlock)) | None => {}
+    }
+    py.detach(|| f(wait().map_err(|_| poisoned())?)).py()
 }
 
 #[pymethods]
@@ -230,7 +276,7 @@ impl PySessionStore {
         value: &[u8],
     ) -> PyResult<&'static str> {
         guard(|| {
-            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
+            let (start, end) = span(start, end)?;
             let key = key_bytes(key)?;
             let outcome = self.write(py, |s| s.put(&key, start, end, value))?;
             Ok(match outcome {
@@ -249,7 +295,7 @@ impl PySessionStore {
         end: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         guard(|| {
-            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
+            let (start, end) = span(start, end)?;
             let key = key_bytes(key)?;
             self.write(py, |s| Ok(s.remove(&key, start, end)))
         })
@@ -263,7 +309,7 @@ impl PySessionStore {
         end: &Bound<'_, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         guard(|| {
-            let (start, end) = (exact_i64(start, "start")?, exact_i64(end, "end")?);
+            let (start, end) = span(start, end)?;
             let key = key_bytes(key)?;
             let found = self.read(py, Hold::Short, |s| {
                 Ok(s.fetch_session(&key, start, end).map(<[u8]>::to_vec))
@@ -279,17 +325,7 @@ impl PySessionStore {
         earliest_end: &Bound<'_, PyAny>,
         latest_start: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        guard(|| {
-            let (earliest_end, latest_start) = (
-                bound_i64(earliest_end, "earliest_end")?,
-                bound_i64(latest_start, "latest_start")?,
-            );
-            let key = key_bytes(key)?;
-            let found = self.read(py, Hold::Short, |s| {
-                Ok(owned(s.find_sessions(&key, earliest_end, latest_start)))
-            })?;
-            session_list(py, found)
-        })
+        self.find(py, key, earliest_end, latest_start, false)
     }
 
     fn backward_find_sessions<'py>(
@@ -299,21 +335,7 @@ impl PySessionStore {
         earliest_end: &Bound<'_, PyAny>,
         latest_start: &Bound<'_, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        guard(|| {
-            let (earliest_end, latest_start) = (
-                bound_i64(earliest_end, "earliest_end")?,
-                bound_i64(latest_start, "latest_start")?,
-            );
-            let key = key_bytes(key)?;
-            let found = self.read(py, Hold::Short, |s| {
-                Ok(owned(s.backward_find_sessions(
-                    &key,
-                    earliest_end,
-                    latest_start,
-                )))
-            })?;
-            session_list(py, found)
-        })
+        self.find(py, key, earliest_end, latest_start, true)
     }
 
     fn fetch<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
@@ -332,10 +354,7 @@ impl PySessionStore {
     ) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
             let (from, to) = (key_bytes(key_from)?, key_bytes(key_to)?);
-            let found = self.read(py, Hold::Long, |s| {
-                Ok(owned_keyed(s.fetch_range(&from, &to)))
-            })?;
-            keyed_list(py, found)
+            self.keyed(py, |s| s.fetch_range(&from, &to))
         })
     }
 
@@ -350,12 +369,7 @@ impl PySessionStore {
                 bound_i64(earliest_end, "earliest_end")?,
                 bound_i64(latest_end, "latest_end")?,
             );
-            let found = self.read(py, Hold::Long, |s| {
-                Ok(owned_keyed(
-                    s.find_sessions_by_end(earliest_end, latest_end),
-                ))
-            })?;
-            keyed_list(py, found)
+            self.keyed(py, |s| s.find_sessions_by_end(earliest_end, latest_end))
         })
     }
 

@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, PrimitiveArray, UInt32Array};
-use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
+use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Int64Array, PrimitiveArray, UInt32Array};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::agg_spec::Overflow;
@@ -22,6 +22,7 @@ use super::finish::{list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::state_layout::overflow_error;
+use super::window_values::WindowValues;
 use crate::{Error, Result};
 
 /// Windows as ranges of positions in `order` (the rows in (key, time, arrival) order): window
@@ -202,23 +203,19 @@ where
             )));
         }
     }
-    let mut sums = Vec::with_capacity(ranges.len());
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut sums = WindowValues::new(ranges.len());
     let mut overflow = None;
     running_int_sums(values, nulls, ranges, |(s, n)| {
-        sums.push(i64::try_from(s).unwrap_or_else(|_| {
+        let sum = i64::try_from(s).unwrap_or_else(|_| {
             overflow.get_or_insert(s);
             0
-        }));
-        valid.append(n > 0);
+        });
+        sums.push(sum, n > 0);
     });
     if let Some(s) = overflow {
         return Err(sum_overflow(slot, Some(s)));
     }
-    Ok(Arc::new(Int64Array::new(
-        ScalarBuffer::from(sums),
-        valid.finish(),
-    )))
+    Ok(Arc::new(sums.finish::<Int64Type>()))
 }
 
 /// The window sums of an integer column without nulls, when no window's sum can leave `i64`
@@ -260,8 +257,7 @@ where
     T::Native: Num,
 {
     let (values, nulls) = (a.values(), validity(a));
-    let mut out = Vec::with_capacity(ranges.len());
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut out = WindowValues::new(ranges.len());
     fold_monotone(
         ranges,
         (-0.0f64, 0u64),
@@ -271,17 +267,17 @@ where
         },
         |(x, a), (y, b)| (x + y, a + b),
         |(s, n)| {
-            out.push(if !MEAN {
+            let value = if !MEAN {
                 s
             } else if n > 0 {
                 s / n as f64
             } else {
                 0.0
-            });
-            valid.append(n > 0);
+            };
+            out.push(value, n > 0);
         },
     );
-    Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.finish()))
+    Arc::new(out.finish::<Float64Type>())
 }
 
 /// `mean` of an integer column (sums exact in `i128`).
@@ -290,13 +286,11 @@ where
     T::Native: Num,
 {
     let (values, nulls) = (a.values(), validity(a));
-    let mut out = Vec::with_capacity(ranges.len());
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut out = WindowValues::new(ranges.len());
     running_int_sums(values, nulls, ranges, |(s, n)| {
-        out.push(if n > 0 { s as f64 / n as f64 } else { 0.0 });
-        valid.append(n > 0);
+        out.push(if n > 0 { s as f64 / n as f64 } else { 0.0 }, n > 0);
     });
-    Arc::new(Float64Array::new(ScalarBuffer::from(out), valid.finish()))
+    Arc::new(out.finish::<Float64Type>())
 }
 
 /// The best valid row of each window (`None` for windows without valid rows), as take
@@ -308,8 +302,7 @@ fn best_rows(
     better: impl Fn(u32, u32) -> bool,
 ) -> UInt32Array {
     let order = ranges.order;
-    let mut chosen = Vec::with_capacity(ranges.len());
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut chosen = WindowValues::new(ranges.len());
     let mut deque: VecDeque<usize> = VecDeque::new();
     let mut entered = 0usize;
     for (l, h) in ranges.bounds() {
@@ -326,18 +319,15 @@ fn best_rows(
         while deque.front().is_some_and(|&f| f < l) {
             deque.pop_front();
         }
-        let best = deque.front().map(|&p| order[p]);
-        chosen.push(best.unwrap_or(0));
-        valid.append(best.is_some());
+        chosen.push_option(deque.front().map(|&p| order[p]));
     }
-    UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
+    chosen.finish()
 }
 
 /// The first (or last) valid row of each window, by a pointer that only moves forward.
 fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UInt32Array {
     let order = ranges.order;
-    let mut chosen = Vec::with_capacity(ranges.len());
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut chosen = WindowValues::new(ranges.len());
     // first: the first valid position at or after the window's start (or the window's end);
     // last: the last valid position before the window's end.
     let (mut first, mut entered, mut last_valid) = (0usize, 0usize, None::<usize>);
@@ -357,10 +347,9 @@ fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UIn
             }
             (first < h).then_some(first)
         };
-        chosen.push(found.map_or(0, |p| order[p]));
-        valid.append(found.is_some());
+        chosen.push_option(found.map(|p| order[p]));
     }
-    UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
+    chosen.finish()
 }
 
 /// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`]:
@@ -377,7 +366,6 @@ where
     let better = better_key::<<T::Native as Num>::Key, MAX>;
     let (values, nulls) = (a.values(), validity(a));
     let key = |i: u32| values[i as usize].key();
-    let mut best = Vec::with_capacity(ranges.len());
     // Without nulls the fold needs no empty state: the column's worst key is an identity, and
     // each step is a conditional move.
     let worst = match MAX {
@@ -385,6 +373,7 @@ where
         false => values.iter().map(|v| v.key()).max(),
     };
     if let (None, Some(worst)) = (nulls, worst) {
+        let mut best = Vec::with_capacity(ranges.len());
         fold_monotone(ranges, worst, key, better, |k| {
             best.push(T::Native::from_key(k))
         });
@@ -393,7 +382,7 @@ where
                 .with_data_type(data_type.clone()),
         );
     }
-    let mut valid = NullBufferBuilder::new(ranges.len());
+    let mut best = WindowValues::new(ranges.len());
     fold_monotone(
         ranges,
         None,
@@ -402,15 +391,9 @@ where
             (Some(x), Some(y)) => Some(better(x, y)),
             (x, y) => x.or(y),
         },
-        |k| {
-            best.push(k.map_or_else(T::Native::default, T::Native::from_key));
-            valid.append(k.is_some());
-        },
+        |k| best.push_option(k.map(T::Native::from_key)),
     );
-    Arc::new(
-        PrimitiveArray::<T>::new(ScalarBuffer::from(best), valid.finish())
-            .with_data_type(data_type.clone()),
-    )
+    Arc::new(best.finish::<T>().with_data_type(data_type.clone()))
 }
 
 /// `take` with errors mapped to [`Error::Arrow`].

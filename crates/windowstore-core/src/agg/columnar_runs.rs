@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::ArrowPrimitiveType;
-use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, PrimitiveArray, UInt32Array};
-use arrow_buffer::{NullBuffer, NullBufferBuilder, ScalarBuffer};
+use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Int64Array, PrimitiveArray, UInt32Array};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::agg_spec::Overflow;
@@ -19,6 +19,7 @@ use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::state_layout::overflow_error;
 use super::value_kind::Kind;
+use super::window_values::WindowValues;
 use crate::{Error, Result};
 
 /// Folds each run (`order[offsets[w]..offsets[w + 1]]`) of the non-null values of `values`
@@ -80,8 +81,7 @@ where
     T::Native: Num,
 {
     // A run has fewer than 2^61 rows and each term is below 2^64 in magnitude: no i128 overflow.
-    let mut sums = Vec::with_capacity(windows(offsets));
-    let mut nulls = NullBufferBuilder::new(windows(offsets));
+    let mut sums = WindowValues::new(windows(offsets));
     let mut overflow = None;
     fold_runs(
         a.values(),
@@ -95,17 +95,13 @@ where
                 overflow.get_or_insert(s);
                 0
             });
-            sums.push(v);
-            nulls.append(seen);
+            sums.push(v, seen);
         },
     );
     if let Some(s) = overflow {
         return Err(sum_overflow(slot, Some(s)));
     }
-    Ok(Arc::new(Int64Array::new(
-        ScalarBuffer::from(sums),
-        nulls.finish(),
-    )))
+    Ok(Arc::new(sums.finish::<Int64Type>()))
 }
 
 /// `sum` of a float column, in `f64` from `-0.0`, in run order.
@@ -117,8 +113,7 @@ fn sum_float<T: ArrowPrimitiveType>(
 where
     T::Native: Num,
 {
-    let mut sums = Vec::with_capacity(windows(offsets));
-    let mut nulls = NullBufferBuilder::new(windows(offsets));
+    let mut sums = WindowValues::new(windows(offsets));
     fold_runs(
         a.values(),
         a.nulls(),
@@ -126,12 +121,9 @@ where
         offsets,
         (-0.0f64, false),
         |(s, _), v, _| (s + v.to_f64(), true),
-        |(s, seen)| {
-            sums.push(s);
-            nulls.append(seen);
-        },
+        |(s, seen)| sums.push(s, seen),
     );
-    Arc::new(Float64Array::new(ScalarBuffer::from(sums), nulls.finish()))
+    Arc::new(sums.finish::<Float64Type>())
 }
 
 /// `mean` of a numeric column (integer sums exact in `i128`).
@@ -144,12 +136,8 @@ fn mean<T: ArrowPrimitiveType>(
 where
     T::Native: Num,
 {
-    let mut means = Vec::with_capacity(windows(offsets));
-    let mut nulls = NullBufferBuilder::new(windows(offsets));
-    let mut emit = |sum: f64, n: u64| {
-        means.push(if n > 0 { sum / n as f64 } else { 0.0 });
-        nulls.append(n > 0);
-    };
+    let mut means = WindowValues::new(windows(offsets));
+    let mut emit = |sum: f64, n: u64| means.push(if n > 0 { sum / n as f64 } else { 0.0 }, n > 0);
     if kind.is_integer() {
         fold_runs(
             a.values(),
@@ -171,7 +159,7 @@ where
             |(s, n)| emit(s, n),
         );
     }
-    Arc::new(Float64Array::new(ScalarBuffer::from(means), nulls.finish()))
+    Arc::new(means.finish::<Float64Type>())
 }
 
 /// `min` (`MAX = false`) or `max` of a primitive column, by the total order of [`Num::key`].
@@ -184,9 +172,9 @@ fn best_word<T: ArrowPrimitiveType, const MAX: bool>(
 where
     T::Native: Num,
 {
-    let mut best = Vec::with_capacity(windows(offsets));
     if a.null_count() == 0 {
         // Keys alone, from each run's first (see `better_key`).
+        let mut best = Vec::with_capacity(windows(offsets));
         let values = a.values();
         let key = |i: u32| values[i as usize].key();
         let mut empty = false;
@@ -207,7 +195,7 @@ where
                 .with_data_type(data_type.clone()),
         );
     }
-    let mut nulls = NullBufferBuilder::new(windows(offsets));
+    let mut best = WindowValues::new(windows(offsets));
     let zero = T::Native::default();
     fold_runs(
         a.values(),
@@ -224,15 +212,9 @@ where
                 (b, bk, true)
             }
         },
-        |(b, _, seen)| {
-            best.push(b.canon());
-            nulls.append(seen);
-        },
+        |(b, _, seen)| best.push(b.canon(), seen),
     );
-    Arc::new(
-        PrimitiveArray::<T>::new(ScalarBuffer::from(best), nulls.finish())
-            .with_data_type(data_type.clone()),
-    )
+    Arc::new(best.finish::<T>().with_data_type(data_type.clone()))
 }
 
 /// The row index chosen in each run: the first valid row such that no later valid row is
@@ -243,8 +225,7 @@ fn arg_best(
     offsets: &[usize],
     better: impl Fn(u32, u32) -> bool,
 ) -> UInt32Array {
-    let mut chosen = Vec::with_capacity(windows(offsets));
-    let mut valid = NullBufferBuilder::new(windows(offsets));
+    let mut chosen = WindowValues::new(windows(offsets));
     let all = nulls.filter(|n| n.null_count() > 0);
     for w in offsets.windows(2) {
         let mut best: Option<u32> = None;
@@ -257,10 +238,9 @@ fn arg_best(
                 _ => Some(i),
             };
         }
-        chosen.push(best.unwrap_or(0));
-        valid.append(best.is_some());
+        chosen.push_option(best);
     }
-    UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
+    chosen.finish()
 }
 
 /// The first (or last) valid row index of each run.
@@ -270,8 +250,7 @@ fn first_last(
     offsets: &[usize],
     last: bool,
 ) -> UInt32Array {
-    let mut chosen = Vec::with_capacity(windows(offsets));
-    let mut valid = NullBufferBuilder::new(windows(offsets));
+    let mut chosen = WindowValues::new(windows(offsets));
     let nulls = nulls.filter(|n| n.null_count() > 0);
     for w in offsets.windows(2) {
         let run = &order[w[0]..w[1]];
@@ -281,10 +260,9 @@ fn first_last(
         } else {
             run.iter().find(ok)
         };
-        chosen.push(found.copied().unwrap_or(0));
-        valid.append(found.is_some());
+        chosen.push_option(found.copied());
     }
-    UInt32Array::new(ScalarBuffer::from(chosen), valid.finish())
+    chosen.finish()
 }
 
 /// `take` with errors mapped to [`Error::Arrow`] (the only way it fails here: offsets

@@ -41,6 +41,7 @@ pub(crate) mod slot;
 pub mod state_layout;
 pub(crate) mod value;
 pub(crate) mod value_kind;
+pub(crate) mod window_values;
 
 #[cfg(test)]
 mod tests;

@@ -76,94 +76,58 @@ pub(crate) fn better_key<K: Ord, const MAX: bool>(x: K, y: K) -> K {
     }
 }
 
-/// The total-order key of an `f64` (NaN canonical, hence greatest).
-#[inline(always)]
-pub(crate) fn f64_key(x: f64) -> i64 {
-    let x = if x.is_nan() { f64::NAN } else { x };
-    let bits = x.to_bits() as i64;
-    bits ^ (((bits >> 63) as u64) >> 1) as i64
+/// The flip between a float's bits (as a signed integer) and its total-order key, either way:
+/// a negative value's bits below the sign are inverted.
+macro_rules! flip {
+    ($bits:expr, $key:ty, $ukey:ty) => {{
+        let bits: $key = $bits;
+        bits ^ (((bits >> (<$key>::BITS - 1)) as $ukey) >> 1) as $key
+    }};
 }
 
-/// The total-order key of an `f32` (NaN canonical, hence greatest).
-#[inline(always)]
-pub(crate) fn f32_key(x: f32) -> i32 {
-    let x = if x.is_nan() { f32::NAN } else { x };
-    let bits = x.to_bits() as i32;
-    bits ^ (((bits >> 31) as u32) >> 1) as i32
-}
-
-impl Num for f64 {
-    type Key = i64;
-    #[inline(always)]
-    fn key(self) -> i64 {
-        f64_key(self)
-    }
-    #[inline(always)]
-    fn from_key(key: i64) -> Self {
-        // The key's transform is its own inverse.
-        f64::from_bits((key ^ (((key >> 63) as u64) >> 1) as i64) as u64)
-    }
-    #[inline(always)]
-    fn canon(self) -> Self {
-        if self.is_nan() {
-            f64::NAN
-        } else {
-            self
+/// [`Num`] for the float types: keys in IEEE `totalOrder`, NaN canonical (see the module docs).
+macro_rules! impl_float {
+    ($($t:ident => $key:ty, $ukey:ty),*) => {$(
+        impl Num for $t {
+            type Key = $key;
+            #[inline(always)]
+            fn key(self) -> $key {
+                flip!(self.canon().to_bits() as $key, $key, $ukey)
+            }
+            #[inline(always)]
+            fn from_key(key: $key) -> Self {
+                // The key's transform is its own inverse.
+                $t::from_bits(flip!(key, $key, $ukey) as $ukey)
+            }
+            #[inline(always)]
+            fn canon(self) -> Self {
+                if self.is_nan() {
+                    $t::NAN
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn to_word(self) -> u64 {
+                u64::from(self.to_bits())
+            }
+            #[inline(always)]
+            fn from_word(word: u64) -> Self {
+                $t::from_bits(word as $ukey)
+            }
+            #[inline(always)]
+            fn to_i128(self) -> i128 {
+                self as i128
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
         }
-    }
-    #[inline(always)]
-    fn to_word(self) -> u64 {
-        self.to_bits()
-    }
-    #[inline(always)]
-    fn from_word(word: u64) -> Self {
-        f64::from_bits(word)
-    }
-    #[inline(always)]
-    fn to_i128(self) -> i128 {
-        self as i128
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
+    )*};
 }
 
-impl Num for f32 {
-    type Key = i32;
-    #[inline(always)]
-    fn key(self) -> i32 {
-        f32_key(self)
-    }
-    #[inline(always)]
-    fn from_key(key: i32) -> Self {
-        f32::from_bits((key ^ (((key >> 31) as u32) >> 1) as i32) as u32)
-    }
-    #[inline(always)]
-    fn canon(self) -> Self {
-        if self.is_nan() {
-            f32::NAN
-        } else {
-            self
-        }
-    }
-    #[inline(always)]
-    fn to_word(self) -> u64 {
-        u64::from(self.to_bits())
-    }
-    #[inline(always)]
-    fn from_word(word: u64) -> Self {
-        f32::from_bits(word as u32)
-    }
-    #[inline(always)]
-    fn to_i128(self) -> i128 {
-        self as i128
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
+impl_float!(f64 => i64, u64, f32 => i32, u32);
 
 /// `$body` with `$T` naming the type `$ty` (what the dispatches below run per type).
 macro_rules! typed {

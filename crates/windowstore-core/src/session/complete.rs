@@ -13,11 +13,13 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 use super::record_checks::record_gap;
+use super::spec::SessionSpec;
 use super::spec::{GapSpec, OnInvalid};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
 use crate::input::{BoundInput, InputSpec};
-use crate::output::{Layout, OutputBuilder};
+use crate::output::OutputBuilder;
+use crate::processor::WindowKind;
 use crate::reject::Rejections;
 use crate::time::Duration;
 use crate::{Error, Result};
@@ -61,50 +63,26 @@ pub fn capped_session_windows(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<CompleteSessions> {
-    let cut = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
+    let mut cut = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
     let mut columns = cut.session_columns()?;
-    let Cut {
-        schema,
-        batch,
-        bound,
-        aggregator,
-        ticks: t,
-        order,
-        offsets,
-        mut rejections,
-        gap_clamped,
-        max_duration_cuts,
-        ..
-    } = cut;
-    let layout = Layout {
-        start: "session_start",
-        end: "session_end",
-        time: None,
-        op: false,
-    };
-    let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
-    match aggregator.aggregate_runs(&batch, &t, &order, &offsets) {
-        Ok(arrays) => columns.extend(arrays),
-        Err(e) => {
-            // A collect with overflow="fail" overflowed: name the first window that did.
-            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
-                return Err(e);
-            };
-            let (first, last) = (
-                order[offsets[w]] as usize,
-                order[offsets[w + 1] - 1] as usize,
-            );
-            let key = bound.keys.render_row(&batch, first);
-            return Err(fill_overflow(e, key, t[first], t[last]));
-        }
-    }
+    let output = OutputBuilder::try_new(
+        &cut.bound.keys,
+        &cut.bound.time,
+        &cut.aggregator,
+        SessionSpec::LAYOUT,
+    )?;
+    let aggregates = cut
+        .aggregator
+        .aggregate_runs(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)
+        .map_err(|e| cut.name_overflow(e))?;
+    columns.extend(aggregates);
     let windows = RecordBatch::try_new(output.schema().clone(), columns)
         .map_err(Error::arrow("building output"))?;
     Ok(CompleteSessions {
         windows,
-        rejected: rejections.drain(&schema)?,
-        gap_clamped,
-        max_duration_cuts,
+        rejected: cut.rejections.drain(&cut.schema)?,
+        gap_clamped: cut.gap_clamped,
+        max_duration_cuts: cut.max_duration_cuts,
     })
 }
 
@@ -183,6 +161,27 @@ pub fn capped_session_records(
     })
 }
 
+/// `batches` conformed to `bound` in one batch, of at most `u32::MAX` rows (complete mode
+/// numbers rows with `u32`).
+pub(crate) fn one_batch(bound: &BoundInput, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    let batches: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| bound.conform(b))
+        .collect::<Result<_>>()?;
+    let batch = match batches.as_slice() {
+        [one] => one.clone(),
+        many => arrow_select::concat::concat_batches(bound.schema(), many)
+            .map_err(Error::arrow("concatenating the input"))?,
+    };
+    let n = batch.num_rows();
+    if u32::try_from(n).is_err() {
+        return Err(Error::BatchTooLarge(format!(
+            "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
+        )));
+    }
+    Ok(batch)
+}
+
 /// Bounded input checked row by row, grouped by key and time and cut into sessions: the part
 /// of complete mode that map-side partial sessions ([`super::partial`]) share.
 pub(crate) struct Cut {
@@ -211,6 +210,21 @@ pub(crate) struct Cut {
 }
 
 impl Cut {
+    /// `e`, an error of aggregating the sessions: if a collect with overflow="fail"
+    /// overflowed, it names the first session that did.
+    pub(crate) fn name_overflow(&self, e: Error) -> Error {
+        let (order, offsets) = (&self.order, &self.offsets);
+        let Some((w, _)) = self.aggregator.first_overflow(&self.batch, order, offsets) else {
+            return e;
+        };
+        let (first, last) = (
+            order[offsets[w]] as usize,
+            order[offsets[w + 1] - 1] as usize,
+        );
+        let key = self.bound.keys.render_row(&self.batch, first);
+        fill_overflow(e, key, self.ticks[first], self.ticks[last])
+    }
+
     /// One row per session, in the cut's order: its key columns (taken from its first row),
     /// its start (first time) and its end (last time), in the output's types.
     pub(crate) fn session_columns(&self) -> Result<Vec<ArrayRef>> {
@@ -278,21 +292,8 @@ pub(crate) fn cut(
         None => i64::MAX,
     };
     let aggregator = Aggregator::try_new(aggs, &schema)?;
-    let batches: Vec<RecordBatch> = batches
-        .iter()
-        .map(|b| bound.conform(b))
-        .collect::<Result<_>>()?;
-    let batch = match batches.as_slice() {
-        [one] => one.clone(),
-        many => arrow_select::concat::concat_batches(&schema, many)
-            .map_err(Error::arrow("concatenating the input"))?,
-    };
+    let batch = one_batch(&bound, batches)?;
     let n = batch.num_rows();
-    if u32::try_from(n).is_err() {
-        return Err(Error::BatchTooLarge(format!(
-            "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
-        )));
-    }
 
     let keys = bound.keys.view(&batch)?;
     let times = bound.time.read(&batch);

@@ -21,11 +21,12 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::complete::{cut, Cut};
-use super::spec::{GapSpec, OnInvalid};
+use super::spec::{GapSpec, OnInvalid, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
 use crate::input::{column_index, plain_schema, BoundInput, InputSpec};
-use crate::output::{Layout, OutputBuilder};
+use crate::output::OutputBuilder;
+use crate::processor::WindowKind;
 use crate::{Error, Result};
 
 /// The partial column holding a session's reach (`max(t + g)`, in ticks).
@@ -56,56 +57,26 @@ pub fn session_partials(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<PartialSessions> {
-    let Cut {
-        schema,
-        batch,
-        bound,
-        aggregator,
-        ticks,
-        order,
-        offsets,
-        reach,
-        mut rejections,
-        gap_clamped,
-        ..
-    } = cut(schema, batches, input, gap, None, aggs, on_invalid)?;
-    let windows = offsets.len() - 1;
-    let (states, ends) = match aggregator.run_states(&batch, &ticks, &order, &offsets) {
-        Ok(states) => states,
-        Err(e) => {
-            // A collect with overflow="fail" overflowed: name the first window that did.
-            let Some((w, _)) = aggregator.first_overflow(&batch, &order, &offsets) else {
-                return Err(e);
-            };
-            let (first, last) = (
-                order[offsets[w]] as usize,
-                order[offsets[w + 1] - 1] as usize,
-            );
-            let key = bound.keys.render_row(&batch, first);
-            return Err(fill_overflow(e, key, ticks[first], ticks[last]));
-        }
-    };
+    let cut = cut(schema, batches, input, gap, None, aggs, on_invalid)?;
+    let (states, ends) = cut
+        .aggregator
+        .run_states(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)
+        .map_err(|e| cut.name_overflow(e))?;
     let state_offsets = std::iter::once(Ok(0))
         .chain(ends.iter().map(|&e| i32::try_from(e)))
         .collect::<Result<Vec<i32>, _>>()
         .map_err(|_| {
             Error::BatchTooLarge("partial states beyond 2 GiB in one call (split the part)".into())
         })?;
-    let firsts = UInt32Array::from_iter_values(offsets[..windows].iter().map(|&i| order[i]));
-    let mut columns = take_keys(&bound, &batch, &firsts)?;
-    columns.push(
-        bound
-            .time
-            .to_array(firsts.values().iter().map(|&r| ticks[r as usize]).collect()),
-    );
-    columns.push(
-        bound.time.to_array(
-            offsets[1..]
-                .iter()
-                .map(|&end| ticks[order[end - 1] as usize])
-                .collect(),
-        ),
-    );
+    let mut columns = cut.session_columns()?;
+    let Cut {
+        schema,
+        bound,
+        reach,
+        mut rejections,
+        gap_clamped,
+        ..
+    } = cut;
     columns.push(Arc::new(Int64Array::from(reach)));
     columns.push(Arc::new(BinaryArray::new(
         arrow_buffer::OffsetBuffer::new(state_offsets.into()),
@@ -166,13 +137,8 @@ pub fn merge_session_partials(
     let bound = BoundInput::try_new(&spec, schema.clone())?;
     let reach_index = column_index(&schema, REACH_COLUMN)?;
     let state_index = column_index(&schema, STATE_COLUMN)?;
-    let layout = Layout {
-        start: "session_start",
-        end: "session_end",
-        time: None,
-        op: false,
-    };
-    let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, layout)?;
+    let output =
+        OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, SessionSpec::LAYOUT)?;
     let plain: Vec<RecordBatch> = batches
         .iter()
         .map(|b| bound.conform(b))

@@ -18,6 +18,7 @@ use crate::input::order::group_by_key_then_time;
 use crate::input::{BoundInput, InputSpec};
 use crate::output::OutputBuilder;
 use crate::reject::{OnInvalid, Rejections};
+use crate::session::complete::one_batch;
 use crate::time::Duration;
 use crate::{Error, Result};
 
@@ -127,21 +128,8 @@ pub fn sliding_windows(
     let d = time_difference.to_ticks(bound.time.unit(), "time_difference")?;
     let aggregator = Aggregator::try_new(aggs, &schema)?;
     let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, super::LAYOUT)?;
-    let batches: Vec<RecordBatch> = batches
-        .iter()
-        .map(|b| bound.conform(b))
-        .collect::<Result<_>>()?;
-    let batch = match batches.as_slice() {
-        [one] => one.clone(),
-        many => arrow_select::concat::concat_batches(&schema, many)
-            .map_err(Error::arrow("concatenating the input"))?,
-    };
+    let batch = one_batch(&bound, batches)?;
     let n = batch.num_rows();
-    if u32::try_from(n).is_err() {
-        return Err(Error::BatchTooLarge(format!(
-            "{n} rows in one call; complete mode takes at most 2^32 - 1 (split by key)"
-        )));
-    }
 
     let keys = bound.keys.view(&batch)?;
     let times = bound.time.read(&batch);
