@@ -29,17 +29,17 @@
 //! time moved. Otherwise a long call would keep every window its records open and close in
 //! the store until its end: with sparse keys, each record a window that closes within the call,
 //! the store then grew to the whole call's windows, and the batched path ran slower than the
-//! record path. The output is the same: windows are emitted in (end, start, key)
-//! order either way, and a run-safe record never touches a window that has closed.
+//! record path. The output is the same: windows are emitted in (end, start, key) order either
+//! way, and a run-safe record never touches a window that has closed.
 //!
 //! **Sparse keys.** A run costs a copy of its key's windows and a write-back, which pays only
 //! when its records share windows. When a key's records lie farther apart than the gap (or the
 //! time difference), each record makes windows of its own and the batched path is slower than
 //! the record path (`benches/bench_sparse.py` measures it). So after a batched call of at
-//! least [`SPARSE_MIN_RECORDS`] records of which nearly all met no window of their key (the kinds count
-//! them, `RunOutcome::isolated`), the next [`SPARSE_CALLS`] calls take the
-//! record path, then the batched path is tried again. Either path gives the same outcome, so
-//! this changes only the time a call takes.
+//! least [`SPARSE_MIN_RECORDS`] records of which nearly all met no window of their key (the
+//! kinds count them, `RunOutcome::isolated`), the next [`SPARSE_CALLS`] calls take the record
+//! path, then the batched path is tried again. Either path gives the same outcome, so this
+//! changes only the time a call takes.
 //!
 //! **Reads ahead.** In a store far larger than the cache, a run's lookup is a chain of cache
 //! misses, each waiting for the one before (the key table, each segment's hash table, the

@@ -117,7 +117,11 @@ struct Index {
 
 impl Index {
     fn find(&self, key: &[u8]) -> Option<u32> {
-        let hash = self.hasher.hash_one(key);
+        self.find_hashed(self.hasher.hash_one(key), key)
+    }
+
+    /// [`Self::find`] of a key whose hash the caller has.
+    fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<u32> {
         self.table
             .find(hash, |&id| &*self.slots[id as usize].key == key)
             .copied()
@@ -141,10 +145,7 @@ impl Index {
     fn push(&mut self, key: &[u8], entry: Entry) -> Result<()> {
         let seq = entry.1;
         let hash = self.hasher.hash_one(key);
-        let found = self
-            .table
-            .find(hash, |&id| &*self.slots[id as usize].key == key);
-        if let Some(&id) = found {
+        if let Some(id) = self.find_hashed(hash, key) {
             self.slots[id as usize].rows.push(entry);
             self.undo.push(Undo::Pushed { id, seq });
             return Ok(());

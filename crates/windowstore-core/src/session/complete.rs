@@ -13,8 +13,7 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 use super::record_checks::record_gap;
-use super::spec::SessionSpec;
-use super::spec::{GapSpec, OnInvalid};
+use super::spec::{GapSpec, OnInvalid, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
 use crate::input::{BoundInput, InputSpec};
