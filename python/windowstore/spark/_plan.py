@@ -16,10 +16,9 @@ from windowstore.exceptions import InvalidWindowSpec
 
 __all__ = [
     "SparkOptions",
+    "batch_time",
     "by_key",
     "check_aggs",
-    "check_batch_clock",
-    "check_batch_options",
     "check_on_invalid",
     "column",
     "positive_int",
@@ -84,29 +83,42 @@ def check_on_invalid(on_invalid: str) -> str:
     return on_invalid
 
 
-def check_batch_options(emit: str, grace: DurationLike | None) -> None:
-    """A batch DataFrame has complete data: final windows, no lateness."""
-    if emit != "final":
-        raise InvalidWindowSpec(
-            f"invalid emit: {emit!r} needs a streaming DataFrame; a batch DataFrame gives the "
-            'final windows (emit="final")',
+def batch_time(
+    time: str | None,
+    *,
+    emit: str,
+    grace: DurationLike | None,
+    clock: str,
+    idle_timeout: DurationLike | None,
+) -> str:
+    """The time column of a batch DataFrame, its options checked. A batch has complete data and
+    no wall clock: its windows are final event-time windows, with no lateness, never idle; each
+    streaming option is refused, naming it."""
+    streaming_only = (
+        (
+            "clock",
+            clock != "event",
+            f"{clock!r} needs a streaming DataFrame (a batch DataFrame's records have no arrival "
+            'time); batch windows are event-time windows (clock="event")',
+        ),
+        (
+            "idle_timeout",
+            idle_timeout is not None,
+            "needs a streaming DataFrame; a batch DataFrame is complete data, whose windows all "
+            "come out",
+        ),
+        (
             "emit",
-        )
+            emit != "final",
+            f"{emit!r} needs a streaming DataFrame; a batch DataFrame gives the final windows "
+            '(emit="final")',
+        ),
+    )
+    for parameter, given, why in streaming_only:
+        if given:
+            raise InvalidWindowSpec(f"invalid {parameter}: {why}", parameter)
+    if time is None:
+        raise InvalidWindowSpec('invalid time: a batch needs its time column (time="ts")', "time")
     if grace is not None:
         to_duration(grace, "grace")  # still refuse an unreadable value
-
-
-def check_batch_clock(clock: str, idle_timeout: DurationLike | None) -> None:
-    """A batch DataFrame has no wall clock: its records have no arrival, and it is never idle."""
-    if clock != "event":
-        raise InvalidWindowSpec(
-            f"invalid clock: {clock!r} needs a streaming DataFrame (a batch DataFrame's records "
-            'have no arrival time); batch windows are event-time windows (clock="event")',
-            "clock",
-        )
-    if idle_timeout is not None:
-        raise InvalidWindowSpec(
-            "invalid idle_timeout: needs a streaming DataFrame; a batch DataFrame is complete "
-            "data, whose windows all come out",
-            "idle_timeout",
-        )
+    return time

@@ -15,15 +15,13 @@ from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit, aggs_arg, finisher
 from windowstore.agg import Agg
-from windowstore.exceptions import InvalidWindowSpec
 from windowstore.sessions import SessionOptions
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
     SparkOptions,
+    batch_time,
     by_key,
     check_aggs,
-    check_batch_clock,
-    check_batch_options,
     check_on_invalid,
     project,
 )
@@ -170,8 +168,6 @@ def session_windows(
     names = _schema.keys(key)
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
-    if not df.isStreaming:
-        check_batch_clock(clock, idle_timeout)
     if df.isStreaming:
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
@@ -199,9 +195,7 @@ def session_windows(
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    if time is None:
-        raise InvalidWindowSpec("invalid time: the time column is required", "time")
-    check_batch_options(emit, grace)
+    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
     args = _udf.SessionArgs(
         key=names,
         time=time,

@@ -12,15 +12,13 @@ from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
 from windowstore._processor import OnInvalid, TimeUnit
 from windowstore.agg import Agg
-from windowstore.exceptions import InvalidWindowSpec
 from windowstore.sliding import SlidingOptions
 from windowstore.spark import _schema, _udf
 from windowstore.spark._plan import (
     SparkOptions,
+    batch_time,
     by_key,
     check_aggs,
-    check_batch_clock,
-    check_batch_options,
     check_on_invalid,
     project,
 )
@@ -153,10 +151,7 @@ def sliding_windows(
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    check_batch_clock(clock, idle_timeout)
-    if time is None:
-        raise InvalidWindowSpec('invalid time: a batch needs its time column (time="ts")', "time")
-    check_batch_options(emit, grace)
+    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
     args = _udf.SlidingArgs(
         key=names,
         time=time,
