@@ -5,41 +5,21 @@ Importing ``windowstore`` never imports pyspark; the Spark adapters live in ``wi
 
 from __future__ import annotations
 
-from windowstore import agg
+from windowstore import agg, exceptions
 from windowstore._core import SessionStore, __version__
-from windowstore.exceptions import (
-    AggregateFunctionError,
-    ArrowError,
-    BatchTooLargeError,
-    InternalError,
-    InvalidRecordError,
-    InvalidWindowSpec,
-    SchemaError,
-    SessionOverflowError,
-    SnapshotError,
-    StoreCapacityError,
-    WindowStoreError,
-)
+
+# The whole exception tree, as exceptions.__all__ lists it.
+from windowstore.exceptions import *  # noqa: F403
 from windowstore.sessions import SessionWindowProcessor, session_windows
 from windowstore.sliding import SlidingWindowProcessor, sliding_windows
 
 __all__ = [
-    "AggregateFunctionError",
-    "ArrowError",
-    "BatchTooLargeError",
-    "InternalError",
-    "InvalidRecordError",
-    "InvalidWindowSpec",
-    "SchemaError",
-    "SessionOverflowError",
     "SessionStore",
     "SessionWindowProcessor",
     "SlidingWindowProcessor",
-    "SnapshotError",
-    "StoreCapacityError",
-    "WindowStoreError",
     "__version__",
     "agg",
     "session_windows",
     "sliding_windows",
 ]
+__all__ += exceptions.__all__
