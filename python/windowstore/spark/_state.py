@@ -19,12 +19,13 @@ replay leaves the state the call left.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.types import (
     BinaryType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -67,25 +68,6 @@ STATE_SCHEMA = StructType(
         StructField("token", StringType(), False),
     ]
 )
-#: A bucket's position in the log layout (:class:`._bucket_log.LogWindowsProcessor`), its one
-#: value state.
-META_SCHEMA = StructType(
-    [
-        StructField("params", StringType(), False),
-        # The bucket's state for all time (a random id made with it): the worker cache's key.
-        StructField("lineage", StringType(), False),
-        # The base snapshot (a random id made with each): what the log applies to.
-        StructField("base", StringType(), False),
-        StructField("base_bytes", LongType(), False),
-        # The log's length (its entries are numbered 0 to log_next - 1) and size.
-        StructField("log_next", LongType(), False),
-        StructField("log_bytes", LongType(), False),
-        # The last entry's token (the base's id while the log is empty).
-        StructField("head", StringType(), False),
-        # The bucket's registered timer, if any.
-        StructField("timer", LongType(), True),
-    ]
-)
 #: The base snapshot as earlier versions kept it: a list state of chunks, all of them one
 #: RocksDB value. Read (and cleared), never written.
 CHUNK_SCHEMA = StructType([StructField("chunk", BinaryType(), False)])
@@ -109,15 +91,37 @@ ENTRY_SCHEMA = StructType(
 
 @dataclass
 class Position:
-    """Where a bucket's state is: its meta entry, as a processor has applied it."""
+    """Where a bucket's state is: its meta entry but ``params``, as a processor has applied it
+    (``Position(*meta[1:])``)."""
 
+    #: The bucket's state for all time (a random id made with it): the worker cache's key.
     lineage: str
+    #: The base snapshot (a random id made with each): what the log applies to.
     base: str
     base_bytes: int
+    #: The log's length (its entries are numbered 0 to log_next - 1) and size.
     log_next: int
     log_bytes: int
+    #: The last entry's token (the base's id while the log is empty).
     head: str
+    #: The bucket's registered timer, if any.
     timer: int | None
+
+
+#: The Spark type of each type of a ``Position`` field, and whether it is nullable.
+_SPARK_TYPES: dict[str, tuple[DataType, bool]] = {
+    "str": (StringType(), False),
+    "int": (LongType(), False),
+    "int | None": (LongType(), True),
+}
+#: A bucket's position in the log layout (:class:`._bucket_log.LogWindowsProcessor`), its one
+#: value state: the parameters that made it, then the fields of a ``Position``.
+META_SCHEMA = StructType(
+    [
+        StructField("params", StringType(), False),
+        *(StructField(f.name, *_SPARK_TYPES[str(f.type)]) for f in fields(Position)),
+    ]
+)
 
 
 def chained(entries: list[Any], first: str, last: str) -> bool:
