@@ -2,9 +2,10 @@
 
 from collections.abc import Callable
 from os import PathLike
-from typing import Any, Literal, final
+from typing import Any, Literal, TypedDict, final
 
 import pyarrow as pa
+from typing_extensions import Unpack
 
 __all__ = [
     "Processor",
@@ -194,19 +195,25 @@ class Processor:
     def _set_batched(self, on: bool) -> None: ...
     def _batched_calls(self) -> int: ...
 
+class _SessionSpec(TypedDict):
+    """The parameters of both calls of the session engine, ``session_windows`` and
+    ``session_partials``."""
+
+    key: list[str]
+    time: str
+    time_unit: str | None
+    gap: _Duration | None
+    gap_column: str | None
+    max_gap: _Duration | None
+    aggs: list[_Agg]
+    on_invalid: str
+
 def session_windows(
     data: Any,
     *,
-    key: list[str],
-    time: str,
-    time_unit: str | None,
-    gap: _Duration | None,
-    gap_column: str | None,
-    max_gap: _Duration | None,
-    aggs: list[_Agg],
-    on_invalid: str,
     max_duration: _Duration | None = None,
     output: str = "windows",
+    **spec: Unpack[_SessionSpec],
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, or with output="records" every usable row
     tagged with its session, rejected rows, gaps clamped)."""
@@ -221,18 +228,7 @@ def sliding_windows(
     aggs: list[_Agg],
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table]: ...
-def session_partials(
-    data: Any,
-    *,
-    key: list[str],
-    time: str,
-    time_unit: str | None,
-    gap: _Duration | None,
-    gap_column: str | None,
-    max_gap: _Duration | None,
-    aggs: list[_Agg],
-    on_invalid: str,
-) -> tuple[pa.Table, pa.Table, int]:
+def session_partials(data: Any, **spec: Unpack[_SessionSpec]) -> tuple[pa.Table, pa.Table, int]:
     """Map-side partial sessions of one part: (partials, rejected rows, gaps clamped)."""
 
 def merge_session_partials(data: Any, *, input: Any, key: list[str], aggs: list[_Agg]) -> pa.Table:

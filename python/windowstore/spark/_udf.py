@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -20,6 +20,9 @@ from windowstore._udfs import Finisher
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidRecordError
 from windowstore.sliding import sliding_windows
+
+if TYPE_CHECKING:
+    from windowstore._core import _SessionSpec
 
 __all__ = [
     "CHUNK_ROWS",
@@ -47,33 +50,23 @@ _Duration = tuple[str, int]
 class SessionArgs:
     """The parameters of the session engine, as the compiled core takes them."""
 
-    key: list[str]
-    time: str
-    time_unit: str | None
-    gap: _Duration | None
-    gap_column: str | None
-    max_gap: _Duration | None
-    aggs: list[_Agg]
-    on_invalid: str
+    #: What both of the core's session calls take (``session_partials``, ``session_windows``).
+    spec: _SessionSpec
     #: Computes the user-defined aggregates of the merged sessions (None: none).
     finish: Finisher | None = None
     #: The cap on a session's span (None: none); not mergeable, so no partial sessions.
     max_duration: _Duration | None = None
 
+    @property
+    def key(self) -> list[str]:
+        """The key columns."""
+        return self.spec["key"]
+
     def core(self, aggs: list[_Agg] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows`` (with
-        ``max_duration``, of the latter only)."""
+        ``max_duration``, of the latter only), with ``aggs`` if given."""
         capped = {} if self.max_duration is None else {"max_duration": self.max_duration}
-        return capped | {
-            "key": self.key,
-            "time": self.time,
-            "time_unit": self.time_unit,
-            "gap": self.gap,
-            "gap_column": self.gap_column,
-            "max_gap": self.max_gap,
-            "aggs": self.aggs if aggs is None else aggs,
-            "on_invalid": self.on_invalid,
-        }
+        return capped | {**self.spec, "aggs": self.spec["aggs"] if aggs is None else aggs}
 
     def records_core(self) -> dict[str, Any]:
         """Keyword arguments of the complete-data engine's records output (no ``aggs``)."""
@@ -163,7 +156,7 @@ def merge_partials(
     if table is None:
         return
     windows = _core.merge_session_partials(
-        table, input=input_schema.empty_table(), key=args.key, aggs=args.aggs
+        table, input=input_schema.empty_table(), key=args.key, aggs=args.spec["aggs"]
     )
     if args.finish is not None:
         windows = args.finish(windows)

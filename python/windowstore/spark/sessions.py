@@ -197,16 +197,18 @@ def session_windows(
         )
     time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
     args = _udf.SessionArgs(
-        key=names,
-        time=time,
-        time_unit=time_unit,
-        gap=None if gap is None else to_duration(gap, "gap"),
-        gap_column=gap_column,
-        max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
-        max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
-        aggs=aggs_arg(aggs),
-        on_invalid=check_on_invalid(on_invalid),
+        spec={
+            "key": names,
+            "time": time,
+            "time_unit": time_unit,
+            "gap": None if gap is None else to_duration(gap, "gap"),
+            "gap_column": gap_column,
+            "max_gap": None if max_gap is None else to_duration(max_gap, "max_gap"),
+            "aggs": aggs_arg(aggs),
+            "on_invalid": check_on_invalid(on_invalid),
+        },
         finish=finisher(aggs, ("session_start", "session_end")),
+        max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
     )
     _schema.check_time(df, time)
     if records:
@@ -222,7 +224,7 @@ def session_windows(
         return (windows, _rejected(df, args)) if return_rejected else windows
     partial_schema = _core.session_partials(empty, **args.core())[0].schema
     windows_empty = _core.merge_session_partials(
-        partial_schema.empty_table(), input=empty, key=names, aggs=args.aggs
+        partial_schema.empty_table(), input=empty, key=names, aggs=args.spec["aggs"]
     )
     windows_schema = (windows_empty if args.finish is None else args.finish(windows_empty)).schema
 
