@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness import ROCKSDB, kafka_module
+from harness import ROCKSDB, kafka_module, tests_module
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from streaming_costs import PeakMemory, checkpoint_bytes, rocksdb_compactions
@@ -82,6 +82,8 @@ from streaming_floor import floor, floor_long
 from windowstore import agg
 from windowstore.spark import session_windows, spark_session
 
+#: The Spark tests' streams (tests/spark/streams.py): the benchmark's queries run as theirs do.
+streams = tests_module("spark.streams")
 BASE_MS = 1_700_000_000_000
 ROOT = Path(__file__).resolve().parents[1]
 TOPIC = "events"
@@ -150,18 +152,10 @@ def produce(
 
 
 def read_kafka(spark: SparkSession, bootstrap: str, events: int) -> DataFrame:
-    raw = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", TOPIC)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", events)
-        .load()
-    )
-    parsed = raw.select(
-        F.from_json(F.col("value").cast("string"), "k long, ts long, x long").alias("e")
-    )
-    return parsed.select("e.k", F.timestamp_millis("e.ts").alias("ts"), "e.x")
+    """The topic as the Kafka test's job reads it (tests/spark/kafka_job.py), ``events`` records
+    a micro-batch."""
+    job = tests_module("spark.kafka_job")
+    return job.read_events(spark, bootstrap, TOPIC, "k long, ts long, x long", events)
 
 
 def native(df: DataFrame, gap: str = "1 minute", delay: str = "30 seconds") -> DataFrame:
@@ -182,20 +176,6 @@ def ours(df: DataFrame, gap: str = "1m", grace: str = "30s") -> DataFrame:
 def ours_whole(df: DataFrame) -> DataFrame:
     """windowstore with the whole-state layout (the conf is read when the query is defined)."""
     return with_layout(df, "whole", ours)
-
-
-def to_noop(windows: DataFrame, checkpoint: Path) -> Any:
-    """Runs the stream ``windows`` over all the data available into Spark's ``noop`` sink
-    (output mode append); returns the finished query, whose progress has the figures."""
-    query = (
-        windows.writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return query
 
 
 def with_layout(df: DataFrame, layout: str, build: Callable[[DataFrame], DataFrame]) -> DataFrame:
@@ -247,7 +227,7 @@ def long_child(a: argparse.Namespace) -> None:
     memory = PeakMemory()
     checkpoint = Path(a.checkpoint)
     df = read_files(spark, Path(a.input))
-    query = to_noop(LONG[a.child](df), checkpoint)
+    query = streams.to_noop(LONG[a.child](df), checkpoint)
     memory.stop()
     progress: list[dict[str, Any]] = query.recentProgress
     small = [p for p in progress if 0 < p["numInputRows"] <= a.events][1:]
@@ -344,7 +324,7 @@ def run(
     """One query over the whole stream; its latency and throughput figures. The micro-batches
     with data are those with more rows than the sentinels'."""
     shutil.rmtree(work, ignore_errors=True)
-    query = to_noop(build(read()), work)
+    query = streams.to_noop(build(read()), work)
     progress: list[dict[str, Any]] = query.recentProgress
     with_data = [p for p in progress if p["numInputRows"] > sentinels][1:]
     latency = [p["durationMs"]["triggerExecution"] / 1000 for p in with_data]

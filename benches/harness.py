@@ -1,5 +1,6 @@
 """What the Python benchmarks share: their common options, medians of wall time, peak memory of
-a call or of a process tree, ending a peer's process, and the tests' Kafka broker."""
+a call or of a process tree, ending a peer's process, and the tests' modules (their Kafka broker,
+their Spark streams)."""
 
 from __future__ import annotations
 
@@ -148,10 +149,16 @@ def end_process(process: subprocess.Popen[str], seconds: float) -> None:
         process.wait()
 
 
-def kafka_module() -> Any:
-    """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the Kafka jars Maven resolves.
-    The benchmarks run as scripts, so ``tests/`` goes on the path as pytest puts it there."""
+def tests_module(name: str) -> Any:
+    """The module ``name`` of ``tests/`` (``spark.streams``: ``tests/spark/streams.py``). The
+    benchmarks run as scripts, so ``tests/`` goes on the path as pytest puts it there."""
     tests = str(ROOT / "tests")
     if tests not in sys.path:
         sys.path.insert(0, tests)
-    return importlib.import_module("spark.kafka_broker")
+    return importlib.import_module(name)
+
+
+def kafka_module() -> Any:
+    """``tests/spark/kafka_broker.py``: the tests' Kafka broker and the Kafka jars Maven
+    resolves."""
+    return tests_module("spark.kafka_broker")

@@ -55,20 +55,28 @@ def spark_session(jars: str) -> SparkSession:
     return spark
 
 
-def read_events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
-    """The topic's records as a stream of events: ``user_id``, ``ts`` (a timestamp), ``amount``."""
+def read_events(
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    value_schema: str = VALUE_SCHEMA,
+    per_trigger: int = MAX_OFFSETS,
+) -> DataFrame:
+    """The topic's records, from the earliest offsets, ``per_trigger`` a micro-batch, as a stream
+    of events: the fields of their JSON values (``value_schema``: ``user_id``, ``ts`` and
+    ``amount`` by default), ``ts`` (epoch milliseconds) as a timestamp. The streaming benchmark
+    reads its topic with it too."""
     raw = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", MAX_OFFSETS)
+        .option("maxOffsetsPerTrigger", per_trigger)
         .load()
     )
-    value = F.from_json(F.col("value").cast("string"), VALUE_SCHEMA)
-    return raw.select(value.alias("e")).select(
-        "e.user_id", F.timestamp_millis("e.ts").alias("ts"), "e.amount"
-    )
+    value = F.from_json(F.col("value").cast("string"), value_schema)
+    events = raw.select(value.alias("e")).select("e.*")
+    return events.withColumn("ts", F.timestamp_millis("ts"))
 
 
 def sessions(events: DataFrame) -> DataFrame:

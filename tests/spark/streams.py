@@ -143,6 +143,21 @@ def to_memory(streams: dict[str, DataFrame], checkpoints: Path) -> list[Any]:
     return queries
 
 
+def to_noop(df: DataFrame, checkpoint: Path) -> Any:
+    """Runs the stream ``df`` over all the data available into Spark's ``noop`` sink (output
+    mode append); returns the finished query, whose progress has the figures. The streaming
+    benchmark runs its queries with it too."""
+    query = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return query
+
+
 def committed(checkpoint: Path) -> int:
     """How many micro-batches the query of ``checkpoint`` has committed."""
     commits = checkpoint / "commits"

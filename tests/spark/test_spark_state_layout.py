@@ -51,6 +51,7 @@ from .streams import (
     events,
     read_stream,
     start_to_parquet,
+    to_noop,
     to_parquet,
     write_files,
 )
@@ -105,21 +106,9 @@ def long_sessions(spark: SparkSession, folder: Path, keys: int, then: list[list[
     return read_stream(spark, folder)
 
 
-def drain_to_noop(df: DataFrame, checkpoint: Path) -> None:
-    """Runs the stream ``df`` to Spark's noop sink until its input is drained."""
-    query = (
-        df.writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-
-
 def run_to_noop(df: DataFrame, checkpoint: Path) -> None:
     windows = session_windows(df, key="k", time="ts", gap="10m", grace="20s", aggs=AGGS)
-    drain_to_noop(windows, checkpoint)
+    to_noop(windows, checkpoint)
 
 
 def state(spark: SparkSession, checkpoint: Path, var: str, **options: Any) -> DataFrame:
@@ -345,7 +334,7 @@ def test_spark_runs_on_a_checkpoint_holding_a_variable_no_longer_registered(
             .groupBy("k")
             .transformWithStateInPandas(Counting(both), "k string, n long", "Append", "None")
         )
-        drain_to_noop(counted, checkpoint)
+        to_noop(counted, checkpoint)
 
     write_files([_frame([("a", BASE_MS, 1), ("a", BASE_MS, 2)])], source)
     run(both=True)
