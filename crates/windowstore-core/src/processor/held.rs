@@ -37,6 +37,10 @@ type Entry = (i64, i64);
 #[derive(Debug, Clone)]
 struct Segment {
     seqs: Arc<[i64]>,
+    /// The first arrival number.
+    first: i64,
+    /// The numbers run without a gap (row `i` is number `first + i`).
+    dense: bool,
     rows: RecordBatch,
     /// Which rows are still held, one bit each.
     alive: BooleanBuffer,
@@ -46,20 +50,26 @@ struct Segment {
 impl Segment {
     fn new(seqs: Arc<[i64]>, rows: RecordBatch) -> Self {
         let live = seqs.len();
+        let first = seqs.first().copied().unwrap_or(0);
+        let dense = seqs
+            .last()
+            .is_none_or(|&last| last - first + 1 == live as i64);
         Self {
             seqs,
+            first,
+            dense,
             rows,
             alive: BooleanBuffer::new_set(live),
             live,
         }
     }
 
-    /// Where row `seq` is in the segment: at `seq - first` while the segment holds a call's
-    /// rows without gaps (the common case, no search), else found by binary search.
+    /// Where row `seq` is in the segment: at `seq - first` while its numbers run without a
+    /// gap (the common case), else found by binary search.
     fn position(&self, seq: i64) -> Option<usize> {
-        let guess = usize::try_from(seq - self.seqs[0]).ok()?;
-        if self.seqs.get(guess) == Some(&seq) {
-            return Some(guess);
+        if self.dense {
+            let at = usize::try_from(seq - self.first).ok()?;
+            return (at < self.seqs.len()).then_some(at);
         }
         self.seqs.binary_search(&seq).ok()
     }
@@ -169,7 +179,7 @@ impl Index {
     }
 
     /// Takes out of slot `id` the rows `taken` says.
-    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool) {
+    fn take(&mut self, id: u32, mut taken: impl FnMut(Entry) -> bool) {
         let from = self.took.len();
         let rows = &mut self.slots[id as usize].rows;
         let mut kept = 0;
@@ -280,16 +290,16 @@ impl Span {
 /// The sessions of one key that a call tags, by start, to find the one each held row belongs
 /// to in a few steps (a key can close many sessions in one call).
 #[derive(Debug)]
-pub(crate) struct Spans {
-    /// The sessions by start, with their place in the caller's list.
-    by_start: Vec<(Span, usize)>,
+struct Spans {
+    /// The sessions by start, with their place in the output.
+    by_start: Vec<(Span, u32)>,
     /// The latest end of the sessions up to each one in `by_start`.
     reach: Vec<i64>,
 }
 
 impl Spans {
-    fn new(spans: impl Iterator<Item = (Span, usize)>) -> Self {
-        let mut by_start: Vec<(Span, usize)> = spans.collect();
+    fn new(spans: impl Iterator<Item = (Span, u32)>) -> Self {
+        let mut by_start: Vec<(Span, u32)> = spans.collect();
         by_start.sort_unstable_by_key(|(s, _)| (s.start, s.last));
         let reach = by_start
             .iter()
@@ -302,11 +312,11 @@ impl Spans {
     }
 
     /// The place of the session that holds `entry`: of those whose span holds it, the one
-    /// with the earliest last arrival (see [`Held::tag`]).
-    fn holder(&self, entry: Entry) -> Option<usize> {
+    /// with the earliest last arrival (see [`Closing`]).
+    fn holder(&self, entry: Entry) -> Option<u32> {
         let t = entry.0;
         let mut i = self.by_start.partition_point(|(s, _)| s.start <= t);
-        let mut best: Option<(i64, usize)> = None;
+        let mut best: Option<(i64, u32)> = None;
         while i > 0 && self.reach[i - 1] >= t {
             i -= 1;
             let (span, place) = self.by_start[i];
@@ -316,6 +326,68 @@ impl Spans {
         }
         best.map(|(_, place)| place)
     }
+}
+
+/// The sessions a call tags, in output order, grouped by key.
+///
+/// A session `(key, start, end, last)` holds its key's rows timed `start..=end` that arrived
+/// by `last`, except those of a session of the key that closed before it. Two sessions of a
+/// key overlap only when the later one began after the earlier one closed and left the store
+/// (docs/semantics.md, streaming rule 6); the later one's rows within the earlier one's span
+/// arrived after it closed, so after its last row. Each row goes to the session of its key
+/// with the earliest last arrival that holds it.
+#[derive(Debug)]
+struct Closing {
+    /// The sessions (rows of the caller's windows) by key, then start, then row: key bytes
+    /// compare like the key values ([`crate::input::key_codec`]), so this is the output order.
+    order: Vec<u32>,
+    /// Each key's run of `order`, with its sessions' spans.
+    groups: Vec<(std::ops::Range<usize>, Spans)>,
+}
+
+impl Closing {
+    fn new(windows: &RecordBatch, bounds: &[Bounds<'_>], keys: usize) -> Result<Self> {
+        if bounds.is_empty() {
+            return Ok(Self {
+                order: Vec::new(),
+                groups: Vec::new(),
+            });
+        }
+        let last = windows
+            .column(keys + 2)
+            .as_primitive_opt::<Int64Type>()
+            .filter(|c| c.null_count() == 0 && c.len() == bounds.len())
+            .ok_or_else(|| Error::Internal("records mode: no last arrival numbers".into()))?
+            .values();
+        let mut order: Vec<u32> = (0..bounds.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (bounds[a as usize], bounds[b as usize]);
+            a.0.cmp(b.0).then(a.1.cmp(&b.1))
+        });
+        let mut groups = Vec::new();
+        let mut from = 0;
+        for group in order.chunk_by(|&a, &b| bounds[a as usize].0 == bounds[b as usize].0) {
+            let to = from + group.len();
+            let spans = Spans::new((from..to).map(|place| {
+                let w = order[place] as usize;
+                let (_, start, end) = bounds[w];
+                let span = Span {
+                    start,
+                    end,
+                    last: last[w],
+                };
+                (span, place as u32)
+            }));
+            groups.push((from..to, spans));
+            from = to;
+        }
+        Ok(Self { order, groups })
+    }
+}
+
+/// The error of a closed session whose key holds no rows.
+fn no_rows() -> Error {
+    Error::Internal("records mode: a closed session's key holds no rows".into())
 }
 
 impl Held {
@@ -403,91 +475,83 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
-        let (out, taken, groups) = self.tag(windows, bounds, keys, schema)?;
-        for (id, spans) in groups {
-            self.index.take(id, |e| spans.holder(e).is_some());
+        let closing = Closing::new(windows, bounds, keys)?;
+        let mut found = Vec::new();
+        for (group, spans) in &closing.groups {
+            let id = self
+                .index
+                .find(bounds[closing.order[group.start] as usize].0);
+            let id = id.ok_or_else(no_rows)?;
+            let from = found.len();
+            self.index.take(id, |e| {
+                let place = spans.holder(e);
+                if let Some(place) = place {
+                    found.push((place, e));
+                }
+                place.is_some()
+            });
+            found[from..].sort_unstable();
         }
+        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
         self.release(taken)?;
         Ok(out)
     }
 
     /// The rows of the sessions `windows` tagged, as [`Self::take`] returns them, leaving them
-    /// held; with, per segment, the positions of the rows returned, and per key the sessions'
-    /// spans.
-    ///
-    /// A session `(key, start, end, last)` holds its key's rows timed `start..=end` that
-    /// arrived by `last`, except those of a session of the key that closed before it. Two
-    /// sessions of a key overlap only when the later one began after the earlier one closed
-    /// and left the store (docs/semantics.md, streaming rule 6); the later one's rows within
-    /// the earlier one's span arrived after it closed, so after its last row. Each row goes to
-    /// the session of its key with the earliest last arrival that holds it.
-    #[allow(clippy::type_complexity)]
+    /// held.
     pub fn tag(
         &self,
         windows: &RecordBatch,
         bounds: &[Bounds<'_>],
         keys: usize,
         schema: &SchemaRef,
-    ) -> Result<(RecordBatch, Vec<Vec<usize>>, Vec<(u32, Spans)>)> {
-        if windows.num_rows() == 0 {
-            return Ok((
-                RecordBatch::new_empty(schema.clone()),
-                Vec::new(),
-                Vec::new(),
-            ));
-        }
-        let last = windows
-            .column(keys + 2)
-            .as_primitive_opt::<Int64Type>()
-            .filter(|c| c.null_count() == 0)
-            .ok_or_else(|| Error::Internal("records mode: no last arrival numbers".into()))?
-            .values();
-        let span = |w: usize| Span {
-            start: bounds[w].1,
-            end: bounds[w].2,
-            last: last[w],
-        };
-        // The output order of the sessions, and each session's place in it.
-        let columns: Vec<ArrayRef> = (0..=keys).map(|i| windows.column(i).clone()).collect();
-        let order = records::sort_order(&columns)?;
-        let mut place_of = vec![0u32; bounds.len()];
-        for (place, &w) in order.values().iter().enumerate() {
-            place_of[w as usize] = place as u32;
-        }
-        // Each session's rows, found key by key, as (the session's place, time, arrival): in
-        // output order once sorted.
-        let mut by_key: Vec<usize> = (0..bounds.len()).collect();
-        by_key.sort_unstable_by(|&a, &b| bounds[a].0.cmp(bounds[b].0));
-        let mut found: Vec<(u32, Entry)> = Vec::new();
-        let mut groups = Vec::new();
-        for group in by_key.chunk_by(|&a, &b| bounds[a].0 == bounds[b].0) {
-            let id = self.index.find(bounds[group[0]].0).ok_or_else(|| {
-                Error::Internal("records mode: a closed session's key holds no rows".into())
-            })?;
-            let spans = Spans::new(group.iter().map(|&w| (span(w), w)));
-            for &e in &self.index.slots[id as usize].rows {
-                if let Some(w) = spans.holder(e) {
-                    found.push((place_of[w], e));
+    ) -> Result<RecordBatch> {
+        let closing = Closing::new(windows, bounds, keys)?;
+        let mut found = Vec::new();
+        for (group, spans) in &closing.groups {
+            let id = self
+                .index
+                .find(bounds[closing.order[group.start] as usize].0);
+            let from = found.len();
+            for &e in &self.index.slots[id.ok_or_else(no_rows)? as usize].rows {
+                if let Some(place) = spans.holder(e) {
+                    found.push((place, e));
                 }
             }
-            groups.push((id, spans));
+            found[from..].sort_unstable();
         }
-        found.sort_unstable();
+        Ok(self.gather(windows, &closing, &found, keys, schema)?.0)
+    }
+
+    /// The tagged rows of `found` (each held row with its session's place in the output, in
+    /// output order), with, per segment, the positions of the rows returned.
+    fn gather(
+        &self,
+        windows: &RecordBatch,
+        closing: &Closing,
+        found: &[(u32, Entry)],
+        keys: usize,
+        schema: &SchemaRef,
+    ) -> Result<(RecordBatch, Vec<Vec<usize>>)> {
+        if closing.order.is_empty() {
+            return Ok((RecordBatch::new_empty(schema.clone()), Vec::new()));
+        }
         let sessions = found.chunk_by(|a, b| a.0 == b.0).count();
-        if sessions != bounds.len() {
+        if sessions != closing.order.len() {
             return Err(Error::Internal(
                 "records mode: a closed session has no held rows".into(),
             ));
         }
+        let order = UInt32Array::from(closing.order.clone());
         let windows = arrow_select::take::take_record_batch(windows, &order)
             .map_err(Error::arrow("ordering sessions"))?;
-        let firsts: Vec<i64> = self.segments.iter().map(|s| s.seqs[0]).collect();
+        let firsts: Vec<i64> = self.segments.iter().map(|s| s.first).collect();
         // Where each row of the output is held, and which window it belongs to.
         let mut at = Vec::with_capacity(found.len());
         let mut parents = Vec::with_capacity(found.len());
         // Per segment, the positions taken (no allocation for segments left alone).
         let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
-        for &(window, (_, seq)) in &found {
+        for &(window, (_, seq)) in found {
             let place = firsts
                 .partition_point(|&f| f <= seq)
                 .checked_sub(1)
@@ -517,7 +581,7 @@ impl Held {
         columns.push(take(&ids)?);
         let out =
             RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))?;
-        Ok((out, taken, groups))
+        Ok((out, taken))
     }
 
     /// Releases the rows at positions `taken` (per segment, from [`Self::tag`]): taken rows
