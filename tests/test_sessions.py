@@ -282,16 +282,8 @@ def test_invalid_records_drop_or_error() -> None:
             "v": [1, 2, 3, 4, 5],
         }
     )
-    out, rejected = session_windows(
-        data,
-        key="k",
-        time="t",
-        gap_column="g",
-        max_gap=10,
-        aggs=[agg.count()],
-        on_invalid="drop",
-        return_rejected=True,
-    )
+    kw: dict[str, Any] = dict(key="k", time="t", gap_column="g", max_gap=10, aggs=[agg.count()])
+    out, rejected = session_windows(data, **kw, on_invalid="drop", return_rejected=True)
     assert out.column("count").to_pylist() == [1]
     assert rejected.column("reason").to_pylist() == [
         "null_key",
@@ -301,17 +293,9 @@ def test_invalid_records_drop_or_error() -> None:
     ]
     assert rejected.column("v").to_pylist() == [2, 3, 4, 5]
     with pytest.raises(InvalidRecordError) as info:
-        session_windows(data, key="k", time="t", gap_column="g", max_gap=10, aggs=[agg.count()])
+        session_windows(data, **kw)
     assert (info.value.row, info.value.reason) == (1, "null_key")
-    p = SessionWindowProcessor(
-        key="k",
-        time="t",
-        gap_column="g",
-        max_gap=10,
-        grace=0,
-        on_invalid="error",
-        aggs=[agg.count()],
-    )
+    p = SessionWindowProcessor(**kw, grace=0, on_invalid="error")
     with pytest.raises(InvalidRecordError):
         p.process(data)
     assert p.metrics()["records"] == 0, "nothing of the failed batch was applied"

@@ -10,11 +10,17 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from windowstore import agg
+
 from .streams import PROVIDER, PROVIDERS, local_spark
 
 # The workers must run this interpreter (the one windowstore is installed in).
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+#: The numeric aggregates of a clickstream's ``amount`` the adapters' tests compute: those that
+#: Spark's own windows compute too.
+AMOUNT_AGGS = [agg.count(), agg.sum("amount"), agg.min("amount"), agg.max("amount")]
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,11 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import windowstore
 from windowstore import InvalidWindowSpec, SchemaError, agg
 from windowstore.spark import session_windows
+
+from .compare import assert_same_windows
 
 pytestmark = pytest.mark.spark
 
@@ -102,16 +105,14 @@ def test_rejected_rows_are_returned_with_their_reason(spark: SparkSession) -> No
         [("a", 0, 5), (None, 1, 5), ("a", None, 5), ("a", 2, None), ("a", 3, -1), ("b", 4, 5)],
         "user string, ts long, g long",
     ).repartition(2)
-    windows, rejected = session_windows(
-        df,
-        key="user",
-        time="ts",
-        gap_column="g",
-        max_gap=10,
-        aggs=[agg.count()],
-        on_invalid="drop",
-        return_rejected=True,
+    kw: dict[str, Any] = dict(key="user", time="ts", gap_column="g", max_gap=10, aggs=[agg.count()])
+    windows, rejected = session_windows(df, **kw, on_invalid="drop", return_rejected=True)
+    # The complete-data engine's windows and rejected rows, whatever the partitions.
+    want, want_rejected = windowstore.session_windows(
+        df.toArrow(), **kw, on_invalid="drop", return_rejected=True
     )
+    assert_same_windows(windows.toArrow(), want, ["user", "session_start"])
+    assert_same_windows(rejected.toArrow(), want_rejected, ["ts", "g"])
     assert sorted((r.user, r.session_start, r["count"]) for r in windows.collect()) == [
         ("a", 0, 1),
         ("b", 4, 1),

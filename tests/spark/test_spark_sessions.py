@@ -18,15 +18,12 @@ from windowstore.clickstream import clickstream
 from windowstore.spark import session_windows
 
 from .compare import assert_same_windows
-from .conftest import to_spark
+from .conftest import AMOUNT_AGGS, to_spark
 
 pytestmark = pytest.mark.spark
 
 AGGS = [
-    agg.count(),
-    agg.sum("amount"),
-    agg.min("amount"),
-    agg.max("amount"),
+    *AMOUNT_AGGS,
     agg.mean("amount"),
     agg.first("page"),
     agg.last("page"),
@@ -110,7 +107,7 @@ def test_multi_column_keys(spark: SparkSession) -> None:
 def test_same_sessions_as_spark_session_window(spark: SparkSession) -> None:
     table = with_timestamps(events())
     df = to_spark(spark, table)
-    ours = session_windows(df, key="user_id", time="ts", gap="30 minutes", aggs=AGGS[:4])
+    ours = session_windows(df, key="user_id", time="ts", gap="30 minutes", aggs=AMOUNT_AGGS)
     native = df.groupBy("user_id", F.session_window("ts", "30 minutes")).agg(
         F.count("*").alias("count"),
         F.sum("amount").alias("sum_amount"),

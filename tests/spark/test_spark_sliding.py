@@ -17,19 +17,11 @@ from windowstore.clickstream import clickstream
 from windowstore.spark import sliding_windows
 
 from .compare import assert_same_windows
-from .conftest import to_spark
+from .conftest import AMOUNT_AGGS, to_spark
 
 pytestmark = pytest.mark.spark
 
-AGGS = [
-    agg.count(),
-    agg.sum("amount"),
-    agg.min("amount"),
-    agg.max("amount"),
-    agg.first("amount"),
-    agg.last("amount"),
-    agg.collect("amount", max_size=4),
-]
+AGGS = [*AMOUNT_AGGS, agg.first("amount"), agg.last("amount"), agg.collect("amount", max_size=4)]
 BY = ["user_id", "window_start"]
 
 
@@ -99,15 +91,13 @@ def test_rejected_rows_and_bad_input(spark: SparkSession) -> None:
         [("a", 0, 1.0), (None, 1, 1.0), ("a", None, 2.0), ("a", 5, 3.0)],
         "user string, ts long, amount double",
     )
-    windows, rejected = sliding_windows(
-        df,
-        key="user",
-        time="ts",
-        time_difference=10,
-        aggs=[agg.count()],
-        on_invalid="drop",
-        return_rejected=True,
+    kw: dict[str, Any] = dict(key="user", time="ts", time_difference=10, aggs=[agg.count()])
+    windows, rejected = sliding_windows(df, **kw, on_invalid="drop", return_rejected=True)
+    want, want_rejected = windowstore.sliding_windows(
+        df.toArrow(), **kw, on_invalid="drop", return_rejected=True
     )
+    assert_same_windows(windows.toArrow(), want, ["user", "window_start"])
+    assert_same_windows(rejected.toArrow(), want_rejected, ["ts"])
     assert sorted(r.reason for r in rejected.collect()) == ["null_key", "null_time"]
     assert sum(r["count"] for r in windows.where("window_end = window_time").collect()) == 3
     with pytest.raises(SchemaError) as schema_error:
