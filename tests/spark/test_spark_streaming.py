@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,36 +93,62 @@ def test_final_windows_equal_the_batch_adapter(
     assert sum(1 for m in metrics if m["windows"] > 0) >= 5
 
 
+@dataclass(frozen=True)
+class Restart:
+    """A query of ``kind`` that runs again from its checkpoint, and what it must end with: an
+    uninterrupted run's rows, ``want``."""
+
+    spark: SparkSession
+    kind: Kind
+    want: pa.Table
+    source: Path
+    sink: Path
+    checkpoint: Path
+
+    def resume(self) -> None:
+        """Runs the query from its checkpoint over all the data available."""
+        start_to_parquet(
+            self.spark, self.kind, self.source, self.sink, self.checkpoint, availableNow=True
+        ).awaitTermination()
+
+    def assert_uninterrupted(self) -> None:
+        """The sink holds exactly the windows of the uninterrupted run."""
+        assert_same_windows(sink_rows(self.spark, self.sink), self.want, self.kind.by)
+
+
+def restart(spark: SparkSession, provider: str, kind: str, tmp_path: Path) -> Restart:
+    """A query of ``KINDS[kind]`` to restart, its folders in ``tmp_path``."""
+    k = KINDS[kind]
+    want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
+    return Restart(spark, k, want, tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint")
+
+
 def test_restart_from_the_checkpoint_after_a_clean_stop(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
-    k = KINDS["fixed_gap"]
-    want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
-    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
-    write_files(FRAMES[:5], source)
-    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
-    first = sink_rows(spark, sink).num_rows
-    assert 0 < first < want.num_rows
-    write_files(FRAMES[5:], source, first=5)
-    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
-    assert_same_windows(sink_rows(spark, sink), want, k.by)
+    run = restart(spark, provider, "fixed_gap", tmp_path)
+    write_files(FRAMES[:5], run.source)
+    run.resume()
+    first = sink_rows(spark, run.sink).num_rows
+    assert 0 < first < run.want.num_rows
+    write_files(FRAMES[5:], run.source, first=5)
+    run.resume()
+    run.assert_uninterrupted()
 
 
 def test_restart_after_the_driver_is_killed(
     spark: SparkSession, provider: str, tmp_path: Path
 ) -> None:
-    k = KINDS["sliding"]
-    want, _ = uninterrupted(spark, provider, k, tmp_path.parent.parent)
-    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
-    write_files(FRAMES, source)
+    run = restart(spark, provider, "sliding", tmp_path)
+    write_files(FRAMES, run.source)
     job = Path(__file__).with_name("streams.py")
-    command = [sys.executable, str(job), k.name, str(source), str(sink), str(checkpoint),
-               PROVIDERS[provider] or "default"]  # fmt: skip
-    done = kill_after_commits(command, checkpoint, 4, tmp_path / "job.log")
+    command = [sys.executable, str(job), run.kind.name, str(run.source), str(run.sink),
+               str(run.checkpoint), PROVIDERS[provider] or "default"]  # fmt: skip
+    done = kill_after_commits(command, run.checkpoint, 4, tmp_path / "job.log")
     assert done < len(FRAMES), "the driver finished before it was killed"
-    start_to_parquet(spark, k, source, sink, checkpoint, availableNow=True).awaitTermination()
-    assert committed(checkpoint) > done
-    assert_same_windows(sink_rows(spark, sink), want, k.by)
+    run.resume()
+    assert committed(run.checkpoint) > done
+    run.assert_uninterrupted()
 
 
 @pytest.mark.parametrize("kind", ["fixed_gap", "sliding"])
