@@ -486,6 +486,11 @@ def detail(extra: dict[str, float]) -> str:
     return ""
 
 
+def warmed_up(run: str, events: int, seconds: float, more: str = "") -> None:
+    """Prints the line of an untimed warm-up ``run`` over ``events`` events."""
+    print(f"{run} on {events:,} events (untimed warm-up): {seconds:.1f} s{more}", flush=True)
+
+
 @dataclass
 class Contender:
     name: str
@@ -563,10 +568,11 @@ def main() -> None:
         for p in parallelisms:
             out = root / f"flink-warm-{p}"
             got = flink.run(dealt(warm, root / f"warm-{p}", p), out, p, a.flink_delay_ms)
-            print(
-                f"Flink: first job at parallelism {p} on {warm.num_rows:,} events (untimed "
-                f"warm-up): {got['job_s']:.1f} s, net {got['net_s']:.1f} s",
-                flush=True,
+            warmed_up(
+                f"Flink: first job at parallelism {p}",
+                warm.num_rows,
+                got["job_s"],
+                f", net {got['net_s']:.1f} s",
             )
 
         def flink_contender(p: int) -> Contender:
@@ -604,10 +610,10 @@ def main() -> None:
             for provider in ("default", "rocksdb"):
                 start = time.perf_counter()
                 spark.run(warm_stream, root / "spark-work", provider)
-                print(
-                    f"Spark: first query with the {provider} provider on {warm.num_rows:,} "
-                    f"events (untimed warm-up): {time.perf_counter() - start:.1f} s",
-                    flush=True,
+                warmed_up(
+                    f"Spark: first query with the {provider} provider",
+                    warm.num_rows,
+                    time.perf_counter() - start,
                 )
 
             def spark_contender(provider: str) -> Contender:
