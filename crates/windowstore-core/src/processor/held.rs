@@ -15,9 +15,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Int64Array, RecordBatch, UInt32Array,
-};
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashTable;
@@ -31,16 +29,18 @@ use crate::{Error, Result};
 /// A held row as its key's index lists it: event time in ticks, then arrival number.
 type Entry = (i64, i64);
 
-/// One call's held rows: their arrival numbers (ascending), the rows, and which of them are
-/// still held. A row taken out is only marked; a segment is compacted once less than half of
-/// it is held, and dropped once none is, so a call's cost does not grow with the rows held.
+/// One call's held rows: the rows, their arrival numbers (ascending) and event times, and
+/// which of them are still held. A row taken out is only marked; a segment is compacted once
+/// less than half of it is held, and dropped once none is, so a call's cost does not grow
+/// with the rows held.
 #[derive(Debug, Clone)]
 struct Segment {
-    seqs: Arc<[i64]>,
-    /// The first arrival number.
+    /// The first row's arrival number.
     first: i64,
-    /// The numbers run without a gap (row `i` is number `first + i`).
-    dense: bool,
+    /// Every row's arrival number, unless they run `first, first + 1, ...` without a gap.
+    seqs: Option<Arc<[i64]>>,
+    /// Every row's event time in ticks (the index's, kept here for a snapshot).
+    times: Arc<[i64]>,
     rows: RecordBatch,
     /// Which rows are still held, one bit each.
     alive: BooleanBuffer,
@@ -48,42 +48,58 @@ struct Segment {
 }
 
 impl Segment {
-    fn new(seqs: Arc<[i64]>, rows: RecordBatch) -> Self {
+    /// A segment of `rows`, numbered `seqs` (ascending), timed `times`.
+    fn new(seqs: &[i64], times: Arc<[i64]>, rows: RecordBatch) -> Self {
         let live = seqs.len();
         let first = seqs.first().copied().unwrap_or(0);
         let dense = seqs
             .last()
             .is_none_or(|&last| last - first + 1 == live as i64);
         Self {
-            seqs,
             first,
-            dense,
+            seqs: (!dense).then(|| seqs.into()),
+            times,
             rows,
             alive: BooleanBuffer::new_set(live),
             live,
         }
     }
 
-    /// Where row `seq` is in the segment: at `seq - first` while its numbers run without a
-    /// gap (the common case), else found by binary search.
-    fn position(&self, seq: i64) -> Option<usize> {
-        if self.dense {
-            let at = usize::try_from(seq - self.first).ok()?;
-            return (at < self.seqs.len()).then_some(at);
+    /// How many rows the segment has, held or taken out.
+    fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// The arrival number of row `i`.
+    fn seq(&self, i: usize) -> i64 {
+        match &self.seqs {
+            Some(seqs) => seqs[i],
+            None => self.first + i as i64,
         }
-        self.seqs.binary_search(&seq).ok()
+    }
+
+    /// Where row `seq` is in the segment.
+    fn position(&self, seq: i64) -> Option<usize> {
+        match &self.seqs {
+            Some(seqs) => seqs.binary_search(&seq).ok(),
+            None => {
+                let at = usize::try_from(seq - self.first).ok()?;
+                (at < self.len()).then_some(at)
+            }
+        }
     }
 
     /// The segment with only its rows still held.
     fn compacted(&self) -> Result<Self> {
-        if self.live == self.seqs.len() {
+        if self.live == self.len() {
             return Ok(self.clone());
         }
-        let seqs: Arc<[i64]> = self.alive.set_indices().map(|i| self.seqs[i]).collect();
+        let seqs: Vec<i64> = self.alive.set_indices().map(|i| self.seq(i)).collect();
+        let times: Arc<[i64]> = self.alive.set_indices().map(|i| self.times[i]).collect();
         let keep = BooleanArray::new(self.alive.clone(), None);
         let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
             .map_err(Error::arrow("releasing held rows"))?;
-        Ok(Self::new(seqs, rows))
+        Ok(Self::new(&seqs, times, rows))
     }
 }
 
@@ -179,7 +195,7 @@ impl Index {
     }
 
     /// Takes out of slot `id` the rows `taken` says.
-    fn take(&mut self, id: u32, mut taken: impl FnMut(Entry) -> bool) {
+    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool) {
         let from = self.took.len();
         let rows = &mut self.slots[id as usize].rows;
         let mut kept = 0;
@@ -444,11 +460,14 @@ impl Held {
                 *k = false;
             }
         }
-        let mut seqs = Vec::with_capacity(n - rejected.len().min(n));
+        let held = n - rejected.len().min(n);
+        let mut seqs = Vec::with_capacity(held);
+        let mut times = Vec::with_capacity(held);
         for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
             let seq = first + i as i64;
             self.index.push(keys(i), (ticks[i], seq))?;
             seqs.push(seq);
+            times.push(ticks[i]);
         }
         if seqs.is_empty() {
             return Ok(());
@@ -459,7 +478,7 @@ impl Held {
             arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
                 .map_err(Error::arrow("holding rows"))?
         };
-        self.segments.push(Segment::new(seqs.into(), rows));
+        self.segments.push(Segment::new(&seqs, times.into(), rows));
         Ok(())
     }
 
@@ -475,24 +494,12 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
-        let closing = Closing::new(windows, bounds, keys)?;
-        let mut found = Vec::new();
+        let (out, closing, taken) = self.tagged(windows, bounds, keys, schema)?;
         for (group, spans) in &closing.groups {
-            let id = self
-                .index
-                .find(bounds[closing.order[group.start] as usize].0);
-            let id = id.ok_or_else(no_rows)?;
-            let from = found.len();
-            self.index.take(id, |e| {
-                let place = spans.holder(e);
-                if let Some(place) = place {
-                    found.push((place, e));
-                }
-                place.is_some()
-            });
-            found[from..].sort_unstable();
+            let key = bounds[closing.order[group.start] as usize].0;
+            let id = self.index.find(key).ok_or_else(no_rows)?;
+            self.index.take(id, |e| spans.holder(e).is_some());
         }
-        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
         self.release(taken)?;
         Ok(out)
     }
@@ -506,21 +513,30 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
+        Ok(self.tagged(windows, bounds, keys, schema)?.0)
+    }
+
+    /// [`Self::tag`]'s rows, with the sessions and, per segment, the positions of the rows.
+    fn tagged(
+        &self,
+        windows: &RecordBatch,
+        bounds: &[Bounds<'_>],
+        keys: usize,
+        schema: &SchemaRef,
+    ) -> Result<(RecordBatch, Closing, Vec<Vec<usize>>)> {
         let closing = Closing::new(windows, bounds, keys)?;
         let mut found = Vec::new();
         for (group, spans) in &closing.groups {
-            let id = self
-                .index
-                .find(bounds[closing.order[group.start] as usize].0);
+            let key = bounds[closing.order[group.start] as usize].0;
+            let id = self.index.find(key).ok_or_else(no_rows)?;
             let from = found.len();
-            for &e in &self.index.slots[id.ok_or_else(no_rows)? as usize].rows {
-                if let Some(place) = spans.holder(e) {
-                    found.push((place, e));
-                }
-            }
+            let rows = self.index.slots[id as usize].rows.iter();
+            found.extend(rows.filter_map(|&e| Some((spans.holder(e)?, e))));
+            // A key's rows in arrival order, each with its session's place: in output order.
             found[from..].sort_unstable();
         }
-        Ok(self.gather(windows, &closing, &found, keys, schema)?.0)
+        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
+        Ok((out, closing, taken))
     }
 
     /// The tagged rows of `found` (each held row with its session's place in the output, in
@@ -609,7 +625,7 @@ impl Held {
             if marked.live == 0 {
                 continue;
             }
-            segments.push(if marked.live * 2 < marked.seqs.len() {
+            segments.push(if marked.live * 2 < marked.len() {
                 marked.compacted()?
             } else {
                 marked
@@ -619,75 +635,58 @@ impl Held {
         Ok(())
     }
 
-    /// The snapshot schema of the held rows' index: arrival number, time (ticks) and key,
-    /// row for row beside the rows themselves (see [`Self::to_batches`]).
+    /// The snapshot schema of the held rows' arrival numbers and event times (ticks), row for
+    /// row beside the rows themselves (see [`Self::to_batches`]). Their keys are the rows' own.
     pub fn index_schema() -> SchemaRef {
         Arc::new(Schema::new(vec![
             Field::new("seq", DataType::Int64, false),
             Field::new("time", DataType::Int64, false),
-            Field::new("key", DataType::Binary, false),
         ]))
     }
 
     /// The held rows in arrival order as one batch of `schema` (the bound input's), and their
-    /// index as one batch of [`Self::index_schema`], for a snapshot.
+    /// numbers and times as one batch of [`Self::index_schema`], for a snapshot.
     pub fn to_batches(&self, schema: &SchemaRef) -> Result<(RecordBatch, RecordBatch)> {
-        let mut placed: Vec<(i64, i64, &[u8])> = self
-            .index
-            .table
+        let segments = self
+            .segments
             .iter()
-            .flat_map(|&id| {
-                let slot = &self.index.slots[id as usize];
-                slot.rows
-                    .iter()
-                    .map(|&(t, seq)| (seq, t, slot.key.as_slice()))
-            })
-            .collect();
-        placed.sort_unstable_by_key(|p| p.0);
-        let mut rows = Vec::with_capacity(self.segments.len());
-        for s in &self.segments {
-            rows.push(s.compacted()?.rows);
-        }
-        let rows = arrow_select::concat::concat_batches(schema, &rows)
+            .map(Segment::compacted)
+            .collect::<Result<Vec<_>>>()?;
+        let rows = arrow_select::concat::concat_batches(schema, segments.iter().map(|s| &s.rows))
             .map_err(Error::arrow("writing held rows"))?;
-        if rows.num_rows() != placed.len() {
-            return Err(Error::Internal(
-                "records mode: the held rows and their index differ".into(),
-            ));
-        }
+        let seqs = segments.iter().flat_map(|s| (0..s.len()).map(|i| s.seq(i)));
+        let times = segments.iter().flat_map(|s| s.times.iter().copied());
         let index = RecordBatch::try_new(
             Self::index_schema(),
             vec![
-                Arc::new(Int64Array::from_iter_values(placed.iter().map(|p| p.0))),
-                Arc::new(Int64Array::from_iter_values(placed.iter().map(|p| p.1))),
-                Arc::new(BinaryArray::from_iter_values(placed.iter().map(|p| p.2))),
+                Arc::new(Int64Array::from_iter_values(seqs)),
+                Arc::new(Int64Array::from_iter_values(times)),
             ],
         )
         .map_err(Error::arrow("writing held rows"))?;
         Ok((rows, index))
     }
 
-    /// Held rows from a snapshot's batches ([`Self::to_batches`]); their numbers must ascend
-    /// and lie below `next_seq`. Says what is wrong.
-    pub fn from_batches(
+    /// Held rows from a snapshot's batches ([`Self::to_batches`]), row `i` under key
+    /// `keys(i)`; their numbers must ascend and lie below `next_seq`. Says what is wrong.
+    pub fn from_batches<'k>(
         rows: RecordBatch,
         index: &RecordBatch,
         next_seq: u64,
+        keys: impl Fn(usize) -> &'k [u8],
     ) -> std::result::Result<Self, String> {
         let column = |i: usize| Some(index.column(i)).filter(|c| c.null_count() == 0);
         let seqs = column(0)
             .and_then(|c| c.as_primitive_opt::<Int64Type>())
-            .ok_or("held rows without their numbers")?;
+            .ok_or("held rows without their numbers")?
+            .values();
         let times = column(1)
             .and_then(|c| c.as_primitive_opt::<Int64Type>())
-            .ok_or("held rows without their times")?;
-        let keys = column(2)
-            .and_then(|c| c.as_binary_opt::<i32>())
-            .ok_or("held rows without their keys")?;
+            .ok_or("held rows without their times")?
+            .values();
         if rows.num_rows() != index.num_rows() {
             return Err("held rows and their index differ in length".into());
         }
-        let seqs = seqs.values();
         if seqs.windows(2).any(|w| w[0] >= w[1]) {
             return Err("held rows out of sequence".into());
         }
@@ -695,15 +694,15 @@ impl Held {
             return Err("held rows numbered beyond the rows seen".into());
         }
         let mut held = Self::default();
-        for (i, (&seq, &t)) in seqs.iter().zip(times.values()).enumerate() {
+        for (i, (&seq, &t)) in seqs.iter().zip(times.iter()).enumerate() {
             held.index
-                .push(keys.value(i), (t, seq))
+                .push(keys(i), (t, seq))
                 .map_err(|e| e.to_string())?;
         }
         held.index.commit();
         if !seqs.is_empty() {
-            held.segments
-                .push(Segment::new(seqs.iter().copied().collect(), rows));
+            let times: Arc<[i64]> = times.iter().copied().collect();
+            held.segments.push(Segment::new(seqs, times, rows));
         }
         Ok(held)
     }
@@ -712,4 +711,79 @@ impl Held {
 /// The key columns and start of `windows` (what a session id hashes).
 fn columns_of(windows: &RecordBatch, keys: usize) -> Vec<ArrayRef> {
     (0..=keys).map(|i| windows.column(i).clone()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::StringArray;
+
+    fn rows(values: &[&str]) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, false)]));
+        RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(values.to_vec()))]).unwrap()
+    }
+
+    fn index(seqs: Vec<i64>, times: Vec<i64>) -> RecordBatch {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(seqs)),
+            Arc::new(Int64Array::from(times)),
+        ];
+        RecordBatch::try_new(Held::index_schema(), columns).unwrap()
+    }
+
+    /// Rows held with gaps in their numbers (a rejected row, then a compaction) come back
+    /// from a snapshot with their numbers, times and keys.
+    #[test]
+    fn a_snapshot_keeps_numbers_times_and_keys() {
+        let mut held = Held::default();
+        let batch = rows(&["a0", "b1", "x2", "a3"]);
+        let keys = |i: usize| ["a", "b", "x", "a"][i].as_bytes();
+        held.hold(&batch, 10, &[2], keys, &[5, 6, 7, 8]).unwrap();
+        held.commit();
+        let schema = batch.schema();
+        let (rows, index) = held.to_batches(&schema).unwrap();
+        let seqs = index
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        let times = index
+            .column(1)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        assert_eq!(
+            (seqs.as_slice(), times.as_slice()),
+            (&[10, 11, 13][..], &[5, 6, 8][..])
+        );
+        let key_of = |i: usize| ["a", "b", "a"][i].as_bytes();
+        let back = Held::from_batches(rows.clone(), &index, 14, key_of).unwrap();
+        assert_eq!(back.to_batches(&schema).unwrap(), (rows, index));
+        let a = back.index.find(b"a").unwrap();
+        assert_eq!(
+            back.index.slots[a as usize].rows.as_slice(),
+            &[(5, 10), (8, 13)]
+        );
+    }
+
+    #[test]
+    fn a_damaged_snapshot_is_refused() {
+        let key = |_: usize| b"a".as_slice();
+        let refusal = |seqs, times, next| {
+            Held::from_batches(rows(&["r", "s"]), &index(seqs, times), next, key).unwrap_err()
+        };
+        assert_eq!(
+            refusal(vec![3, 2], vec![0, 0], 9),
+            "held rows out of sequence"
+        );
+        assert_eq!(
+            refusal(vec![1, 9], vec![0, 0], 9),
+            "held rows numbered beyond the rows seen"
+        );
+        let short = Held::from_batches(rows(&["r"]), &index(vec![1, 2], vec![0, 0]), 9, key);
+        assert_eq!(
+            short.unwrap_err(),
+            "held rows and their index differ in length"
+        );
+    }
 }

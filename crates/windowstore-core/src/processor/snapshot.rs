@@ -23,7 +23,7 @@ use crate::{Error, Result, SessionStore};
 pub(crate) const IN_MEMORY: &str = "<snapshot bytes>";
 /// The snapshot table of records mode's held rows.
 const HELD: &str = "held_rows";
-/// The snapshot table of the held rows' index, row for row beside them.
+/// The snapshot table of the held rows' arrival numbers and times, row for row beside them.
 const HELD_INDEX: &str = "held_index";
 /// The snapshot table of the rejected rows not taken yet.
 const REJECTED: &str = "rejected_rows";
@@ -192,7 +192,14 @@ impl<K: WindowKind> Processor<K> {
                 let rows =
                     arrow_select::concat::concat_batches(&schema, &rows).map_err(|e| bad(&e))?;
                 let next_seq = r.number("seq")?;
-                p.held = Some(Held::from_batches(rows, &index, next_seq).map_err(|why| bad(&why))?);
+                let keys = bound.input.keys.encode(&rows).map_err(|e| bad(&e))?;
+                if keys.null.contains(&true) {
+                    return Err(bad(&"a held row with a null key"));
+                }
+                let key = |i| keys.rows.row(i).data();
+                let held =
+                    Held::from_batches(rows, &index, next_seq, key).map_err(|why| bad(&why))?;
+                p.held = Some(held);
                 if !records {
                     return Err(r.bad("held rows without records mode"));
                 }
