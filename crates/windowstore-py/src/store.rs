@@ -103,17 +103,7 @@ fn owned<'a>(sessions: impl Iterator<Item = Session<'a>>) -> Vec<OwnedSession> {
 }
 
 fn owned_keyed(sessions: Vec<KeyedSession<'_>>) -> Vec<OwnedKeyedSession> {
-    sessions
-        .into_iter()
-        .map(|k| {
-            (
-                k.key.to_vec(),
-                k.session.start,
-                k.session.end,
-                k.session.value.to_vec(),
-            )
-        })
-        .collect()
+    sessions.iter().map(KeyedSession::to_owned_parts).collect()
 }
 
 fn session_list(py: Python<'_>, sessions: Vec<OwnedSession>) -> PyResult<Bound<'_, PyList>> {

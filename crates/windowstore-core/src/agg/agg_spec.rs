@@ -128,6 +128,17 @@ pub struct AggSpec {
     pub alias: Option<String>,
 }
 
+/// The constructors of the functions that take one column and nothing else: `$name(column)`
+/// is a spec of `AggFunc::$func` over `column`.
+macro_rules! column_functions {
+    ($($(#[$doc:meta])* $name:ident => $func:ident,)*) => {$(
+        $(#[$doc])*
+        pub fn $name(column: impl Into<String>) -> Self {
+            Self::new(AggFunc::$func, Some(column.into()))
+        }
+    )*};
+}
+
 impl AggSpec {
     /// A spec of `func` over `column`, without alias.
     pub fn new(func: AggFunc, column: Option<String>) -> Self {
@@ -143,34 +154,21 @@ impl AggSpec {
         Self::new(AggFunc::Count, None)
     }
 
-    /// `sum(column)`.
-    pub fn sum(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::Sum, Some(column.into()))
-    }
-
-    /// `min(column)`.
-    pub fn min(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::Min, Some(column.into()))
-    }
-
-    /// `max(column)`.
-    pub fn max(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::Max, Some(column.into()))
-    }
-
-    /// `mean(column)`.
-    pub fn mean(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::Mean, Some(column.into()))
-    }
-
-    /// `first(column)`.
-    pub fn first(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::First, Some(column.into()))
-    }
-
-    /// `last(column)`.
-    pub fn last(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::Last, Some(column.into()))
+    column_functions! {
+        /// `sum(column)`.
+        sum => Sum,
+        /// `min(column)`.
+        min => Min,
+        /// `max(column)`.
+        max => Max,
+        /// `mean(column)`.
+        mean => Mean,
+        /// `first(column)`.
+        first => First,
+        /// `last(column)`.
+        last => Last,
+        /// `count_distinct(column)`.
+        count_distinct => CountDistinct,
     }
 
     /// `collect_all(column, max_size, overflow)`: every record's value, nulls included.
@@ -183,11 +181,6 @@ impl AggSpec {
             AggFunc::CollectAll { max_size, overflow },
             Some(column.into()),
         )
-    }
-
-    /// `count_distinct(column)`.
-    pub fn count_distinct(column: impl Into<String>) -> Self {
-        Self::new(AggFunc::CountDistinct, Some(column.into()))
     }
 
     /// `collect(column, max_size, overflow)`.

@@ -220,8 +220,7 @@ mod tests {
     use arrow_array::{Float64Array, Int64Array, StringArray};
 
     use super::*;
-    use crate::agg::tests::{a, batch, fold};
-    use crate::agg::{AggSpec, Overflow};
+    use crate::agg::tests::{a, agg_specs, batch, fold};
 
     /// Run states equal, byte for byte, the fold of per-row states over each run.
     #[test]
@@ -237,24 +236,12 @@ mod tests {
             .map(|i| (i % 4 != 1).then(|| format!("v{}", i * 13 % 9)))
             .collect();
         let batch = batch(vec![("i", a(ints)), ("f", a(floats)), ("s", a(strings))]);
-        let specs = vec![
-            AggSpec::count(),
-            AggSpec::sum("i"),
-            AggSpec::sum("f"),
-            AggSpec::mean("i"),
-            AggSpec::mean("f"),
-            AggSpec::min("s"),
-            AggSpec::max("f"),
-            AggSpec::first("s"),
-            AggSpec::last("i"),
-            AggSpec::collect("s", Some(3), Overflow::DropOldest),
-            AggSpec::collect("i", Some(2), Overflow::DropNewest),
-            AggSpec::collect("f", None, Overflow::Fail),
-            AggSpec::count_distinct("f"),
-            AggSpec::count_distinct("s"),
-            AggSpec::collect_all("s", Some(3), Overflow::DropOldest),
-            AggSpec::collect_all("i", None, Overflow::Fail),
-        ];
+        let specs = agg_specs!(
+            count sum(i) sum(f) mean(i) mean(f) min(s) max(f) first(s) last(i)
+            collect(s, Some(3), Overflow::DropOldest) collect(i, Some(2), Overflow::DropNewest)
+            collect(f, None, Overflow::Fail) count_distinct(f) count_distinct(s)
+            collect_all(s, Some(3), Overflow::DropOldest) collect_all(i, None, Overflow::Fail)
+        );
         let aggregator = Aggregator::try_new(specs, &batch.schema()).unwrap();
         let times: Vec<i64> = (0..n).map(|i| i / 3).collect();
         // Runs of several lengths (one empty), rows in (time, row) order within each.
@@ -282,7 +269,7 @@ mod tests {
     fn a_collect_beyond_its_bound_under_fail_is_an_error() {
         let batch = batch(vec![("i", a(Int64Array::from(vec![1, 2, 3])))]);
         let aggregator = Aggregator::try_new(
-            vec![AggSpec::collect("i", Some(2), Overflow::Fail)],
+            agg_specs!(collect(i, Some(2), Overflow::Fail)),
             &batch.schema(),
         )
         .unwrap();

@@ -25,6 +25,15 @@ pub struct KeyedSession<'a> {
     pub session: Session<'a>,
 }
 
+impl KeyedSession<'_> {
+    /// The session copied out of the store, to keep after the store changes: (key, start,
+    /// end, value).
+    pub fn to_owned_parts(&self) -> (Vec<u8>, i64, i64, Vec<u8>) {
+        let Session { start, end, value } = self.session;
+        (self.key.to_vec(), start, end, value.to_vec())
+    }
+}
+
 /// The time bounds of a session lookup, after expiry has been applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionBounds {

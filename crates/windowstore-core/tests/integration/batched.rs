@@ -48,27 +48,24 @@ fn batch(recs: &[Rec]) -> RecordBatch {
 
 /// The aggregates: all of fixed width (a record folds into a state in place), or with lists.
 fn aggs(fixed: bool) -> Vec<AggSpec> {
+    let mut aggs = vec![AggSpec::count(), AggSpec::sum("x"), AggSpec::mean("x")];
     if fixed {
-        return vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::mean("x"),
+        aggs.extend([
             AggSpec::min("x"),
             AggSpec::max("t"),
             AggSpec::first("x"),
             AggSpec::last("t"),
             AggSpec::sum("g"),
-        ];
+        ]);
+    } else {
+        aggs.extend([
+            AggSpec::first("x"),
+            AggSpec::last("x"),
+            AggSpec::collect("x", Some(3), Overflow::DropOldest),
+            AggSpec::collect_all("t", None, Overflow::DropOldest),
+        ]);
     }
-    vec![
-        AggSpec::count(),
-        AggSpec::sum("x"),
-        AggSpec::mean("x"),
-        AggSpec::first("x"),
-        AggSpec::last("x"),
-        AggSpec::collect("x", Some(3), Overflow::DropOldest),
-        AggSpec::collect_all("t", None, Overflow::DropOldest),
-    ]
+    aggs
 }
 
 fn processor(

@@ -319,12 +319,7 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec
     let (store, meta, tables) = snapshot::decode_tables(path, bytes).unwrap();
     let mut out = SessionStore::new(store.retention(), Some(store.segment_interval())).unwrap();
     for w in store.entries() {
-        let (mut key, mut start, mut end, mut value) = (
-            w.key.to_vec(),
-            w.session.start,
-            w.session.end,
-            w.session.value.to_vec(),
-        );
+        let (mut key, mut start, mut end, mut value) = w.to_owned_parts();
         edit(&mut key, &mut start, &mut end, &mut value);
         if start <= end {
             out.put(&key, start, end, &value).unwrap();

@@ -17,6 +17,20 @@ use arrow_schema::{Field, Schema};
 use super::{AggSpec, Aggregator};
 use crate::Result;
 
+/// The [`AggSpec`]s named, in order: a function, then in parentheses its column (an
+/// identifier) and any further arguments, then `=> "name"` for an alias. So
+/// `agg_specs!(count sum(x) collect(s, None, Overflow::Fail) => "all")` is
+/// `vec![AggSpec::count(), AggSpec::sum("x"),
+/// AggSpec::collect("s", None, Overflow::Fail).with_alias("all")]`.
+macro_rules! agg_specs {
+    ($($func:ident $(($column:ident $(, $arg:expr)*))? $(=> $alias:literal)?)*) => {
+        vec![$(
+            crate::agg::AggSpec::$func($(stringify!($column) $(, $arg)*)?)$(.with_alias($alias))?
+        ),*]
+    };
+}
+pub(super) use agg_specs;
+
 /// `array` as an [`ArrayRef`].
 pub(super) fn a<T: Array + 'static>(array: T) -> ArrayRef {
     Arc::new(array)
@@ -119,6 +133,13 @@ pub(super) fn both(
         assert_same(a, b, &format!("output {i}: slow vs fast"));
     }
     s
+}
+
+/// Asserts each `(i, want, what)`: output `i` of `out` is `want` (see [`assert_same`]).
+pub(super) fn assert_outputs<const N: usize>(out: &[ArrayRef], want: [(usize, ArrayRef, &str); N]) {
+    for (i, want, what) in want {
+        assert_same(&out[i], &want, what);
+    }
 }
 
 /// Asserts two arrays equal (types, nulls and values bit for bit).

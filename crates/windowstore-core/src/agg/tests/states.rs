@@ -4,7 +4,7 @@
 use arrow_array::{BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array};
 use proptest::prelude::*;
 
-use super::{a, aggregator, batch, fold};
+use super::{a, agg_specs, aggregator, batch, fold, ordered_specs};
 use crate::agg::fold::Order;
 use crate::agg::{AggSpec, Aggregator, Overflow};
 use crate::Error;
@@ -16,27 +16,17 @@ fn sample() -> (arrow_array::RecordBatch, Aggregator) {
     let u = UInt16Array::from(vec![Some(7), None, Some(9)]);
     let flags = BooleanArray::from(vec![Some(true), None, Some(false)]);
     let s = StringArray::from(vec![Some("héllo"), None, Some("")]);
-    let b = batch(vec![
-        ("x", a(x)),
-        ("f", a(f)),
-        ("g", a(g)),
-        ("u", a(u)),
-        ("b", a(flags)),
-        ("s", a(s)),
-    ]);
-    let mut specs = vec![
-        AggSpec::count(),
-        AggSpec::sum("x"),
-        AggSpec::sum("f"),
-        AggSpec::mean("u"),
-        AggSpec::mean("g"),
-    ];
-    for c in ["x", "f", "g", "u", "b", "s"] {
+    let columns = ["x", "f", "g", "u", "b", "s"];
+    let b = batch(
+        columns
+            .into_iter()
+            .zip([a(x), a(f), a(g), a(u), a(flags), a(s)])
+            .collect(),
+    );
+    let mut specs = agg_specs!(count sum(x) sum(f) mean(u) mean(g));
+    for c in columns {
+        specs.extend(ordered_specs(c));
         specs.extend([
-            AggSpec::min(c),
-            AggSpec::max(c),
-            AggSpec::first(c),
-            AggSpec::last(c),
             AggSpec::collect(c, Some(2), Overflow::DropOldest),
             AggSpec::collect(c, None, Overflow::Fail).with_alias(format!("all_{c}")),
         ]);
@@ -85,18 +75,8 @@ fn folding_a_record_in_place_gives_the_bytes_of_the_merge() {
     let flags = BooleanArray::from(vec![Some(true), None, Some(false), None]);
     let b = batch(vec![("x", a(x)), ("f", a(f)), ("b", a(flags))]);
     let agg = aggregator(
-        vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::sum("f"),
-            AggSpec::mean("x"),
-            AggSpec::mean("f"),
-            AggSpec::min("f"),
-            AggSpec::max("b"),
-            AggSpec::first("x"),
-            AggSpec::last("f"),
-            AggSpec::last("b").with_alias("last_b"),
-        ],
+        agg_specs!(count sum(x) sum(f) mean(x) mean(f) min(f) max(b) first(x) last(f)
+            last(b) => "last_b"),
         &b,
     );
     assert!(agg.folds_in_place());
@@ -283,12 +263,7 @@ proptest! {
 fn layout_is_pinned() {
     let b = batch(vec![("x", a(Int64Array::from(vec![5])))]);
     let agg = aggregator(
-        vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::first("x"),
-            AggSpec::collect("x", None, Overflow::Fail),
-        ],
+        agg_specs!(count sum(x) first(x) collect(x, None, Overflow::Fail)),
         &b,
     );
     let mut s = Vec::new();

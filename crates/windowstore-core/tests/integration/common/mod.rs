@@ -13,17 +13,7 @@ pub type Row = (Vec<u8>, i64, i64, Vec<u8>);
 
 /// Copies borrowed sessions into owned rows, for comparison after the store changes.
 pub fn rows(sessions: &[KeyedSession<'_>]) -> Vec<Row> {
-    sessions
-        .iter()
-        .map(|k| {
-            (
-                k.key.to_vec(),
-                k.session.start,
-                k.session.end,
-                k.session.value.to_vec(),
-            )
-        })
-        .collect()
+    sessions.iter().map(KeyedSession::to_owned_parts).collect()
 }
 
 /// The schema of Int64 columns `k` (key), `t` (time), `v` (value) and `g` (gap), all nullable.

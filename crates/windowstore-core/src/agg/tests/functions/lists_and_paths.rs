@@ -6,7 +6,7 @@ use arrow_array::*;
 use arrow_schema::DataType;
 
 use super::{windows, TIMES};
-use crate::agg::tests::{a, aggregator, assert_same, batch, both};
+use crate::agg::tests::{a, agg_specs, aggregator, assert_outputs, assert_same, batch, both};
 use crate::agg::{AggSpec, Overflow};
 use crate::Error;
 
@@ -17,37 +17,22 @@ fn first_last_collect_of_numbers_skip_nulls() {
     let f = Float32Array::from(vec![Some(f32::NAN), None, Some(-0.0), None, None]);
     let b = batch(vec![("x", a(x)), ("u", a(u)), ("f", a(f))]);
     let agg = aggregator(
-        vec![
-            AggSpec::first("x"),
-            AggSpec::last("x"),
-            AggSpec::collect("x", None, Overflow::DropOldest),
-            AggSpec::first("u").with_alias("fu"),
-            AggSpec::collect("u", Some(1), Overflow::DropOldest),
-            AggSpec::first("f"),
-            AggSpec::collect("f", None, Overflow::Fail),
-        ],
+        agg_specs!(first(x) last(x) collect(x, None, Overflow::DropOldest) first(u) => "fu"
+            collect(u, Some(1), Overflow::DropOldest) first(f) collect(f, None, Overflow::Fail)),
         &b,
     );
     let out = both(&agg, &b, &TIMES, &windows());
-    assert_same(
-        &out[0],
-        &a(Int32Array::from(vec![Some(1), None, Some(3), Some(5)])),
-        "first x",
-    );
-    assert_same(
-        &out[1],
-        &a(Int32Array::from(vec![Some(3), None, Some(5), Some(5)])),
-        "last x",
-    );
+    #[rustfmt::skip] // a table: a row per output
+    let want = [
+        (0, a(Int32Array::from(vec![Some(1), None, Some(3), Some(5)])), "first x"),
+        (1, a(Int32Array::from(vec![Some(3), None, Some(5), Some(5)])), "last x"),
+        (3, a(UInt8Array::from(vec![Some(200), Some(200), Some(3), None])), "first u"),
+    ];
+    assert_outputs(&out, want);
     let xs = out[2].as_list::<i32>();
     let lens: Vec<usize> = (0..4).map(|i| xs.value(i).len()).collect();
     assert_eq!(lens, vec![2, 0, 2, 1]);
     assert_same(&xs.value(2), &a(Int32Array::from(vec![3, 5])), "collect x");
-    assert_same(
-        &out[3],
-        &a(UInt8Array::from(vec![Some(200), Some(200), Some(3), None])),
-        "first u",
-    );
     let us = out[4].as_list::<i32>();
     assert_same(
         &us.value(0),
@@ -91,18 +76,8 @@ fn output_names_types_and_nullability() {
         ("s", a(StringArray::from(vec!["a"]))),
     ]);
     let agg = aggregator(
-        vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::min("x"),
-            AggSpec::max("x"),
-            AggSpec::mean("x"),
-            AggSpec::first("s"),
-            AggSpec::last("s"),
-            AggSpec::collect("s", Some(3), Overflow::DropNewest),
-            AggSpec::count().with_alias("n"),
-            AggSpec::sum("x").with_alias("total"),
-        ],
+        agg_specs!(count sum(x) min(x) max(x) mean(x) first(s) last(s)
+            collect(s, Some(3), Overflow::DropNewest) count => "n" sum(x) => "total"),
         &b,
     );
     let fields = agg.output_fields();
@@ -146,34 +121,17 @@ fn output_names_types_and_nullability() {
 fn empty_runs_and_no_windows_in_the_fast_path() {
     let b = batch(vec![("x", a(Int64Array::from(vec![Some(4), None])))]);
     let agg = aggregator(
-        vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::max("x"),
-            AggSpec::first("x"),
-            AggSpec::collect("x", None, Overflow::Fail),
-        ],
+        agg_specs!(count sum(x) max(x) first(x) collect(x, None, Overflow::Fail)),
         &b,
     );
     let out = agg
         .aggregate_runs(&b, &[0, 0], &[0, 1], &[0, 0, 2, 2])
         .expect("runs");
     assert_same(&out[0], &a(Int64Array::from(vec![0, 2, 0])), "count");
-    assert_same(
-        &out[1],
-        &a(Int64Array::from(vec![None, Some(4), None])),
-        "sum",
-    );
-    assert_same(
-        &out[2],
-        &a(Int64Array::from(vec![None, Some(4), None])),
-        "max",
-    );
-    assert_same(
-        &out[3],
-        &a(Int64Array::from(vec![None, Some(4), None])),
-        "first",
-    );
+    let only_the_second = a(Int64Array::from(vec![None, Some(4), None]));
+    for (i, what) in [(1, "sum"), (2, "max"), (3, "first")] {
+        assert_same(&out[i], &only_the_second, what);
+    }
     assert_eq!(out[4].len(), 3);
     for offsets in [&[][..], &[0][..]] {
         let out = agg

@@ -5,7 +5,9 @@ use arrow_array::*;
 use arrow_schema::DataType;
 
 use super::{min_max, windows, TIMES};
-use crate::agg::tests::{a, aggregator, assert_same, batch, both, fast, slow};
+use crate::agg::tests::{
+    a, agg_specs, aggregator, assert_outputs, assert_same, batch, both, fast, slow,
+};
 use crate::agg::AggSpec;
 use crate::Error;
 
@@ -15,60 +17,19 @@ fn count_sum_mean_of_integers_skip_nulls() {
     let y = Int8Array::from(vec![Some(-128), Some(-128), None, None, Some(127)]);
     let z = UInt32Array::from(vec![Some(u32::MAX), Some(u32::MAX), None, None, None]);
     let b = batch(vec![("x", a(x)), ("y", a(y)), ("z", a(z))]);
-    let agg = aggregator(
-        vec![
-            AggSpec::count(),
-            AggSpec::sum("x"),
-            AggSpec::mean("x"),
-            AggSpec::sum("y"),
-            AggSpec::sum("z"),
-            AggSpec::mean("z"),
-        ],
-        &b,
-    );
+    let agg = aggregator(agg_specs!(count sum(x) mean(x) sum(y) sum(z) mean(z)), &b);
     let out = both(&agg, &b, &TIMES, &windows());
-    assert_same(&out[0], &a(Int64Array::from(vec![3, 2, 3, 1])), "count");
-    assert_same(
-        &out[1],
-        &a(Int64Array::from(vec![Some(4), None, Some(-2), Some(-5)])),
-        "sum x",
-    );
-    assert_same(
-        &out[2],
-        &a(Float64Array::from(vec![
-            Some(2.0),
-            None,
-            Some(-1.0),
-            Some(-5.0),
-        ])),
-        "mean x",
-    );
-    assert_same(
-        &out[3],
-        &a(Int64Array::from(vec![
-            Some(-256),
-            Some(-128),
-            Some(127),
-            Some(127),
-        ])),
-        "sum y",
-    );
     let m = i64::from(u32::MAX);
-    assert_same(
-        &out[4],
-        &a(Int64Array::from(vec![Some(2 * m), Some(m), None, None])),
-        "sum z",
-    );
-    assert_same(
-        &out[5],
-        &a(Float64Array::from(vec![
-            Some(m as f64),
-            Some(m as f64),
-            None,
-            None,
-        ])),
-        "mean z",
-    );
+    #[rustfmt::skip] // a table: a row per output
+    let want = [
+        (0, a(Int64Array::from(vec![3, 2, 3, 1])), "count"),
+        (1, a(Int64Array::from(vec![Some(4), None, Some(-2), Some(-5)])), "sum x"),
+        (2, a(Float64Array::from(vec![Some(2.0), None, Some(-1.0), Some(-5.0)])), "mean x"),
+        (3, a(Int64Array::from(vec![Some(-256), Some(-128), Some(127), Some(127)])), "sum y"),
+        (4, a(Int64Array::from(vec![Some(2 * m), Some(m), None, None])), "sum z"),
+        (5, a(Float64Array::from(vec![Some(m as f64), Some(m as f64), None, None])), "mean z"),
+    ];
+    assert_outputs(&out, want);
 }
 
 #[test]
@@ -76,15 +37,7 @@ fn sum_and_mean_of_floats() {
     let f = Float64Array::from(vec![Some(1.5), None, Some(-0.0), None, Some(f64::NAN)]);
     let g = Float32Array::from(vec![Some(0.5), Some(f32::INFINITY), Some(1.0), None, None]);
     let b = batch(vec![("f", a(f)), ("g", a(g))]);
-    let agg = aggregator(
-        vec![
-            AggSpec::sum("f"),
-            AggSpec::mean("f"),
-            AggSpec::sum("g"),
-            AggSpec::mean("g"),
-        ],
-        &b,
-    );
+    let agg = aggregator(agg_specs!(sum(f) mean(f) sum(g) mean(g)), &b);
     assert_eq!(agg.output_fields()[0].data_type(), &DataType::Float64);
     assert_eq!(agg.output_fields()[2].data_type(), &DataType::Float64);
     let w = vec![vec![0, 1, 2], vec![1, 3], vec![2], vec![4], vec![0, 1]];
@@ -161,31 +114,14 @@ fn min_max_of_integers_and_unsigned() {
     let b = batch(vec![("x", a(x)), ("u", a(u))]);
     let agg = aggregator(min_max(&["x", "u"]), &b);
     let out = both(&agg, &b, &TIMES, &windows());
-    assert_same(
-        &out[0],
-        &a(Int16Array::from(vec![Some(-7), None, Some(-7), Some(2)])),
-        "min x",
-    );
-    assert_same(
-        &out[1],
-        &a(Int16Array::from(vec![Some(5), None, Some(2), Some(2)])),
-        "max x",
-    );
-    assert_same(
-        &out[2],
-        &a(UInt64Array::from(vec![Some(1), None, Some(0), Some(0)])),
-        "min u",
-    );
-    assert_same(
-        &out[3],
-        &a(UInt64Array::from(vec![
-            Some(u64::MAX),
-            None,
-            Some(1),
-            Some(0),
-        ])),
-        "max u",
-    );
+    #[rustfmt::skip] // a table: a row per output
+    let want = [
+        (0, a(Int16Array::from(vec![Some(-7), None, Some(-7), Some(2)])), "min x"),
+        (1, a(Int16Array::from(vec![Some(5), None, Some(2), Some(2)])), "max x"),
+        (2, a(UInt64Array::from(vec![Some(1), None, Some(0), Some(0)])), "min u"),
+        (3, a(UInt64Array::from(vec![Some(u64::MAX), None, Some(1), Some(0)])), "max u"),
+    ];
+    assert_outputs(&out, want);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use arrow_array::*;
 use arrow_schema::DataType;
 
 use super::{windows, TIMES};
-use crate::agg::tests::{a, aggregator, assert_same, batch, both, ordered_specs};
+use crate::agg::tests::{a, aggregator, assert_outputs, assert_same, batch, both, ordered_specs};
 use crate::agg::{AggSpec, Overflow};
 
 #[test]
@@ -80,24 +80,24 @@ fn temporal_types_keep_their_type_and_time_zone() {
     let d32 = Date32Array::from(vec![Some(19000), None, Some(18000), None, None]);
     let d64 = Date64Array::from(vec![None, None, Some(5), None, Some(4)]);
     let dur = DurationSecondArray::from(vec![Some(-3), None, Some(9), Some(1), None]);
-    let b = batch(vec![
-        ("ts", a(ts)),
-        ("tn", a(tn)),
-        ("d32", a(d32)),
-        ("d64", a(d64)),
-        ("dur", a(dur)),
-    ]);
+    let columns = ["ts", "tn", "d32", "d64", "dur"];
+    let b = batch(
+        columns
+            .into_iter()
+            .zip([a(ts), a(tn), a(d32), a(d64), a(dur)])
+            .collect(),
+    );
     let mut specs = Vec::new();
-    for c in ["ts", "tn", "d32", "d64", "dur"] {
+    for c in columns {
         specs.extend(ordered_specs(c));
         specs.push(AggSpec::collect(c, None, Overflow::Fail));
     }
     let agg = aggregator(specs, &b);
-    for (field, column) in agg.output_fields().iter().zip(
-        ["ts", "tn", "d32", "d64", "dur"]
-            .iter()
-            .flat_map(|c| [*c; 5]),
-    ) {
+    for (field, column) in agg
+        .output_fields()
+        .iter()
+        .zip(columns.iter().flat_map(|c| [*c; 5]))
+    {
         let input = b
             .schema()
             .field_with_name(column)
@@ -113,26 +113,21 @@ fn temporal_types_keep_their_type_and_time_zone() {
     let out = both(&agg, &b, &TIMES, &windows());
     let tz =
         |v: Vec<Option<i64>>| a(TimestampMicrosecondArray::from(v).with_timezone("Asia/Tokyo"));
-    assert_same(
-        &out[0],
-        &tz(vec![Some(-1), None, Some(-1), Some(7)]),
-        "min ts",
-    );
-    assert_same(
-        &out[1],
-        &tz(vec![Some(3), None, Some(7), Some(7)]),
-        "max ts",
-    );
-    assert_same(
-        &out[2],
-        &tz(vec![Some(3), None, Some(-1), Some(7)]),
-        "first ts",
-    );
-    assert_same(
-        &out[3],
-        &tz(vec![Some(-1), None, Some(7), Some(7)]),
-        "last ts",
-    );
+    #[rustfmt::skip] // a table: a row per output
+    let want = [
+        (0, tz(vec![Some(-1), None, Some(-1), Some(7)]), "min ts"),
+        (1, tz(vec![Some(3), None, Some(7), Some(7)]), "max ts"),
+        (2, tz(vec![Some(3), None, Some(-1), Some(7)]), "first ts"),
+        (3, tz(vec![Some(-1), None, Some(7), Some(7)]), "last ts"),
+        (5, a(TimestampNanosecondArray::from(vec![Some(1), Some(2), None, None])), "min tn"),
+        (10, a(Date32Array::from(vec![Some(18000), None, Some(18000), None])), "min d32"),
+        (11, a(Date32Array::from(vec![Some(19000), None, Some(18000), None])), "max d32"),
+        (16, a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])), "max d64"),
+        (17, a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])), "first d64"),
+        (20, a(DurationSecondArray::from(vec![Some(-3), Some(1), Some(1), None])), "min dur"),
+        (23, a(DurationSecondArray::from(vec![Some(9), Some(1), Some(1), None])), "last dur"),
+    ];
+    assert_outputs(&out, want);
     let list = out[4].as_list::<i32>();
     assert_eq!(list.value(0).data_type(), &ts_type);
     assert_same(&list.value(0), &tz(vec![Some(3), Some(-1)]), "collect ts");
@@ -140,65 +135,5 @@ fn temporal_types_keep_their_type_and_time_zone() {
     assert!(
         !list.is_null(1),
         "collect of an all-null window is an empty list"
-    );
-    assert_same(
-        &out[5],
-        &a(TimestampNanosecondArray::from(vec![
-            Some(1),
-            Some(2),
-            None,
-            None,
-        ])),
-        "min tn",
-    );
-    assert_same(
-        &out[10],
-        &a(Date32Array::from(vec![
-            Some(18000),
-            None,
-            Some(18000),
-            None,
-        ])),
-        "min d32",
-    );
-    assert_same(
-        &out[11],
-        &a(Date32Array::from(vec![
-            Some(19000),
-            None,
-            Some(18000),
-            None,
-        ])),
-        "max d32",
-    );
-    assert_same(
-        &out[16],
-        &a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])),
-        "max d64",
-    );
-    assert_same(
-        &out[17],
-        &a(Date64Array::from(vec![Some(5), None, Some(5), Some(4)])),
-        "first d64",
-    );
-    assert_same(
-        &out[20],
-        &a(DurationSecondArray::from(vec![
-            Some(-3),
-            Some(1),
-            Some(1),
-            None,
-        ])),
-        "min dur",
-    );
-    assert_same(
-        &out[23],
-        &a(DurationSecondArray::from(vec![
-            Some(9),
-            Some(1),
-            Some(1),
-            None,
-        ])),
-        "last dur",
     );
 }
