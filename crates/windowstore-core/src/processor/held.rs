@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
-use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use hashbrown::HashTable;
 use smallvec::SmallVec;
@@ -40,7 +40,7 @@ struct Segment {
     /// Every row's arrival number, unless they run `first, first + 1, ...` without a gap.
     seqs: Option<Arc<[i64]>>,
     /// Every row's event time in ticks (the index's, kept here for a snapshot).
-    times: Arc<[i64]>,
+    times: ScalarBuffer<i64>,
     rows: RecordBatch,
     /// Which rows are still held, one bit each.
     alive: BooleanBuffer,
@@ -49,7 +49,7 @@ struct Segment {
 
 impl Segment {
     /// A segment of `rows`, numbered `seqs` (ascending), timed `times`.
-    fn new(seqs: &[i64], times: Arc<[i64]>, rows: RecordBatch) -> Self {
+    fn new(seqs: &[i64], times: ScalarBuffer<i64>, rows: RecordBatch) -> Self {
         let live = seqs.len();
         let first = seqs.first().copied().unwrap_or(0);
         let dense = seqs
@@ -95,7 +95,7 @@ impl Segment {
             return Ok(self.clone());
         }
         let seqs: Vec<i64> = self.alive.set_indices().map(|i| self.seq(i)).collect();
-        let times: Arc<[i64]> = self.alive.set_indices().map(|i| self.times[i]).collect();
+        let times = self.alive.set_indices().map(|i| self.times[i]).collect();
         let keep = BooleanArray::new(self.alive.clone(), None);
         let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
             .map_err(Error::arrow("releasing held rows"))?;
@@ -195,7 +195,7 @@ impl Index {
     }
 
     /// Takes out of slot `id` the rows `taken` says.
-    fn take(&mut self, id: u32, taken: impl Fn(Entry) -> bool) {
+    fn take(&mut self, id: u32, mut taken: impl FnMut(Entry) -> bool) {
         let from = self.took.len();
         let rows = &mut self.slots[id as usize].rows;
         let mut kept = 0;
@@ -399,6 +399,27 @@ impl Closing {
         }
         Ok(Self { order, groups })
     }
+
+    /// The rows of the sessions, each with its session's place in the output, in output
+    /// order: `visit(key, spans, found)` adds to `found` the rows of a key's sessions.
+    fn rows(
+        &self,
+        bounds: &[Bounds<'_>],
+        mut visit: impl FnMut(&[u8], &Spans, &mut Vec<(u32, Entry)>) -> Result<()>,
+    ) -> Result<Vec<(u32, Entry)>> {
+        let mut found = Vec::new();
+        for (group, spans) in &self.groups {
+            let from = found.len();
+            visit(
+                bounds[self.order[group.start] as usize].0,
+                spans,
+                &mut found,
+            )?;
+            // A key's rows come in arrival order: sorted, they are in output order.
+            found[from..].sort_unstable();
+        }
+        Ok(found)
+    }
 }
 
 /// The error of a closed session whose key holds no rows.
@@ -450,7 +471,7 @@ impl Held {
         first: u64,
         rejected: &[u32],
         keys: impl Fn(usize) -> &'k [u8],
-        ticks: &[i64],
+        ticks: &ScalarBuffer<i64>,
     ) -> Result<()> {
         let first = i64::try_from(first).unwrap_or(i64::MAX);
         let n = batch.num_rows();
@@ -460,25 +481,25 @@ impl Held {
                 *k = false;
             }
         }
-        let held = n - rejected.len().min(n);
-        let mut seqs = Vec::with_capacity(held);
-        let mut times = Vec::with_capacity(held);
+        let mut seqs = Vec::with_capacity(n - rejected.len().min(n));
         for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
             let seq = first + i as i64;
             self.index.push(keys(i), (ticks[i], seq))?;
             seqs.push(seq);
-            times.push(ticks[i]);
         }
         if seqs.is_empty() {
             return Ok(());
         }
-        let rows = if seqs.len() == n {
-            batch.clone()
+        let (rows, times) = if seqs.len() == n {
+            (batch.clone(), ticks.clone())
         } else {
-            arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
-                .map_err(Error::arrow("holding rows"))?
+            let times = keep.iter().zip(ticks.iter()).filter(|(&k, _)| k);
+            let times = times.map(|(_, &t)| t).collect();
+            let rows = arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
+                .map_err(Error::arrow("holding rows"))?;
+            (rows, times)
         };
-        self.segments.push(Segment::new(&seqs, times.into(), rows));
+        self.segments.push(Segment::new(&seqs, times, rows));
         Ok(())
     }
 
@@ -494,12 +515,18 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
-        let (out, closing, taken) = self.tagged(windows, bounds, keys, schema)?;
-        for (group, spans) in &closing.groups {
-            let key = bounds[closing.order[group.start] as usize].0;
+        let closing = Closing::new(windows, bounds, keys)?;
+        // Each key's rows are found and taken out in one pass.
+        let found = closing.rows(bounds, |key, spans, found| {
             let id = self.index.find(key).ok_or_else(no_rows)?;
-            self.index.take(id, |e| spans.holder(e).is_some());
-        }
+            self.index.take(id, |e| {
+                let place = spans.holder(e);
+                found.extend(place.map(|place| (place, e)));
+                place.is_some()
+            });
+            Ok(())
+        })?;
+        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
         self.release(taken)?;
         Ok(out)
     }
@@ -513,30 +540,17 @@ impl Held {
         keys: usize,
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
-        Ok(self.tagged(windows, bounds, keys, schema)?.0)
-    }
-
-    /// [`Self::tag`]'s rows, with the sessions and, per segment, the positions of the rows.
-    fn tagged(
-        &self,
-        windows: &RecordBatch,
-        bounds: &[Bounds<'_>],
-        keys: usize,
-        schema: &SchemaRef,
-    ) -> Result<(RecordBatch, Closing, Vec<Vec<usize>>)> {
         let closing = Closing::new(windows, bounds, keys)?;
-        let mut found = Vec::new();
-        for (group, spans) in &closing.groups {
-            let key = bounds[closing.order[group.start] as usize].0;
-            let id = self.index.find(key).ok_or_else(no_rows)?;
-            let from = found.len();
-            let rows = self.index.slots[id as usize].rows.iter();
-            found.extend(rows.filter_map(|&e| Some((spans.holder(e)?, e))));
-            // A key's rows in arrival order, each with its session's place: in output order.
-            found[from..].sort_unstable();
-        }
-        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
-        Ok((out, closing, taken))
+        let found = closing.rows(bounds, |key, spans, found| {
+            let rows = &self.index.slots[self.index.find(key).ok_or_else(no_rows)? as usize];
+            found.extend(
+                rows.rows
+                    .iter()
+                    .filter_map(|&e| Some((spans.holder(e)?, e))),
+            );
+            Ok(())
+        })?;
+        Ok(self.gather(windows, &closing, &found, keys, schema)?.0)
     }
 
     /// The tagged rows of `found` (each held row with its session's place in the output, in
@@ -701,8 +715,7 @@ impl Held {
         }
         held.index.commit();
         if !seqs.is_empty() {
-            let times: Arc<[i64]> = times.iter().copied().collect();
-            held.segments.push(Segment::new(seqs, times, rows));
+            held.segments.push(Segment::new(seqs, times.clone(), rows));
         }
         Ok(held)
     }
@@ -738,7 +751,8 @@ mod tests {
         let mut held = Held::default();
         let batch = rows(&["a0", "b1", "x2", "a3"]);
         let keys = |i: usize| ["a", "b", "x", "a"][i].as_bytes();
-        held.hold(&batch, 10, &[2], keys, &[5, 6, 7, 8]).unwrap();
+        held.hold(&batch, 10, &[2], keys, &vec![5, 6, 7, 8].into())
+            .unwrap();
         held.commit();
         let schema = batch.schema();
         let (rows, index) = held.to_batches(&schema).unwrap();
