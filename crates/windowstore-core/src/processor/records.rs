@@ -12,14 +12,13 @@
 //! ([`id_fields`]) behind its length in 4 big-endian bytes: the same id for the same key and
 //! session in every engine and run (docs/semantics.md).
 
+use std::io::Write;
 use std::sync::Arc;
 
+use arrow_array::builder::BinaryBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Date32Type, Date64Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType,
-};
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use arrow_array::types::{Date32Type, Date64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BinaryArray, Int64Array, RecordBatch, UInt32Array};
 use arrow_row::{RowConverter, SortField};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use blake2::digest::{Update, VariableOutput};
@@ -117,7 +116,7 @@ pub(crate) fn ids_of(columns: &[ArrayRef]) -> Result<Int64Array> {
     for row in 0..rows {
         let mut h = Blake2bVar::new(8).map_err(|e| Error::Internal(e.to_string()))?;
         for column in &fields {
-            let v = &column[row];
+            let v = column.value(row);
             h.update(&u32::try_from(v.len()).unwrap_or(u32::MAX).to_be_bytes());
             h.update(v);
         }
@@ -134,7 +133,7 @@ pub(crate) fn ids_of(columns: &[ArrayRef]) -> Result<Int64Array> {
 /// whatever their unit and zone (`t`); dictionaries by their values. So the same value gives
 /// the same form in every engine (Spark's long and Arrow's int32, Spark's microseconds and
 /// Arrow's milliseconds).
-pub fn id_fields(array: &ArrayRef) -> Result<Vec<Vec<u8>>> {
+pub fn id_fields(array: &ArrayRef) -> Result<BinaryArray> {
     let array = match array.data_type() {
         DataType::Dictionary(_, value) => {
             arrow_cast::cast(array, value).map_err(Error::arrow("decoding a dictionary key"))?
@@ -142,11 +141,6 @@ pub fn id_fields(array: &ArrayRef) -> Result<Vec<Vec<u8>>> {
         _ => array.clone(),
     };
     let n = array.len();
-    let text = |letter: u8, v: &dyn std::fmt::Display| {
-        let mut out = vec![letter];
-        out.extend_from_slice(v.to_string().as_bytes());
-        out
-    };
     let ints = |a: &ArrayRef| -> Result<Int64Array> {
         Ok(arrow_cast::cast(a, &DataType::Int64)
             .map_err(Error::arrow("reading a key"))?
@@ -161,73 +155,43 @@ pub fn id_fields(array: &ArrayRef) -> Result<Vec<Vec<u8>>> {
                 TimeUnit::Microsecond => 1_000,
                 TimeUnit::Nanosecond => 1,
             });
-            let values: Vec<i64> = match unit {
-                TimeUnit::Second => array
-                    .as_primitive::<TimestampSecondType>()
-                    .values()
-                    .to_vec(),
-                TimeUnit::Millisecond => array
-                    .as_primitive::<TimestampMillisecondType>()
-                    .values()
-                    .to_vec(),
-                TimeUnit::Microsecond => array
-                    .as_primitive::<TimestampMicrosecondType>()
-                    .values()
-                    .to_vec(),
-                TimeUnit::Nanosecond => array
-                    .as_primitive::<TimestampNanosecondType>()
-                    .values()
-                    .to_vec(),
-            };
-            values
-                .iter()
-                .map(|&v| text(b't', &(i128::from(v) * per)))
-                .collect()
+            let ticks = ints(&array)?;
+            forms(n, |i, out| {
+                text(out, b't', i128::from(ticks.value(i)) * per)
+            })
         }
-        DataType::Date32 => array
-            .as_primitive::<Date32Type>()
-            .values()
-            .iter()
-            .map(|v| text(b'd', v))
-            .collect(),
-        DataType::Date64 => array
-            .as_primitive::<Date64Type>()
-            .values()
-            .iter()
-            .map(|v| text(b'd', &v.div_euclid(86_400_000)))
-            .collect(),
+        DataType::Date32 => {
+            let days = array.as_primitive::<Date32Type>();
+            forms(n, |i, out| text(out, b'd', days.value(i)))
+        }
+        DataType::Date64 => {
+            let ms = array.as_primitive::<Date64Type>();
+            forms(n, |i, out| {
+                text(out, b'd', ms.value(i).div_euclid(86_400_000))
+            })
+        }
         DataType::UInt64 => {
             let a = array.as_primitive::<arrow_array::types::UInt64Type>();
-            a.values().iter().map(|v| text(b'i', v)).collect()
+            forms(n, |i, out| text(out, b'i', a.value(i)))
         }
-        t if t.is_integer() => ints(&array)?
-            .values()
-            .iter()
-            .map(|v| text(b'i', v))
-            .collect(),
+        t if t.is_integer() => {
+            let a = ints(&array)?;
+            forms(n, |i, out| text(out, b'i', a.value(i)))
+        }
         DataType::Boolean => {
             let a = array.as_boolean();
-            (0..n)
-                .map(|i| {
-                    if a.value(i) {
-                        b"b1".to_vec()
-                    } else {
-                        b"b0".to_vec()
-                    }
-                })
-                .collect()
+            forms(n, |i, out| {
+                out.extend_from_slice(if a.value(i) { b"b1" } else { b"b0" })
+            })
         }
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
             let a =
                 arrow_cast::cast(&array, &DataType::Utf8).map_err(Error::arrow("reading a key"))?;
             let a = a.as_string::<i32>();
-            (0..n)
-                .map(|i| {
-                    let mut out = vec![b's'];
-                    out.extend_from_slice(a.value(i).as_bytes());
-                    out
-                })
-                .collect()
+            forms(n, |i, out| {
+                out.push(b's');
+                out.extend_from_slice(a.value(i).as_bytes());
+            })
         }
         DataType::Binary
         | DataType::LargeBinary
@@ -236,13 +200,10 @@ pub fn id_fields(array: &ArrayRef) -> Result<Vec<Vec<u8>>> {
             let a = arrow_cast::cast(&array, &DataType::Binary)
                 .map_err(Error::arrow("reading a key"))?;
             let a = a.as_binary::<i32>();
-            (0..n)
-                .map(|i| {
-                    let mut out = vec![b'y'];
-                    out.extend_from_slice(a.value(i));
-                    out
-                })
-                .collect()
+            forms(n, |i, out| {
+                out.push(b'y');
+                out.extend_from_slice(a.value(i));
+            })
         }
         other => {
             return Err(Error::schema(
@@ -251,6 +212,25 @@ pub fn id_fields(array: &ArrayRef) -> Result<Vec<Vec<u8>>> {
             ))
         }
     })
+}
+
+/// `n` forms as one binary array, form `i` written by `write(i, out)` to an empty buffer.
+fn forms(n: usize, mut write: impl FnMut(usize, &mut Vec<u8>)) -> BinaryArray {
+    let mut array = BinaryBuilder::with_capacity(n, n * 16);
+    let mut form = Vec::new();
+    for i in 0..n {
+        form.clear();
+        write(i, &mut form);
+        array.append_value(&form);
+    }
+    array.finish()
+}
+
+/// Writes `letter` and `value`'s text to `out`.
+fn text(out: &mut Vec<u8>, letter: u8, value: impl std::fmt::Display) {
+    out.push(letter);
+    // Writing to a vector cannot fail.
+    let _ = write!(out, "{value}");
 }
 
 #[cfg(test)]
@@ -288,9 +268,9 @@ mod tests {
     fn timestamps_are_nanoseconds_whatever_their_unit() {
         let ms: ArrayRef = Arc::new(arrow_array::TimestampMillisecondArray::from(vec![3]));
         let us: ArrayRef = Arc::new(arrow_array::TimestampMicrosecondArray::from(vec![3_000]));
-        assert_eq!(id_fields(&ms).unwrap(), vec![b"t3000000".to_vec()]);
+        assert_eq!(id_fields(&ms).unwrap().value(0), b"t3000000");
         assert_eq!(id_fields(&us).unwrap(), id_fields(&ms).unwrap());
         let int32: ArrayRef = Arc::new(arrow_array::Int32Array::from(vec![-7]));
-        assert_eq!(id_fields(&int32).unwrap(), vec![b"i-7".to_vec()]);
+        assert_eq!(id_fields(&int32).unwrap().value(0), b"i-7");
     }
 }
