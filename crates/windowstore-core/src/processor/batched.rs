@@ -160,8 +160,9 @@ impl<K: WindowKind> Processor<K> {
         }
         // Per record, what the record path computes as it goes: arrival number, stream time,
         // rejections; the usable records, and stream time once each is looked at.
-        let mut records = Vec::new();
-        let mut stream_times = Vec::new();
+        let arrived = chunks.iter().map(|c| c.checked.len()).sum();
+        let mut records = Vec::with_capacity(arrived);
+        let mut stream_times = Vec::with_capacity(arrived);
         for chunk in chunks {
             let first = life.seq;
             for (row, checked) in chunk.checked.iter().enumerate() {
