@@ -17,11 +17,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 # (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better),
-# all measured on 2026-11-26 (docs/benchmarks.md, "Where windowstore stands").
+# all measured on 2026-11-26 or 27 (docs/benchmarks.md, "Where windowstore stands").
 FIGURES = [
-    ("Sessions, complete mode\nvs Polars (10M events)", 2.803, 0.588, False),
-    ("Sessions, complete mode\nvs DuckDB (10M events)", 2.783, 0.588, False),
-    ("Sessions tagged on rows\nvs Polars over (10M events)", 2.864, 1.546, False),
+    ("Sessions, complete mode\nvs Polars (10M events)", 2.480, 0.583, False),
+    ("Sessions, complete mode\nvs DuckDB (10M events)", 2.627, 0.583, False),
+    ("Sessions tagged on rows\nvs Polars over (10M events)", 2.607, 1.341, False),
     (
         "Sliding, complete mode, all windows\nvs Polars rolling, left windows (10M)",
         2.140,
@@ -54,7 +54,7 @@ def main() -> None:
     ax.set_xscale("log")
     ax.set_xlabel("speed relative to the baseline (baseline = 1; higher is faster; log scale)")
     ax.set_xlim(0.3, max(speed) * 3)
-    ax.set_title("windowstore beside its baselines (medians, 2 cores, 2026-11-26)")
+    ax.set_title("windowstore beside its baselines (medians, 2 cores, 2026-11-26/27)")
     ax.tick_params(axis="y", labelsize=8)
     out = Path(__file__).with_name("benchmarks.png")
     fig.savefig(out, dpi=110)
