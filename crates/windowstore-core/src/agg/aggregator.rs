@@ -5,8 +5,7 @@ use arrow_schema::{FieldRef, Schema};
 use hashbrown::HashSet;
 
 use super::agg_spec::AggSpec;
-use super::columnar_ranges::{first_range_overflow, range_slot, Ranges};
-use super::columnar_runs::{first_overflow, run_slot};
+use super::columnar::{first_range_overflow, range_slot, run_bounds, Ranges};
 use super::finish::finish_slot;
 use super::inputs::Inputs;
 use super::slot::{Op, Slot};
@@ -208,9 +207,15 @@ impl Aggregator {
     ) -> Result<Vec<ArrayRef>> {
         self.check_runs(batch, order, offsets)?;
         let _ = times;
+        let (lo, hi) = run_bounds(offsets)?;
+        let ranges = Ranges {
+            order,
+            lo: &lo,
+            hi: &hi,
+        };
         self.slots
             .iter()
-            .map(|slot| run_slot(slot, batch.columns().get(slot.index), order, offsets))
+            .map(|slot| range_slot(slot, batch.columns().get(slot.index), ranges))
             .collect()
     }
 
@@ -225,13 +230,8 @@ impl Aggregator {
         offsets: &[usize],
     ) -> Option<(usize, &str)> {
         self.check_runs(batch, order, offsets).ok()?;
-        self.slots
-            .iter()
-            .filter_map(|slot| {
-                first_overflow(slot, batch.columns().get(slot.index), order, offsets)
-                    .map(|w| (w, slot.column.as_str()))
-            })
-            .min_by_key(|(w, _)| *w)
+        let (lo, hi) = run_bounds(offsets).ok()?;
+        self.first_range_overflow(batch, order, &lo, &hi)
     }
 
     /// Complete-data fast path for overlapping windows: `order` lists row indices of `batch`

@@ -8,8 +8,9 @@
 //! so a set that did not come from here is refused as a corrupted state. Like `collect`, the
 //! state grows with what it holds: one element per distinct value.
 //!
-//! The complete-data paths count without building sets: a sort of each run's elements
-//! (sessions), a multiset that values enter and leave (sliding windows' monotone ranges).
+//! Complete mode counts without building sets: a multiset that values enter and leave as the
+//! windows' ranges move forward. Map-side partials build each run's set by sorting its
+//! elements.
 
 use std::cmp::Ordering;
 
@@ -18,7 +19,7 @@ use arrow_schema::DataType;
 use hashbrown::HashMap;
 
 use super::codec::{corrupt, put_varint, Reader};
-use super::columnar_ranges::Ranges;
+use super::columnar::Ranges;
 use super::native::Num;
 use super::value::Value;
 use super::value_kind::Kind;
@@ -193,22 +194,6 @@ pub(crate) fn run_sets(
     }
 }
 
-/// The distinct counts of the runs of `order` cut at `offsets`.
-pub(crate) fn run_counts(
-    array: &dyn Array,
-    data_type: &DataType,
-    kind: Kind,
-    order: &[u32],
-    offsets: &[usize],
-) -> ArrayRef {
-    let elements = Elements::of_rows(array, data_type, kind, order.iter().map(|&r| r as usize));
-    let counts: Vec<i64> = offsets
-        .windows(2)
-        .map(|w| sorted_set(&elements, w[0]..w[1]).len() as i64)
-        .collect();
-    std::sync::Arc::new(Int64Array::from(counts))
-}
-
 /// The distinct counts of monotone ranges: a multiset that each position enters once and
 /// leaves once, O(records + windows) hash operations.
 pub(crate) fn range_counts(
@@ -226,7 +211,12 @@ pub(crate) fn range_counts(
         let (l, h) = (l as usize, h as usize);
         while hi < h {
             if let Some(e) = elements.get(hi) {
-                *held.entry(e).or_insert(0) += 1;
+                match held.get_mut(e) {
+                    Some(n) => *n += 1,
+                    None => {
+                        held.insert(e, 1);
+                    }
+                }
             }
             hi += 1;
         }

@@ -20,7 +20,7 @@
 //! Modules: [`agg_spec`] (what is asked), `value_kind` (accepted types), `native` (primitive
 //! order), `slot` (a spec bound to a schema), `value`, `codec` and [`state_layout`] (the state
 //! layout, public for its documentation: states are stored in snapshots), `build` and `finish`
-//! (states to arrays), `columnar_runs` and `columnar_ranges` (the fast paths), [`aggregator`],
+//! (states to arrays), `columnar` (complete mode's engine), [`aggregator`],
 //! [`overflow`].
 
 pub mod agg_spec;
@@ -28,8 +28,7 @@ pub mod aggregator;
 pub mod append;
 pub(crate) mod build;
 pub(crate) mod codec;
-pub(crate) mod columnar_ranges;
-pub(crate) mod columnar_runs;
+pub(crate) mod columnar;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;

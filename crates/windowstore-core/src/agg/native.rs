@@ -11,6 +11,9 @@ use arrow_buffer::ArrowNativeType;
 pub(crate) trait Num: ArrowNativeType {
     /// The total-order key of a value (see the module docs for floats).
     type Key: Ord + Copy;
+    /// The least and the greatest key of the type.
+    const KEY_MIN: Self::Key;
+    const KEY_MAX: Self::Key;
     /// The total-order key of `self`.
     fn key(self) -> Self::Key;
     /// The canonical value of a key: `from_key(v.key()) == v.canon()` bit for bit.
@@ -31,6 +34,8 @@ macro_rules! impl_int {
     ($($t:ty => $key:ty),*) => {$(
         impl Num for $t {
             type Key = $key;
+            const KEY_MIN: $key = <$key>::MIN;
+            const KEY_MAX: $key = <$key>::MAX;
             #[inline(always)]
             fn key(self) -> $key {
                 self as $key
@@ -90,6 +95,8 @@ macro_rules! impl_float {
     ($($t:ident => $key:ty, $ukey:ty),*) => {$(
         impl Num for $t {
             type Key = $key;
+            const KEY_MIN: $key = <$key>::MIN;
+            const KEY_MAX: $key = <$key>::MAX;
             #[inline(always)]
             fn key(self) -> $key {
                 flip!(self.canon().to_bits() as $key, $key, $ukey)

@@ -9,7 +9,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use super::agg_spec::Overflow;
 use super::aggregator::Aggregator;
 use super::codec::{put_f64, put_i128, put_i64, put_u64, put_varint};
-use super::columnar_runs::run_slot;
+use super::columnar::{range_slot, run_bounds, Ranges};
 use super::slot::{Op, Slot};
 use super::state_layout::{encode, overflow_error, SEEN, VERSION};
 use super::value::Value;
@@ -99,9 +99,15 @@ fn segments(
     let runs = offsets.len().saturating_sub(1);
     let mut out = Segments::new(runs);
     let column: Option<&ArrayRef> = batch.columns().get(slot.index);
+    let (lo, hi) = run_bounds(offsets)?;
+    let ranges = Ranges {
+        order,
+        lo: &lo,
+        hi: &hi,
+    };
     let fast = |op: Op| -> Result<ArrayRef> {
         let slot = Slot { op, ..slot.clone() };
-        run_slot(&slot, column, order, offsets)
+        range_slot(&slot, column, ranges)
     };
     let run_rows = |w: usize| &order[offsets[w]..offsets[w + 1]];
     match slot.op {

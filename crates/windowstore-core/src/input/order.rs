@@ -66,7 +66,14 @@ pub(crate) fn group_by_key<K: Hash + Eq>(
 ) -> (Vec<u32>, Vec<usize>) {
     let mut ids: HashMap<K, u32> = HashMap::new();
     group_by_id(n, |row, next| {
-        key_of(row).map(|key| *ids.entry(key).or_insert(next))
+        // Most rows meet a key already seen: a lookup, and an insert only for a new key.
+        key_of(row).map(|key| match ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                ids.insert(key, next);
+                next
+            }
+        })
     })
 }
 

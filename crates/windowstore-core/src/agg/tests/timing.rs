@@ -66,7 +66,12 @@ fn timing_of_the_fast_and_slow_paths() {
             "first+last of an Int64 with 10% nulls",
             vec![AggSpec::first("n"), AggSpec::last("n")],
         ),
+        (
+            "sum+mean of an Int64 without nulls",
+            vec![AggSpec::sum("i"), AggSpec::mean("i")],
+        ),
         ("max of Utf8", vec![AggSpec::max("s")]),
+        ("count_distinct of Utf8", vec![AggSpec::count_distinct("s")]),
         (
             "collect(i64, max_size=5, drop_oldest)",
             vec![AggSpec::collect("i", Some(5), Overflow::DropOldest)],

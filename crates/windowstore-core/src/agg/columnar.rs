@@ -1,11 +1,18 @@
-//! The complete-data fast path for overlapping windows: every spec over monotone ranges.
+//! The complete-data aggregate engine: every spec over monotone ranges of rows, columnar.
 //!
-//! Sliding windows of one key, listed by start, cover ranges `[lo, hi)` of the key's records in
-//! time order in which both ends only move forward. Each spec is then computed in O(records +
-//! windows): integer sums and counts as running sums (add what enters, subtract what leaves:
-//! exact in `i128`); float sums with the two-stacks queue ([`fold_monotone`]), which never
-//! subtracts, so they never cancel; `min`/`max` with a monotonic deque; `first`/`last` with a
-//! pointer each. `collect` copies each window's values (its output is that large anyway).
+//! A call's windows are ranges `[lo, hi)` of its rows in (key, time, arrival) order in which
+//! both ends only move forward: sessions' windows are disjoint runs laid end to end, sliding
+//! windows of one key overlap. Each spec is computed in O(records + windows): integer sums and
+//! counts as running sums (add what enters, subtract what leaves: exact in `i128`); float sums
+//! with the two-stacks queue ([`fold_monotone`]), which never subtracts, so they never cancel;
+//! `min`/`max` with a monotonic deque; `first`/`last` with a pointer each. `collect` copies each
+//! window's values (its output is that large anyway). A window that overlaps no other (every
+//! session) is folded directly, left to right: its float sums add in the order the records'
+//! states merge.
+//!
+//! Dispatch happens once per spec and column type; outputs of the input type that cannot be
+//! built from a slice (first, last, collect, and min/max of booleans and bytes) are a `take`
+//! of the chosen row indices.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -17,7 +24,6 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::agg_spec::Overflow;
-use super::columnar_runs::{slot_column, type_mismatch};
 use super::finish::{list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
@@ -25,126 +31,10 @@ use super::state_layout::overflow_error;
 use super::window_values::WindowValues;
 use crate::{Error, Result};
 
-/// Windows as ranges of positions in `order` (the rows in (key, time, arrival) order): window
-/// `w` holds `order[lo[w]..hi[w]]`; `lo` and `hi` never decrease.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ranges<'a> {
-    /// Row indices of the batch, in (key, time, arrival) order.
-    pub order: &'a [u32],
-    /// First position of each window.
-    pub lo: &'a [u32],
-    /// One past the last position of each window.
-    pub hi: &'a [u32],
-}
+mod ranges;
 
-impl Ranges<'_> {
-    fn len(&self) -> usize {
-        self.lo.len()
-    }
-
-    fn bounds(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        self.lo
-            .iter()
-            .zip(self.hi)
-            .map(|(&l, &h)| (l as usize, h as usize))
-    }
-
-    /// The validity of each window's aggregate of a column without nulls: null only where the
-    /// window is empty (`None` when none is, as for sliding windows).
-    fn nonempty(&self) -> Option<NullBuffer> {
-        let mut bounds = self.bounds();
-        if bounds.all(|(l, h)| l < h) {
-            return None;
-        }
-        Some(NullBuffer::from_iter(self.bounds().map(|(l, h)| l < h)))
-    }
-}
-
-/// Folds every range of `ranges` with the associative `combine` (identity `id`, element `i`
-/// of `order` turned into an accumulator by `elem`) and hands each result to `emit`, in
-/// O(elements + ranges) combines: the two-stacks queue, laid out as arrays.
-///
-/// The queue's front is rebuilt whenever a window's start passes the previous boundary `mid`:
-/// the window `[l, h)` becomes the block `[l, mid = h)`. Every later window until the next
-/// rebuild starts in that block and ends at or after `mid`, so its fold is `front[l]` (the
-/// fold of `[l, mid)`) combined with `back[h - 1]` (the fold of `[mid, h)`, nothing when
-/// `h = mid`). Both arrays take one pass each, and the pass over the windows then has no
-/// branch that depends on the data: a queue that pops and pushes per window mispredicts about
-/// once a window, which cost more than the combines.
-#[inline(always)]
-fn fold_monotone<A: Copy>(
-    ranges: Ranges<'_>,
-    id: A,
-    elem: impl Fn(u32) -> A,
-    combine: impl Fn(A, A) -> A,
-    mut emit: impl FnMut(A),
-) {
-    let order = ranges.order;
-    // The blocks [start, mid), by the queue's rule.
-    let mut blocks: Vec<(usize, usize)> = Vec::new();
-    let mut mid = 0usize;
-    for (l, h) in ranges.bounds() {
-        if l >= mid && l < h {
-            blocks.push((l, h));
-            mid = h;
-        }
-    }
-    // front[p]: the fold of [p, end of p's block); back[p]: the fold from the boundary before
-    // p through p (up to the next boundary).
-    let mut front = vec![id; order.len()];
-    let mut back = vec![id; order.len()];
-    for (b, &(start, end)) in blocks.iter().enumerate() {
-        let mut acc = id;
-        for p in (start..end).rev() {
-            acc = combine(elem(order[p]), acc);
-            front[p] = acc;
-        }
-        let next = blocks.get(b + 1).map_or(order.len(), |&(_, e)| e);
-        let mut acc = id;
-        for p in end..next {
-            acc = combine(acc, elem(order[p]));
-            back[p] = acc;
-        }
-    }
-    let mut mid = 0usize;
-    for (l, h) in ranges.bounds() {
-        if l >= mid && l < h {
-            mid = h;
-        }
-        if l == h {
-            emit(id);
-            continue;
-        }
-        // Both loads happen, and a select picks: no branch on where the window ends.
-        let rest = back[h - 1];
-        emit(combine(front[l], if h > mid { rest } else { id }));
-    }
-}
-
-/// Folds every range of `ranges` with an invertible fold: `add` each element as it enters the
-/// window, `remove` it as it leaves; hands each window's accumulator to `emit`.
-#[inline(always)]
-fn running<A: Copy>(
-    ranges: Ranges<'_>,
-    id: A,
-    add: impl Fn(A, u32) -> A,
-    remove: impl Fn(A, u32) -> A,
-    mut emit: impl FnMut(A),
-) {
-    let order = ranges.order;
-    let (mut entered, mut left, mut acc) = (0usize, 0usize, id);
-    for (l, h) in ranges.bounds() {
-        while entered < h {
-            acc = add(acc, order[entered]);
-            entered += 1;
-        }
-        while left < l {
-            acc = remove(acc, order[left]);
-            left += 1;
-        }
-        emit(acc);
-    }
-}
+use ranges::{fold_monotone, running, with_rows, Every, Rows};
+pub(crate) use ranges::{run_bounds, Ranges};
 
 /// Every range's sum (exact, in `i128`) and count of the valid values of an integer column,
 /// handed to `emit` range by range, with [`running`].
@@ -156,23 +46,25 @@ fn running_int_sums<T: Num>(
     emit: impl FnMut((i128, u64)),
 ) {
     // Fewer than 2^61 terms below 2^64 each: the running i128 sum cannot overflow.
-    let term = |i: u32| match is_valid(nulls, i) {
-        true => (values[i as usize].to_i128(), 1u64),
-        false => (0, 0),
-    };
-    running(
-        ranges,
-        (0i128, 0u64),
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s + v, n + c)
-        },
-        |(s, n), i| {
-            let (v, c) = term(i);
-            (s - v, n - c)
-        },
-        emit,
-    );
+    with_rows!(nulls, |rows| {
+        let term = |i: u32| match rows.valid(i) {
+            true => (values[i as usize].to_i128(), 1u64),
+            false => (0, 0),
+        };
+        running(
+            ranges,
+            (0i128, 0u64),
+            |(s, n), i| {
+                let (v, c) = term(i);
+                (s + v, n + c)
+            },
+            |(s, n), i| {
+                let (v, c) = term(i);
+                (s - v, n - c)
+            },
+            emit,
+        )
+    });
 }
 
 /// A validity test of row indices: `None` when the column has no nulls.
@@ -195,7 +87,8 @@ where
     T::Native: Num,
 {
     let (values, nulls) = (a.values(), validity(a));
-    if nulls.is_none() {
+    // Prefix sums pay where windows overlap; disjoint windows are summed once each.
+    if nulls.is_none() && !ranges.disjoint() {
         if let Some(sums) = sum_int_within_i64(values, ranges) {
             return Ok(Arc::new(Int64Array::new(
                 ScalarBuffer::from(sums),
@@ -258,25 +151,26 @@ where
 {
     let (values, nulls) = (a.values(), validity(a));
     let mut out = WindowValues::new(ranges.len());
-    fold_monotone(
+    let emit = |(s, n): (f64, u64)| {
+        let value = if !MEAN {
+            s
+        } else if n > 0 {
+            s / n as f64
+        } else {
+            0.0
+        };
+        out.push(value, n > 0);
+    };
+    with_rows!(nulls, |rows| fold_monotone(
         ranges,
         (-0.0f64, 0u64),
-        |i| match is_valid(nulls, i) {
+        |i| match rows.valid(i) {
             true => (values[i as usize].to_f64(), 1),
             false => (-0.0, 0),
         },
         |(x, a), (y, b)| (x + y, a + b),
-        |(s, n)| {
-            let value = if !MEAN {
-                s
-            } else if n > 0 {
-                s / n as f64
-            } else {
-                0.0
-            };
-            out.push(value, n > 0);
-        },
-    );
+        emit,
+    ));
     Arc::new(out.finish::<Float64Type>())
 }
 
@@ -306,6 +200,10 @@ fn best_rows(
     let mut deque: VecDeque<usize> = VecDeque::new();
     let mut entered = 0usize;
     for (l, h) in ranges.bounds() {
+        if l >= entered {
+            entered = l;
+            deque.clear();
+        }
         while entered < h {
             let row = order[entered];
             if is_valid(nulls, row) {
@@ -333,12 +231,12 @@ fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UIn
     let (mut first, mut entered, mut last_valid) = (0usize, 0usize, None::<usize>);
     for (l, h) in ranges.bounds() {
         let found = if last {
-            while entered < h {
-                if is_valid(nulls, order[entered]) {
-                    last_valid = Some(entered);
-                }
-                entered += 1;
+            // Positions before `entered` were searched by an earlier window.
+            let from = entered.max(l);
+            if let Some(p) = (from..h).rev().find(|&p| is_valid(nulls, order[p])) {
+                last_valid = Some(p);
             }
+            entered = entered.max(h);
             last_valid.filter(|&p| p >= l)
         } else {
             first = first.max(l);
@@ -366,13 +264,13 @@ where
     let better = better_key::<<T::Native as Num>::Key, MAX>;
     let (values, nulls) = (a.values(), validity(a));
     let key = |i: u32| values[i as usize].key();
-    // Without nulls the fold needs no empty state: the column's worst key is an identity, and
-    // each step is a conditional move.
+    // Without nulls the fold needs no empty state: the worst key of the type is an identity,
+    // and each step is a conditional move.
     let worst = match MAX {
-        true => values.iter().map(|v| v.key()).min(),
-        false => values.iter().map(|v| v.key()).max(),
+        true => <T::Native as Num>::KEY_MIN,
+        false => <T::Native as Num>::KEY_MAX,
     };
-    if let (None, Some(worst)) = (nulls, worst) {
+    if nulls.is_none() {
         let mut best = Vec::with_capacity(ranges.len());
         fold_monotone(ranges, worst, key, better, |k| {
             best.push(T::Native::from_key(k))
@@ -449,9 +347,15 @@ fn best_other(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, max: bool) -> 
     take(array, &rows)
 }
 
-/// The positions (in `order`) of the valid rows, and for each window the span of that list it
-/// covers.
-fn valid_spans(nulls: Option<&NullBuffer>, ranges: Ranges<'_>) -> (Vec<u32>, Vec<(usize, usize)>) {
+/// The positions (in `order`) of the valid rows (`None`: every position), and for each window
+/// the span of that list it covers.
+fn valid_spans(
+    nulls: Option<&NullBuffer>,
+    ranges: Ranges<'_>,
+) -> (Option<Vec<u32>>, Vec<(usize, usize)>) {
+    if nulls.is_none() {
+        return (None, ranges.bounds().collect());
+    }
     let positions: Vec<u32> = (0..ranges.order.len() as u32)
         .filter(|&p| is_valid(nulls, ranges.order[p as usize]))
         .collect();
@@ -469,7 +373,7 @@ fn valid_spans(nulls: Option<&NullBuffer>, ranges: Ranges<'_>) -> (Vec<u32>, Vec
             (a, b)
         })
         .collect();
-    (positions, spans)
+    (Some(positions), spans)
 }
 
 /// `collect`: the rows of each window not in `nulls` within the bound, taken, as lists.
@@ -494,7 +398,10 @@ fn collect(
             },
             _ => (a, b),
         };
-        indices.extend(positions[a..b].iter().map(|&p| ranges.order[p as usize]));
+        match &positions {
+            None => indices.extend_from_slice(&ranges.order[a..b]),
+            Some(p) => indices.extend(p[a..b].iter().map(|&p| ranges.order[p as usize])),
+        }
         offsets.push(list_offset(indices.len())?);
     }
     let child = take(array, &UInt32Array::from(indices))?;
@@ -506,6 +413,35 @@ fn count(ranges: Ranges<'_>) -> ArrayRef {
     Arc::new(Int64Array::from_iter_values(
         ranges.bounds().map(|(l, h)| (h - l) as i64),
     ))
+}
+
+/// The nulls a `collect` skips: the column's, unless it keeps them (`collect_all`).
+pub(crate) fn skipped_nulls(array: &dyn Array, keep_nulls: bool) -> Option<&NullBuffer> {
+    array.nulls().filter(|n| !keep_nulls && n.null_count() > 0)
+}
+
+/// The batch column `slot` reads (every function but `count` reads one), or the error that
+/// the batch lacks it.
+fn slot_column<'a>(slot: &Slot, array: Option<&'a ArrayRef>) -> Result<&'a dyn Array> {
+    match array {
+        Some(array) => Ok(array.as_ref()),
+        None => Err(Error::schema(
+            slot.column.clone(),
+            "no such column in the batch",
+        )),
+    }
+}
+
+/// The error for a batch column `array` of another type than `slot` was bound to.
+fn type_mismatch(slot: &Slot, array: &dyn Array) -> Error {
+    Error::schema(
+        slot.column.clone(),
+        format!(
+            "batch column has type {}, expected {}",
+            array.data_type(),
+            slot.data_type
+        ),
+    )
 }
 
 /// The output array of `slot` over monotone ranges (validated by the caller).
@@ -565,7 +501,7 @@ pub(crate) fn range_slot(
             nulls: keep_nulls,
             ..
         } => {
-            let nulls = super::columnar_runs::skipped_nulls(array, keep_nulls);
+            let nulls = skipped_nulls(array, keep_nulls);
             collect(slot, array, nulls, ranges, max_size, overflow)
         }
     }
@@ -586,7 +522,7 @@ pub(crate) fn first_range_overflow(
     else {
         return None;
     };
-    let nulls = super::columnar_runs::skipped_nulls(array?.as_ref(), keep_nulls);
+    let nulls = skipped_nulls(array?.as_ref(), keep_nulls);
     let (_, spans) = valid_spans(nulls, ranges);
     spans.iter().position(|&(a, b)| b - a > n)
 }

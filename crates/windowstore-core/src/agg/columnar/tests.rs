@@ -1,7 +1,70 @@
-//! Tests of the range fast path: the two-stacks fold and every spec, against the runs path.
+//! Tests of the columnar engine: the two-stacks fold, and every spec over monotone ranges
+//! against the merges of each window's records (the streaming processors' path).
 
 use super::*;
+use crate::agg::tests::{assert_same, slow};
+use crate::agg::Aggregator;
+use arrow_array::RecordBatch;
 use proptest::prelude::*;
+
+/// The engine's outputs over `order[lo[w]..hi[w]]` against the merges: each non-empty window
+/// equals `encode_row`/`merge`/`finish` of its records (time = position in `order`, so that
+/// `(time, seq)` order is `order`'s), and an empty window holds what no records give: a count
+/// of 0, an empty list, a null otherwise. Errors must match too.
+fn check_against_merges(
+    aggs: &Aggregator,
+    batch: &RecordBatch,
+    order: &[u32],
+    lo: &[u32],
+    hi: &[u32],
+) -> std::result::Result<(), TestCaseError> {
+    let mut times = vec![0i64; batch.num_rows()];
+    for (p, &row) in order.iter().enumerate() {
+        times[row as usize] = p as i64;
+    }
+    let windows: Vec<Vec<usize>> = lo
+        .iter()
+        .zip(hi)
+        .filter(|(l, h)| l < h)
+        .map(|(&l, &h)| {
+            order[l as usize..h as usize]
+                .iter()
+                .map(|&r| r as usize)
+                .collect()
+        })
+        .collect();
+    let got = aggs.aggregate_ranges(batch, order, lo, hi);
+    let want = slow(aggs, batch, &times, &windows);
+    let (got, want) = match (got, want) {
+        (Ok(got), Ok(want)) => (got, want),
+        (Err(got), Err(want)) => {
+            prop_assert_eq!(got.to_string(), want.to_string());
+            return Ok(());
+        }
+        (got, want) => {
+            prop_assert!(false, "engine {:?}, merges {:?}", got.err(), want.err());
+            unreachable!()
+        }
+    };
+    let filled = arrow_array::BooleanArray::from_iter(lo.iter().zip(hi).map(|(l, h)| Some(l < h)));
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let g_filled = arrow_select::filter::filter(g.as_ref(), &filled).unwrap();
+        assert_same(&g_filled, w, &format!("aggregate a{i}"));
+        for window in (0..lo.len()).filter(|&w| lo[w] == hi[w]) {
+            match aggs.slots[i].op {
+                Op::Count | Op::CountDistinct(_) => {
+                    prop_assert_eq!(g.as_primitive::<Int64Type>().value(window), 0);
+                }
+                Op::Collect { .. } => {
+                    prop_assert!(g.is_valid(window));
+                    prop_assert_eq!(g.as_list::<i32>().value_length(window), 0);
+                }
+                _ => prop_assert!(g.is_null(window), "a{} of empty window {}", i, window),
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Monotone ranges over `0..n` from random steps of both ends (empty ranges, jumps, ranges
 /// that end where a block ends).
@@ -48,11 +111,11 @@ proptest! {
     }
 
     /// Columns without nulls take their own paths (prefix sums in `i64` when no sum can
-    /// overflow, min and max folded as keys): they equal the runs path, with integers near
-    /// the ends of `i64` (sums that overflow, or that only cancel back in range) and floats
-    /// with NaN, infinities and signed zeros.
+    /// overflow, min and max folded as keys): they equal the merges, with integers near the
+    /// ends of `i64` (sums that overflow, or that only cancel back in range) and floats with
+    /// NaN, infinities and signed zeros.
     #[test]
-    fn columns_without_nulls_equal_runs(
+    fn columns_without_nulls_equal_the_merges(
         ints in proptest::collection::vec(prop_oneof![
             8 => -50i64..50,
             1 => Just(i64::MAX),
@@ -95,30 +158,14 @@ proptest! {
         let mut order: Vec<u32> = (0..n as u32).collect();
         order.rotate_left(rotate % n);
         let (lo, hi) = monotone(n as u32, &steps);
-        let mut copied = Vec::new();
-        let mut offsets = vec![0usize];
-        for (&l, &h) in lo.iter().zip(&hi) {
-            copied.extend_from_slice(&order[l as usize..h as usize]);
-            offsets.push(copied.len());
-        }
-        let got = aggs.aggregate_ranges(&batch, &order, &lo, &hi);
-        let want = aggs.aggregate_runs(&batch, &vec![0i64; n], &copied, &offsets);
-        match (got, want) {
-            (Ok(got), Ok(want)) => {
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    prop_assert_eq!(g.as_ref(), w.as_ref(), "aggregate a{}", i);
-                }
-            }
-            (Err(got), Err(want)) => prop_assert_eq!(got.to_string(), want.to_string()),
-            (got, want) => prop_assert!(false, "ranges {:?}, runs {:?}", got.err(), want.err()),
-        }
+        check_against_merges(&aggs, &batch, &order, &lo, &hi)?;
     }
 }
 
-/// Every function over monotone ranges equals the runs path over each window's rows
-/// copied out (windows laid end to end), with nulls, ties and empty windows.
+/// Every function over monotone ranges equals the merges of each window's records, with
+/// nulls, ties and empty windows.
 #[test]
-fn ranges_equal_runs_for_every_function() {
+fn every_function_equals_the_merges() {
     use arrow_array::{Float64Array, RecordBatch, StringArray};
     use arrow_schema::{Field, Schema};
 
@@ -176,18 +223,59 @@ fn ranges_equal_runs_for_every_function() {
         lo.push(l);
         hi.push(h);
     }
-    let got = aggs.aggregate_ranges(&batch, &order, &lo, &hi).unwrap();
-    let mut copied = Vec::new();
-    let mut offsets = vec![0usize];
-    for (&l, &h) in lo.iter().zip(&hi) {
-        copied.extend_from_slice(&order[l as usize..h as usize]);
-        offsets.push(copied.len());
-    }
-    let times = vec![0i64; n];
-    let want = aggs
-        .aggregate_runs(&batch, &times, &copied, &offsets)
+    check_against_merges(&aggs, &batch, &order, &lo, &hi).unwrap();
+}
+
+proptest! {
+    /// Runs laid end to end (sessions' windows) add their float sums left to right, as the
+    /// records' states merge: bit for bit the merges' sums and means, with values whose sums
+    /// round differently in another grouping.
+    #[test]
+    fn runs_add_floats_in_merge_order(
+        values in proptest::collection::vec(
+            prop_oneof![
+                4 => (-1e6f64..1e6).prop_map(|v| v / 7.0),
+                1 => Just(1e16),
+                1 => Just(-1e16),
+                1 => Just(0.1),
+            ].prop_map(Some).boxed().prop_union(Just(None).boxed()),
+            1..60,
+        ),
+        cuts in proptest::collection::vec(0usize..60, 0..12),
+    ) {
+        use arrow_array::Float64Array;
+        use arrow_schema::{Field, Schema};
+
+        use crate::agg::AggSpec;
+
+        let n = values.len();
+        let schema = Arc::new(Schema::new(vec![Field::new("f", DataType::Float64, true)]));
+        let batch =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(values))])
+                .unwrap();
+        let aggs = Aggregator::try_new(
+            vec![AggSpec::sum("f"), AggSpec::mean("f").with_alias("m")],
+            &schema,
+        )
         .unwrap();
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g.as_ref(), w.as_ref(), "aggregate a{i}");
+        let mut offsets: Vec<usize> = cuts.iter().map(|&c| c.min(n)).collect();
+        offsets.extend([0, n]);
+        offsets.sort_unstable();
+        let order: Vec<u32> = (0..n as u32).collect();
+        let times: Vec<i64> = (0..n as i64).collect();
+        let got = aggs.aggregate_runs(&batch, &times, &order, &offsets).unwrap();
+        let windows: Vec<Vec<usize>> = offsets
+            .windows(2)
+            .filter(|w| w[0] < w[1])
+            .map(|w| (w[0]..w[1]).collect())
+            .collect();
+        let want = slow(&aggs, &batch, &times, &windows).unwrap();
+        let filled = arrow_array::BooleanArray::from_iter(
+            offsets.windows(2).map(|w| Some(w[0] < w[1])),
+        );
+        for (g, w) in got.iter().zip(&want) {
+            let g = arrow_select::filter::filter(g.as_ref(), &filled).unwrap();
+            assert_same(&g, w, "runs against merges");
+        }
     }
 }
