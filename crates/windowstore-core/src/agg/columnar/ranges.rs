@@ -90,12 +90,12 @@ impl Ranges<'_> {
     /// Whether window `w` is not empty and overlaps no other window: it starts at or after the
     /// previous window's end, and the next one starts at or after its end.
     #[inline(always)]
-    fn lone(&self, w: usize) -> bool {
+    pub(crate) fn lone(&self, w: usize) -> bool {
         let (l, h) = (self.lo[w], self.hi[w]);
         l < h && (w == 0 || l >= self.hi[w - 1]) && self.lo.get(w + 1).is_none_or(|&next| next >= h)
     }
 
-    pub(super) fn bounds(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+    pub(crate) fn bounds(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         self.lo
             .iter()
             .zip(self.hi)
