@@ -207,12 +207,8 @@ impl Aggregator {
     ) -> Result<Vec<ArrayRef>> {
         self.check_runs(batch, order, offsets)?;
         let _ = times;
-        let (lo, hi) = run_bounds(offsets)?;
-        let ranges = Ranges {
-            order,
-            lo: &lo,
-            hi: &hi,
-        };
+        let bounds = run_bounds(offsets)?;
+        let ranges = Ranges::runs(order, &bounds);
         self.slots
             .iter()
             .map(|slot| range_slot(slot, batch.columns().get(slot.index), ranges))
@@ -230,8 +226,9 @@ impl Aggregator {
         offsets: &[usize],
     ) -> Option<(usize, &str)> {
         self.check_runs(batch, order, offsets).ok()?;
-        let (lo, hi) = run_bounds(offsets).ok()?;
-        self.first_range_overflow(batch, order, &lo, &hi)
+        let bounds = run_bounds(offsets).ok()?;
+        let ranges = Ranges::runs(order, &bounds);
+        self.first_range_overflow(batch, order, ranges.lo, ranges.hi)
     }
 
     /// Complete-data fast path for overlapping windows: `order` lists row indices of `batch`

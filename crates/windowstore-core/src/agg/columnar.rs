@@ -199,7 +199,15 @@ fn best_rows(
     let mut chosen = WindowValues::new(ranges.len());
     let mut deque: VecDeque<usize> = VecDeque::new();
     let mut entered = 0usize;
-    for (l, h) in ranges.bounds() {
+    for (w, (l, h)) in ranges.bounds().enumerate() {
+        if ranges.lone(w) {
+            // One pass keeps the best so far; the deque is for windows that share rows.
+            let valid = order[l..h].iter().copied().filter(|&r| is_valid(nulls, r));
+            chosen.push_option(valid.reduce(|b, r| if better(r, b) { r } else { b }));
+            entered = h;
+            deque.clear();
+            continue;
+        }
         if l >= entered {
             entered = l;
             deque.clear();
@@ -233,16 +241,15 @@ fn first_last(nulls: Option<&NullBuffer>, ranges: Ranges<'_>, last: bool) -> UIn
         let found = if last {
             // Positions before `entered` were searched by an earlier window.
             let from = entered.max(l);
-            if let Some(p) = (from..h).rev().find(|&p| is_valid(nulls, order[p])) {
-                last_valid = Some(p);
+            if let Some(k) = order[from..h].iter().rposition(|&r| is_valid(nulls, r)) {
+                last_valid = Some(from + k);
             }
             entered = entered.max(h);
             last_valid.filter(|&p| p >= l)
         } else {
             first = first.max(l);
-            while first < h && !is_valid(nulls, order[first]) {
-                first += 1;
-            }
+            let skipped = order[first..h].iter().position(|&r| is_valid(nulls, r));
+            first += skipped.unwrap_or(h - first);
             (first < h).then_some(first)
         };
         chosen.push_option(found.map(|p| order[p]));
@@ -264,13 +271,12 @@ where
     let better = better_key::<<T::Native as Num>::Key, MAX>;
     let (values, nulls) = (a.values(), validity(a));
     let key = |i: u32| values[i as usize].key();
-    // Without nulls the fold needs no empty state: the worst key of the type is an identity,
-    // and each step is a conditional move.
+    // The worst key of the type is an identity, and each step is a conditional move.
     let worst = match MAX {
         true => <T::Native as Num>::KEY_MIN,
         false => <T::Native as Num>::KEY_MAX,
     };
-    if nulls.is_none() {
+    let Some(nulls) = nulls else {
         let mut best = Vec::with_capacity(ranges.len());
         fold_monotone(ranges, worst, key, better, |k| {
             best.push(T::Native::from_key(k))
@@ -279,17 +285,18 @@ where
             PrimitiveArray::<T>::new(ScalarBuffer::from(best), ranges.nonempty())
                 .with_data_type(data_type.clone()),
         );
-    }
+    };
+    // A null row offers the worst key and counts 0: a window is null if it counts none.
     let mut best = WindowValues::new(ranges.len());
     fold_monotone(
         ranges,
-        None,
-        |i| is_valid(nulls, i).then(|| key(i)),
-        |x, y| match (x, y) {
-            (Some(x), Some(y)) => Some(better(x, y)),
-            (x, y) => x.or(y),
+        (worst, 0u32),
+        |i| match nulls.is_valid(i as usize) {
+            true => (key(i), 1),
+            false => (worst, 0),
         },
-        |k| best.push_option(k.map(T::Native::from_key)),
+        |(x, a), (y, b)| (better(x, y), a + b),
+        |(k, n)| best.push(T::Native::from_key(k), n > 0),
     );
     Arc::new(best.finish::<T>().with_data_type(data_type.clone()))
 }

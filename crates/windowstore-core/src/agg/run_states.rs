@@ -99,12 +99,8 @@ fn segments(
     let runs = offsets.len().saturating_sub(1);
     let mut out = Segments::new(runs);
     let column: Option<&ArrayRef> = batch.columns().get(slot.index);
-    let (lo, hi) = run_bounds(offsets)?;
-    let ranges = Ranges {
-        order,
-        lo: &lo,
-        hi: &hi,
-    };
+    let bounds = run_bounds(offsets)?;
+    let ranges = Ranges::runs(order, &bounds);
     let fast = |op: Op| -> Result<ArrayRef> {
         let slot = Slot { op, ..slot.clone() };
         range_slot(&slot, column, ranges)

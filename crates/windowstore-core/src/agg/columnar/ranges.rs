@@ -58,20 +58,27 @@ pub(crate) struct Ranges<'a> {
     pub hi: &'a [u32],
 }
 
-/// The bounds of runs laid end to end: window `w` is `order[offsets[w]..offsets[w + 1]]`, as
-/// `(lo, hi)` for [`Ranges`] (validated by the caller: offsets that never decrease).
+/// The offsets of runs laid end to end (window `w` is `order[offsets[w]..offsets[w + 1]]`) as
+/// positions, for [`Ranges::runs`] (validated by the caller: offsets that never decrease).
 ///
 /// Errors: [`Error::InvalidWindowSpec`] (`offsets`) beyond `u32` positions.
-pub(crate) fn run_bounds(offsets: &[usize]) -> Result<(Vec<u32>, Vec<u32>)> {
+pub(crate) fn run_bounds(offsets: &[usize]) -> Result<Vec<u32>> {
     let position = |&o: &usize| {
         u32::try_from(o).map_err(|_| Error::invalid("offsets", "more than 2^32 - 1 positions"))
     };
-    let bounds = offsets.iter().map(position).collect::<Result<Vec<u32>>>()?;
-    let windows = bounds.len().saturating_sub(1);
-    Ok((
-        bounds[..windows].to_vec(),
-        bounds[bounds.len().min(1)..].to_vec(),
-    ))
+    offsets.iter().map(position).collect()
+}
+
+impl<'a> Ranges<'a> {
+    /// The runs of `order` between consecutive `bounds` ([`run_bounds`]).
+    pub(crate) fn runs(order: &'a [u32], bounds: &'a [u32]) -> Self {
+        let windows = bounds.len().saturating_sub(1);
+        Ranges {
+            order,
+            lo: &bounds[..windows],
+            hi: &bounds[bounds.len().min(1)..],
+        }
+    }
 }
 
 impl Ranges<'_> {
@@ -204,7 +211,10 @@ pub(super) fn running<A: Copy>(
     let (mut entered, mut left, mut acc) = (0usize, 0usize, id);
     for (l, h) in ranges.bounds() {
         if l >= entered {
-            (entered, left, acc) = (l, l, id);
+            acc = order[l..h].iter().fold(id, |acc, &i| add(acc, i));
+            (entered, left) = (h, l);
+            emit(acc);
+            continue;
         }
         while entered < h {
             acc = add(acc, order[entered]);
