@@ -5,7 +5,8 @@
 //! windows of one key overlap. Each spec is computed in O(records + windows): integer sums and
 //! counts as running sums (add what enters, subtract what leaves: exact in `i128`); float sums
 //! with the two-stacks queue ([`fold_monotone`]), which never subtracts, so they never cancel;
-//! `min`/`max` with a monotonic deque; `first`/`last` with a pointer each. `collect` copies each
+//! `min`/`max` of numbers with that queue too, of booleans and bytes with a monotonic deque;
+//! `first`/`last` with a pointer each. `collect` copies each
 //! window's values (its output is that large anyway). A window that overlaps no other (every
 //! session) is folded directly, left to right: its float sums add in the order the records'
 //! states merge.

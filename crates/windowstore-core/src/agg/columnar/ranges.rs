@@ -8,6 +8,7 @@ use crate::{Error, Result};
 /// Which rows of a column hold a value. Kernels are compiled for each kind (see
 /// [`with_rows!`]), so that a column without nulls ([`Every`]) tests nothing per row.
 pub(super) trait Rows: Copy {
+    /// Whether `row` holds a value.
     fn valid(self, row: u32) -> bool;
 }
 
@@ -82,6 +83,7 @@ impl<'a> Ranges<'a> {
 }
 
 impl Ranges<'_> {
+    /// The number of windows.
     pub(super) fn len(&self) -> usize {
         self.lo.len()
     }
@@ -102,6 +104,7 @@ impl Ranges<'_> {
         l < h && (w == 0 || l >= self.hi[w - 1]) && self.lo.get(w + 1).is_none_or(|&next| next >= h)
     }
 
+    /// Each window's `(lo, hi)`, in order.
     pub(crate) fn bounds(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         self.lo
             .iter()
