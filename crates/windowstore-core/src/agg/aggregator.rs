@@ -227,8 +227,7 @@ impl Aggregator {
     ) -> Option<(usize, &str)> {
         self.check_runs(batch, order, offsets).ok()?;
         let bounds = run_bounds(offsets).ok()?;
-        let ranges = Ranges::runs(order, &bounds);
-        self.first_range_overflow(batch, order, ranges.lo, ranges.hi)
+        self.overflow_in(batch, Ranges::runs(order, &bounds))
     }
 
     /// Complete-data fast path for overlapping windows: `order` lists row indices of `batch`
@@ -285,7 +284,12 @@ impl Aggregator {
         hi: &[u32],
     ) -> Option<(usize, &str)> {
         self.check_runs(batch, order, &[]).ok()?;
-        let ranges = check_ranges(order, lo, hi).ok()?;
+        self.overflow_in(batch, check_ranges(order, lo, hi).ok()?)
+    }
+
+    /// The first window of checked `ranges` in which a `collect` under `Fail` exceeds its
+    /// bound, with the offending column.
+    fn overflow_in(&self, batch: &RecordBatch, ranges: Ranges<'_>) -> Option<(usize, &str)> {
         self.slots
             .iter()
             .filter_map(|slot| {

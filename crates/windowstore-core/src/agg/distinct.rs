@@ -8,9 +8,9 @@
 //! so a set that did not come from here is refused as a corrupted state. Like `collect`, the
 //! state grows with what it holds: one element per distinct value.
 //!
-//! Complete mode counts without building sets: a multiset that values enter and leave as the
-//! windows' ranges move forward. Map-side partials build each run's set by sorting its
-//! elements.
+//! Complete mode counts without building sets: a window that overlaps no other (a session)
+//! sorts its elements; overlapping windows share a multiset that values enter and leave as
+//! the ranges move forward. Map-side partials build each run's set by sorting its elements.
 
 use std::cmp::Ordering;
 

@@ -59,10 +59,12 @@ impl Aggregator {
             return Err(Error::invalid("order", "row index beyond the times"));
         }
         let runs = offsets.len().saturating_sub(1);
+        let bounds = run_bounds(offsets)?;
+        let ranges = Ranges::runs(order, &bounds);
         let segments = self
             .slots
             .iter()
-            .map(|slot| segments(slot, batch, times, order, offsets))
+            .map(|slot| segments(slot, batch, times, ranges, offsets))
             .collect::<Result<Vec<_>>>()?;
         let mut states = Vec::with_capacity(runs * (1 + segments.len() * 9));
         let mut ends = Vec::with_capacity(runs);
@@ -88,19 +90,18 @@ fn valid_rows<'a>(
         .filter(move |&r| nulls.is_none_or(|n| n.is_valid(r)))
 }
 
-/// `slot`'s segment of every run.
+/// `slot`'s segment of every run: the runs `ranges` of `order`, cut at `offsets`.
 fn segments(
     slot: &Slot,
     batch: &RecordBatch,
     times: &[i64],
-    order: &[u32],
+    ranges: Ranges<'_>,
     offsets: &[usize],
 ) -> Result<Segments> {
     let runs = offsets.len().saturating_sub(1);
     let mut out = Segments::new(runs);
     let column: Option<&ArrayRef> = batch.columns().get(slot.index);
-    let bounds = run_bounds(offsets)?;
-    let ranges = Ranges::runs(order, &bounds);
+    let order = ranges.order;
     let fast = |op: Op| -> Result<ArrayRef> {
         let slot = Slot { op, ..slot.clone() };
         range_slot(&slot, column, ranges)
