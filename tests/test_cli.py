@@ -69,6 +69,10 @@ def test_sessions_needs_an_output() -> None:
         ("collect:page:10", agg.collect("page", 10)),
         ("collect:page:10:drop_newest", agg.collect("page", 10, "drop_newest")),
         ("pages=collect:page:3:fail", agg.collect("page", 3, "fail").alias("pages")),
+        ("count_distinct:page", agg.count_distinct("page")),
+        ("pages=count_distinct:page", agg.count_distinct("page").alias("pages")),
+        ("collect_all:page", agg.collect_all("page")),
+        ("collect_all:page:5:fail", agg.collect_all("page", 5, "fail")),
     ],
 )
 def test_aggregations_from_the_command_line(text: str, want: agg.Agg) -> None:
@@ -76,12 +80,36 @@ def test_aggregations_from_the_command_line(text: str, want: agg.Agg) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["avg:x", "sum", "count:x", "collect:page:ten", "collect:page:3:explode", "sum:a:b"]
+    "text",
+    [
+        "avg:x",
+        "sum",
+        "sum:",
+        "count:x",
+        "count_distinct",
+        "collect:page:ten",
+        "collect:page:3:explode",
+        "collect_all:page:0",
+        "sum:a:b",
+        "udf:x",
+    ],
 )
 def test_unreadable_aggregations_name_the_parameter(text: str) -> None:
     with pytest.raises(InvalidWindowSpec) as info:
         parse_agg(text)
-    assert info.value.parameter in ("aggs", "overflow")
+    assert info.value.parameter in ("aggs", "overflow", "max_size")
+
+
+def test_every_aggregate_of_the_api_but_udf_has_a_command_line_form() -> None:
+    forms = {"count": "count", "collect": "collect:c", "collect_all": "collect_all:c"}
+    for name in agg.__all__:
+        if name in ("Agg", "Udf", "udf"):
+            continue
+        func = getattr(agg, name)
+        want = func() if name == "count" else func("c")
+        assert parse_agg(forms.get(name, f"{name}:c")) == want, name
+    with pytest.raises(InvalidWindowSpec, match="Python function"):
+        parse_agg("udf:c")
 
 
 # Arguments and the input's schema are checked before Spark starts: these tests run with

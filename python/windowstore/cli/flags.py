@@ -10,12 +10,38 @@ from windowstore import agg
 from windowstore._durations import to_duration
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["FLAGS", "BadArgument", "cli_words", "confs", "duration", "parse_agg", "without_name"]
+__all__ = [
+    "AGG_FORMS",
+    "FLAGS",
+    "BadArgument",
+    "cli_words",
+    "confs",
+    "duration",
+    "parse_agg",
+    "without_name",
+]
+
+
+#: The aggregates of one column, by their command-line name (``sum:amount``).
+_ONE_COLUMN = {"sum": agg.sum, "min": agg.min, "max": agg.max, "mean": agg.mean,
+               "first": agg.first, "last": agg.last,
+               "count_distinct": agg.count_distinct}  # fmt: skip
+#: The aggregates that keep a list, with an optional bound (``collect:page:10:drop_oldest``).
+_LISTS = {"collect": agg.collect, "collect_all": agg.collect_all}
+
+#: Every aggregation's command-line form, as ``--help`` and errors list them.
+AGG_FORMS = (
+    "count, sum:COL, min:COL, max:COL, mean:COL, first:COL, last:COL, count_distinct:COL, "
+    "collect:COL[:MAX_SIZE[:OVERFLOW]] (non-null values) or "
+    "collect_all:COL[:MAX_SIZE[:OVERFLOW]] (every record's value, nulls included)"
+)
 
 
 def parse_agg(text: str) -> agg.Agg:
     """An aggregation from its command-line form: ``count``, ``sum:amount``, ``max:amount``,
-    ``collect:page:10:drop_oldest``, optionally named: ``total=sum:amount``.
+    ``count_distinct:page``, ``collect:page:10:drop_oldest``, ``collect_all:page``, optionally
+    named: ``total=sum:amount``. Every aggregate of ``windowstore.agg`` but ``udf`` (a Python
+    function) has one.
 
     Example:
         >>> parse_agg("top=max:amount").output_name
@@ -23,25 +49,27 @@ def parse_agg(text: str) -> agg.Agg:
     """
     name, _, spec = text.rpartition("=")
     func, *rest = spec.split(":")
-    simple = {"sum": agg.sum, "min": agg.min, "max": agg.max, "mean": agg.mean,
-              "first": agg.first, "last": agg.last}  # fmt: skip
     if func == "count" and not rest:
         result = agg.count()
-    elif func in simple and len(rest) == 1:
-        result = simple[func](rest[0])
-    elif func == "collect" and 1 <= len(rest) <= 3:
+    elif func in _ONE_COLUMN and len(rest) == 1 and rest[0]:
+        result = _ONE_COLUMN[func](rest[0])
+    elif func in _LISTS and 1 <= len(rest) <= 3 and rest[0]:
         size = None
         if len(rest) > 1 and rest[1]:
             if not rest[1].isdigit():
                 raise InvalidWindowSpec(f"invalid aggs: max_size {rest[1]!r} in {text!r}", "aggs")
             size = int(rest[1])
         overflow = rest[2] if len(rest) > 2 else "drop_oldest"
-        result = agg.collect(rest[0], size, overflow)  # type: ignore[arg-type]
+        result = _LISTS[func](rest[0], size, overflow)  # type: ignore[arg-type]
+    elif func == "udf":
+        raise InvalidWindowSpec(
+            f"invalid aggs: {text!r}: agg.udf takes a Python function, which a command line "
+            "cannot give; use windowstore.spark.session_windows / sliding_windows from Python",
+            "aggs",
+        )
     else:
         raise InvalidWindowSpec(
-            f"invalid aggs: cannot read {text!r}; use count, sum:COL, min:COL, max:COL, mean:COL, "
-            f"first:COL, last:COL or collect:COL[:MAX_SIZE[:OVERFLOW]], optionally NAME=...",
-            "aggs",
+            f"invalid aggs: cannot read {text!r}; use {AGG_FORMS}, optionally NAME=...", "aggs"
         )
     return result.alias(name) if name else result
 

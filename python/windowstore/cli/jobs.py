@@ -186,10 +186,17 @@ def _length(p: argparse.ArgumentParser) -> None:
 
 
 _DURATIONS = """\
-durations: 30m, 90s, 1h30m, 1.5s, '5 minutes', or an integer count of ticks of the time column
-(--time-unit). aggregations (--agg, repeatable; default: count): count, sum:COL, min:COL,
-max:COL, mean:COL, first:COL, last:COL, collect:COL[:MAX_SIZE[:OVERFLOW]] (OVERFLOW:
-drop_oldest, drop_newest or fail), each optionally named NAME=... (top=max:amount).
+durations: 30m, 90s, 1h30m, 1.5s, '5 minutes'. A bare integer (--gap 30) is a count of ticks
+of an integer time column (--time-unit, default ms); on a timestamp column it is refused.
+
+aggregations (--agg, repeatable; default: count), each optionally named NAME=... (top=max:amount):
+  count                                  records of the window
+  sum|min|max|mean:COL                   of the non-null values
+  first|last:COL                         the non-null value earliest / latest in event time
+  count_distinct:COL                     distinct non-null values (exact)
+  collect:COL[:MAX_SIZE[:OVERFLOW]]      the non-null values, in event-time order
+  collect_all:COL[:MAX_SIZE[:OVERFLOW]]  every record's value, nulls included
+  OVERFLOW (beyond MAX_SIZE): drop_oldest (the default), drop_newest or fail
 """
 
 _SESSIONS_EXAMPLES = """\
