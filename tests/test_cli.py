@@ -185,10 +185,6 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
         ((*SESSIONS, "--gap", "1m", "--partitions", "0"), "argument --partitions", "at least 1"),
         ((*SESSIONS, "--gap", "1m", "--records", "--agg", "count"), "argument --records",
          "no --agg"),
-        ((*SESSIONS, "--gap", "1m", "--clock", "processing"), "argument --clock",
-         "needs a stream"),
-        ((*SESSIONS, "--gap", "1m", "--idle-timeout", "5m"), "argument --idle-timeout",
-         "never idle"),
         ((*SESSIONS, "--gap", "1m", "--rejected", "r"), "argument --rejected",
          "--on-invalid drop"),
         (("sessions", "in.parquet", "-o", "taken", "--key", "u", "--time", "ts", "--gap", "1m"),
@@ -223,6 +219,55 @@ def test_argument_errors_exit_2_naming_the_flag_before_spark(
     assert words in err
     assert len(err.strip().splitlines()) == 1  # one line, no traceback
     assert not no_spark
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("sessions", "in.parquet", "--key", "u", "--time", "ts"),
+         "the following arguments are required: -o/--output"),
+        ((*SESSIONS, "--gap"), "argument --gap: expected one argument"),
+        ((*SESSIONS, "--gap", "1m", "--clock", "processing"),
+         "unrecognized arguments: --clock processing (--clock: a file's records have no arrival"),
+        ((*SESSIONS, "--gap", "1m", "--idle-timeout=5m"),
+         "unrecognized arguments: --idle-timeout=5m (--idle-timeout: a file is never idle"),
+        ((*SESSIONS, "--gap", "1m", "--grace", "5m"), "--grace: a file is read whole"),
+        ((*SESSIONS, "--gpa", "1m"), "unrecognized arguments: --gpa 1m (did you mean --gap?)"),
+        ((*SESSIONS, "--gap", "1m", "--on-invalid", "skip"),
+         "argument --on-invalid: invalid choice: 'skip'"),
+        (("sesions",), "argument COMMAND: invalid choice: 'sesions'"),
+        (("demo", "--events", "-5"), "argument --events: must be at least 1, got -5"),
+        (("demo", "--users", "0"), "argument --users: must be at least 1"),
+        (("demo", "--gap-minutes", "0"), "argument --gap-minutes: must be at least 1"),
+        (("demo", "--grace-minutes", "-1"), "argument --grace-minutes: must be at least 0"),
+        (("demo", "--no-spark", "--master", "local[1]"),
+         "argument --master: means nothing with --no-spark"),
+    ],
+)  # fmt: skip
+def test_a_bad_command_line_is_one_error_line_naming_the_flag(
+    inputs: Path,
+    no_spark: list[str],
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    words: str,
+) -> None:
+    fixed = [str(inputs / a) if a.startswith("in.") else a for a in args]
+    try:
+        code = main(fixed)
+    except SystemExit as e:  # argparse's own checks
+        code = e.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err  # no usage block, no traceback
+    assert err.startswith("error: "), err
+    assert words in err
+    assert not no_spark
+
+
+def test_the_commands_offer_no_stream_only_option(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(capsys, "sessions")
+    for flag in ("--clock", "--idle-timeout", "--grace"):
+        assert flag not in text
 
 
 def test_hints_name_the_command_line_flags() -> None:

@@ -66,24 +66,6 @@ def _agg_argument(text: str) -> agg.Agg:
         raise BadArgument("--agg", detail) from e
 
 
-def _check_clock(args: argparse.Namespace) -> None:
-    """The command reads bounded input in one batch job: there is no wall clock to read."""
-    if args.clock != "event":
-        raise BadArgument(
-            "--clock",
-            f"{args.clock!r} needs a stream: the records of a file have no arrival time. For "
-            'processing-time sessions use SessionWindowProcessor(clock="processing") or '
-            'windowstore.spark.session_windows(clock="processing") on a streaming DataFrame',
-        )
-    if args.idle_timeout is not None:
-        raise BadArgument(
-            "--idle-timeout",
-            "a bounded input is never idle: every session of it is written when the job "
-            "ends. idle_timeout= is for streams (SessionWindowProcessor, or "
-            "windowstore.spark.session_windows on a streaming DataFrame)",
-        )
-
-
 def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
     """The window arguments of ``sessions``: a fixed gap or a gap column with its cap."""
     if args.gap is not None and args.gap_column is not None:
@@ -114,8 +96,6 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if not keys:
         raise BadArgument("--key", "give at least one key column")
     records = args.command == "sessions" and args.records
-    if args.command == "sessions":
-        _check_clock(args)
     if records and args.agg:
         raise BadArgument(
             "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"

@@ -97,10 +97,24 @@ def _sorted(t: pa.Table) -> pa.Table:
     return pa.table({c: t[c] for c in _KEYS}).sort_by([(c, "ascending") for c in _KEYS])
 
 
+def _check(args: argparse.Namespace) -> None:
+    """The demo's numbers in range, and no Spark option without Spark."""
+    for flag, value, least in [("--events", args.events, 1), ("--users", args.users, 1),
+                               ("--gap-minutes", args.gap_minutes, 1),
+                               ("--grace-minutes", args.grace_minutes, 0)]:  # fmt: skip
+        if value < least:
+            raise BadArgument(flag, f"must be at least {least}, got {value}")
+    if args.no_spark:
+        given = [f for f, v in [("--master", args.master), ("--conf", args.conf)] if v]
+        if given:
+            raise BadArgument(given[0], "means nothing with --no-spark")
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs the demo; returns the process exit code."""
     try:
         confs(args.conf)
+        _check(args)
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

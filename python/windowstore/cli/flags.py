@@ -107,8 +107,6 @@ FLAGS = {
     "partitions": "--partitions",
     "conf": "--conf",
     "output": "--records",
-    "clock": "--clock",
-    "idle_timeout": "--idle-timeout",
 }
 
 #: Hints of the Python API's messages, in the command line's words.

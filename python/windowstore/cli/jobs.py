@@ -155,7 +155,7 @@ def _window_options(
 
 
 def _gaps(p: argparse.ArgumentParser) -> None:
-    """The options of ``sessions``: the gap, the cap on a session, tagged rows, the clock."""
+    """The options of ``sessions``: the gap, the cap on a session, tagged rows."""
     p.add_argument("--gap", metavar="DURATION", help="fixed inactivity gap that closes a session")
     p.add_argument(
         "--gap-column",
@@ -169,13 +169,6 @@ def _gaps(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", action="store_true",
                    help="write every input row with session_start, session_end and session_id "
                    "instead of one row per session (no --agg)")  # fmt: skip
-    p.add_argument("--clock", choices=("event", "processing"), default="event",
-                   help="what gives a record its time: its --time column (event, the only "
-                   "clock of a bounded input; processing time is for streams, in the Python "
-                   "API)")  # fmt: skip
-    p.add_argument("--idle-timeout", metavar="DURATION",
-                   help="streams only (the Python API): refused here, since a bounded input is "
-                   "never idle and every window of it is written")  # fmt: skip
 
 
 def _length(p: argparse.ArgumentParser) -> None:
