@@ -137,7 +137,8 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
     """``in.parquet``, ``in.csv`` and ``parts/`` (u string, ts int64, s string, amount
-    double), ``in.txt`` (not Parquet) and an existing directory ``taken``."""
+    double), ``in.ts.parquet`` (the same with ts a timestamp), ``in.txt`` (not Parquet) and an
+    existing directory ``taken``."""
     table = pa.table(
         {"u": ["a", "b"], "ts": [1, 2], "s": ["2024-01-01 10:00:00", "x"], "amount": [1.0, 2.0]}
     )
@@ -148,6 +149,8 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "parts" / "_SUCCESS").write_text("")
     (tmp_path / "taken").mkdir()
     (tmp_path / "in.txt").write_text("not parquet\n")
+    times = pa.array([0, 60_000_000], pa.timestamp("us", "UTC"))
+    pq.write_table(table.set_column(1, "ts", times), tmp_path / "in.ts.parquet")
     return tmp_path
 
 
@@ -159,6 +162,7 @@ def run(capsys: pytest.CaptureFixture[str], where: Path, *args: str) -> tuple[in
 
 
 SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
+TIMES = ("sessions", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts")
 
 
 @pytest.mark.parametrize(
@@ -203,6 +207,22 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
           "--time-difference", "5x"), "argument --time-difference", "unknown unit 'x'"),
         (("sliding", "in.csv", "-o", "out", "--key", "u", "--time", "ts", "--agg", "max:zz",
           "--time-difference", "5s"), "argument --agg", 'column "zz"'),
+        # A bare integer counts ticks of an integer time column: refused on a timestamp.
+        ((*TIMES, "--gap", "30"), "argument --gap",
+         '30 is a bare integer, but the time column "ts" is a timestamp; give a length such as '
+         "30m, 90s or 1h30m"),
+        ((*TIMES, "--gap", "30m", "--max-duration", "4"), "argument --max-duration",
+         "4 is a bare integer"),
+        ((*TIMES, "--gap-column", "amount", "--max-gap", "7"), "argument --max-gap",
+         "7 is a bare integer"),
+        (("sliding", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts",
+          "--time-difference", "5"), "argument --time-difference", "5 is a bare integer"),
+        ((*TIMES, "--gap", "30m", "--time-unit", "s"), "argument --time-unit",
+         'is the tick of an integer time column, but the time column "ts" is a timestamp'),
+        (("sessions", "in.csv", "-o", "out", "--key", "u", "--time", "s", "--gap", "30",
+          "--time-format", "yyyy-MM-dd HH:mm:ss"), "argument --gap", "30 is a bare integer"),
+        ((*SESSIONS[:-1], "s", "--gap", "30m", "--time-format", "yyyy", "--time-unit", "s"),
+         "argument --time-unit", "--time-format parses text"),
     ],
 )  # fmt: skip
 def test_argument_errors_exit_2_naming_the_flag_before_spark(
@@ -292,10 +312,18 @@ def test_hints_name_the_command_line_flags() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "good",
+    [
+        (*SESSIONS, "--gap", "1m"),
+        (*SESSIONS, "--gap", "30", "--time-unit", "s"),  # integers on an integer time column
+        (*TIMES, "--gap", "30m", "--max-duration", "4h"),
+    ],
+)
 def test_without_pyspark_a_good_command_says_what_to_install(
-    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str]
+    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str], good: tuple[str, ...]
 ) -> None:
-    code, err = run(capsys, inputs, *SESSIONS, "--gap", "1m")
+    code, err = run(capsys, inputs, *good)
     assert code == 2
     assert "pip install 'pyspark" in err
     assert "windowstore[spark]" not in err  # the wheel may not come from a package index

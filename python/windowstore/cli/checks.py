@@ -25,7 +25,7 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.sessions import session_windows
 from windowstore.sliding import sliding_windows
 
-__all__ = ["PARSED_COLUMN", "WindowJob", "check_job"]
+__all__ = ["PARSED_COLUMN", "WindowJob", "check_job", "check_units"]
 
 #: The type of a time column parsed with ``--time-format``.
 PARSED_TIME = pa.timestamp("us", "UTC")
@@ -84,6 +84,45 @@ def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+#: The duration flags of each command, by the Python API's parameter.
+_DURATION_FLAGS = {"gap": "--gap", "max_gap": "--max-gap", "max_duration": "--max-duration",
+                   "time_difference": "--time-difference"}  # fmt: skip
+
+
+def _type_words(t: pa.DataType) -> str:
+    """A time column's Arrow type as Spark names it (``timestamp``, ``timestamp_ntz``,
+    ``date``), else as Arrow does."""
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    return "date" if pa.types.is_date(t) else str(t)
+
+
+def check_units(job: WindowJob, time_type: pa.DataType) -> None:
+    """The job's durations and ``--time-unit`` against its time column's type: a bare integer
+    counts ticks of an integer time column, so on a timestamp (or date) column it is refused,
+    as ``--time-unit`` is.
+
+    Raises:
+        BadArgument: naming the flag, the column's type and the accepted forms.
+    """
+    if not (pa.types.is_timestamp(time_type) or pa.types.is_date(time_type)):
+        return
+    column = f'the time column "{job.time}" is a {_type_words(time_type)}'
+    for parameter, flag in _DURATION_FLAGS.items():
+        value = job.windows.get(parameter)
+        if isinstance(value, int):
+            raise BadArgument(
+                flag,
+                f"{value} is a bare integer, but {column}; give a length such as 30m, 90s or "
+                f"1h30m (a bare integer counts ticks of an integer time column only)",
+            )
+    if job.common.get("time_unit") is not None:
+        raise BadArgument(
+            "--time-unit",
+            f"is the tick of an integer time column, but {column}; leave --time-unit out",
+        )
+
+
 def check_job(args: argparse.Namespace) -> WindowJob:
     """Checks a ``sessions`` / ``sliding`` command's arguments and, for a local input, its
     schema (Parquet footer or CSV header) with the engines' own rules; all of this without
@@ -104,6 +143,10 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if args.partitions is not None and args.partitions < 1:
         raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
     conf = confs(args.conf)
+    if args.time_format is not None and args.time_unit is not None:
+        raise BadArgument(
+            "--time-unit", "is the tick of an integer time column: --time-format parses text"
+        )
 
     windows: dict[str, Any]
     if args.command == "sessions":
@@ -136,6 +179,8 @@ def check_job(args: argparse.Namespace) -> WindowJob:
                     rejected=rejected, in_fmt=in_fmt, out_fmt=out_fmt, keys=keys, time=args.time,
                     time_format=args.time_format, aggs=aggs, windows=windows, common=common,
                     conf=conf, overwrite=args.overwrite)  # fmt: skip
+    if job.time_format is not None:
+        check_units(job, PARSED_TIME)
     source = local_path(args.input)
     if source is not None:
         if not source.exists():
@@ -161,7 +206,9 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
             )
     if isinstance(schema, list):
         return
-    if job.time_format is not None:
+    if job.time_format is None:
+        check_units(job, schema.field(job.time).type)
+    else:
         t = schema.field(job.time).type
         if not (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_timestamp(t)
                 or pa.types.is_date(t)):  # fmt: skip

@@ -9,9 +9,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, output_format_option, spark_options
-from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job
+from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job, check_units
 from windowstore.cli.flags import BadArgument, cli_words
 from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import WindowStoreError
@@ -47,6 +49,12 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
               f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
         return 2
     say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
+    if job.time_format is None and job.time in df.columns:  # a CSV's types, or a URL's
+        try:
+            check_units(job, _arrow_time_type(df, job.time))
+        except BadArgument as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     time_column = job.time
     if job.time_format is not None:
         df = df.withColumn(PARSED_COLUMN, _parse_time(df, job.time, job.time_format))
@@ -84,6 +92,19 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
         print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _arrow_time_type(df: DataFrame, column: str) -> pa.DataType:
+    """The Arrow type of a time column as the engines see it: timestamps (and dates) as
+    microseconds, anything else as a 64-bit integer (``check_units`` tells only these apart)."""
+    from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
+
+    dt = df.schema[column].dataType
+    if isinstance(dt, TimestampType):
+        return pa.timestamp("us", "UTC")
+    if isinstance(dt, TimestampNTZType):
+        return pa.timestamp("us")
+    return pa.date32() if isinstance(dt, DateType) else pa.int64()
 
 
 def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
@@ -127,7 +148,8 @@ def _window_options(
                    help="time column: a timestamp, integer epoch ticks, or text with "
                    "--time-format")  # fmt: skip
     p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
-                   help="tick of an integer time column (default: ms)")  # fmt: skip
+                   help="tick of an integer time column (default: ms); not for a "
+                   "timestamp column")  # fmt: skip
     p.add_argument("--time-format", metavar="PATTERN",
                    help="parse a text time column with this Spark datetime pattern, e.g. "
                    "'yyyy-MM-dd HH:mm:ss' (times in UTC unless the text has a zone); a time "
@@ -156,7 +178,9 @@ def _window_options(
 
 def _gaps(p: argparse.ArgumentParser) -> None:
     """The options of ``sessions``: the gap, the cap on a session, tagged rows."""
-    p.add_argument("--gap", metavar="DURATION", help="fixed inactivity gap that closes a session")
+    p.add_argument("--gap", metavar="DURATION",
+                   help="fixed inactivity gap that closes a session: 30m, 90s (see "
+                   "durations below)")  # fmt: skip
     p.add_argument(
         "--gap-column",
         metavar="COL",
