@@ -116,7 +116,8 @@ def spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark configuration entry (repeatable)")  # fmt: skip
     p.add_argument("--verbose", action="store_true",
-                   help="show Spark's own log lines (warnings and errors)")  # fmt: skip
+                   help="show Spark's own log lines (warnings and errors) and a failure's "
+                   "whole trace (Python's and Java's)")  # fmt: skip
 
 
 def _description(commands: Sequence[Command]) -> str:

@@ -5,6 +5,7 @@ imported). Every problem is a ``BadArgument`` naming the flag, the input or the 
 from __future__ import annotations
 
 import argparse
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from windowstore import agg
 from windowstore.cli.flags import (
     FLAGS,
     BadArgument,
+    check_master,
     cli_words,
     confs,
     duration,
@@ -25,7 +27,7 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.sessions import session_windows
 from windowstore.sliding import sliding_windows
 
-__all__ = ["PARSED_COLUMN", "WindowJob", "check_job", "check_units"]
+__all__ = ["PARSED_COLUMN", "WindowJob", "check_job", "check_units", "no_such_column"]
 
 #: The type of a time column parsed with ``--time-format``.
 PARSED_TIME = pa.timestamp("us", "UTC")
@@ -143,6 +145,7 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if args.partitions is not None and args.partitions < 1:
         raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
     conf = confs(args.conf)
+    check_master(args.master)
     if args.time_format is not None and args.time_unit is not None:
         raise BadArgument(
             "--time-unit", "is the tick of an integer time column: --time-format parses text"
@@ -189,6 +192,19 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     return job
 
 
+def no_such_column(column: str, names: list[str], source: str) -> str:
+    """The error of a column ``source`` lacks: the closest of its ``names`` (a misspelling, a
+    different case), then all of them."""
+    folded = {n.lower(): n for n in names}
+    close = folded.get(column.lower()) or next(
+        iter(difflib.get_close_matches(column, names, n=1, cutoff=0.6)), None
+    )
+    listed = f"{source} has {', '.join(names)}"
+    if close:
+        return f'column "{column}": no such column; did you mean "{close}"? ({listed})'
+    return f'column "{column}": no such column; {listed}'
+
+
 def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     """The input's columns checked against the job: names first (a CSV header gives only
     names; Spark infers its types), then a Parquet schema's types through the engines' own
@@ -201,9 +217,7 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     flags[job.time] = "--time"
     for column, flag in flags.items():
         if column not in names:
-            raise BadArgument(
-                flag, f'column "{column}": no such column; {job.input} has {", ".join(names)}'
-            )
+            raise BadArgument(flag, no_such_column(column, names, job.input))
     if isinstance(schema, list):
         return
     if job.time_format is None:

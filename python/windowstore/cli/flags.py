@@ -13,7 +13,9 @@ from windowstore.exceptions import InvalidWindowSpec
 __all__ = [
     "AGG_FORMS",
     "FLAGS",
+    "MASTER_FORMS",
     "BadArgument",
+    "check_master",
     "cli_words",
     "confs",
     "duration",
@@ -156,6 +158,29 @@ def duration(text: str | None, parameter: str) -> str | int | None:
     except InvalidWindowSpec as e:
         raise BadArgument(FLAGS[parameter], str(e).removeprefix(f"invalid {parameter}: ")) from e
     return value
+
+
+#: The master URLs Spark accepts (``SparkMasterRegex``, and ``spark-submit``'s check).
+_MASTER = re.compile(
+    r"local|local\[(\d+|\*)\]|local\[(\d+|\*)\s*,\s*\d+\]"
+    r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]|yarn|spark://.+|k8s://.+"
+)
+#: The same, as the ``--master`` error lists them.
+MASTER_FORMS = (
+    "local, local[N], local[*], local[N,MAX_FAILURES], spark://HOST:PORT, yarn or "
+    "k8s://https://HOST:PORT"
+)
+
+
+def check_master(url: str | None) -> None:
+    """Checks a ``--master`` URL before Spark starts (a JVM started on a URL it cannot read
+    prints its own stack trace and exits).
+
+    Raises:
+        BadArgument: naming ``--master``, the URL and the forms Spark accepts.
+    """
+    if url is not None and not _MASTER.fullmatch(url):
+        raise BadArgument("--master", f"Spark cannot run on {url!r}: give {MASTER_FORMS}")
 
 
 def confs(pairs: Sequence[str]) -> dict[str, str]:

@@ -13,7 +13,14 @@ import pyarrow as pa
 
 from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, output_format_option, spark_options
-from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job, check_units
+from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.checks import (
+    PARSED_COLUMN,
+    WindowJob,
+    check_job,
+    check_units,
+    no_such_column,
+)
 from windowstore.cli.flags import BadArgument, cli_words
 from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import WindowStoreError
@@ -45,6 +52,7 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     try:
         df = on_spark.read(spark, job.input, job.in_fmt)
     except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
+        show_trace(e, args.verbose)
         print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
               f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
         return 2
@@ -65,7 +73,11 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     try:
         result, rejected = windows(df, **job.windows, return_rejected=True, **common)
     except WindowStoreError as e:
-        print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
+        column = getattr(e, "column", None)
+        if column and column not in df.columns:  # an input only Spark reads (a URL)
+            print(f"error: {no_such_column(column, df.columns, job.input)}", file=sys.stderr)
+        else:
+            print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
         return 2
     if job.time_format is not None:
         rejected = rejected.drop(PARSED_COLUMN)
@@ -89,6 +101,7 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
             print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
                   f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
     except Exception as e:  # a failed Spark job: its cause is the Python worker's error
+        show_trace(e, args.verbose)
         print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
         return 1
     return 0
@@ -121,9 +134,8 @@ def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
 
 
 def _job_error(e: Exception, job: WindowJob | None = None) -> str:
-    """The windowstore error line of a failed Spark job's message (in the command line's
-    words), or its first line."""
-    found = cli_words(on_spark.error_line(e))
+    """The root cause of a failed Spark call, on one line, in the command line's words."""
+    found = cli_words(root_cause(e))
     if job is not None and job.time_format is not None:
         found = found.replace(f"'{PARSED_COLUMN}'", f"'{job.time}' (parsed)")
         if "null_time" in found:

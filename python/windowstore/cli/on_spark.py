@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from windowstore.cli.causes import root_cause, show_trace
 from windowstore.cli.progress import Progress, Say
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "counting",
-    "error_line",
     "install_hint",
     "log_options",
     "observed",
@@ -32,6 +32,7 @@ __all__ = [
     "read",
     "run_job",
     "session",
+    "start_failure",
     "write",
 ]
 
@@ -73,7 +74,13 @@ def run_job(
     began = time.perf_counter()
     say = Say(began)
     say(f"starting Spark ({args.master or 'local[*]'})")
-    spark, owned = session(args.master, conf, f"windowstore {args.command}", args.verbose)
+    try:
+        spark, owned = session(args.master, conf, f"windowstore {args.command}", args.verbose)
+    except Exception as e:  # a master URL Spark cannot read, no Java, a bad --conf value
+        show_trace(e, args.verbose)
+        message, code = start_failure(args.master, e)
+        print(f"error: {message}", file=sys.stderr)
+        return code
     try:
         with Progress(spark, say):
             code = job(spark, say)
@@ -189,8 +196,10 @@ def observed(observation: Observation, timeout: float = 60.0) -> int | None:
     return box[0] if box else None
 
 
-def error_line(e: Exception) -> str:
-    """The windowstore error line of a Spark error (a Python worker's), else its first line."""
-    lines = str(e).strip().splitlines()
-    found = [line.strip() for line in lines if "windowstore" in line and "Error" in line]
-    return found[0] if found else lines[0] if lines else type(e).__name__
+def start_failure(master: str | None, e: BaseException) -> tuple[str, int]:
+    """What to say when a session on ``master`` did not start (raising ``e``), and the exit
+    code: 2 naming ``--master`` for a URL Spark cannot read, else 1."""
+    cause = root_cause(e)
+    if "Master URL" in cause:
+        return f"argument --master: Spark cannot start on {master!r}: {cause}", 2
+    return f"Spark did not start on {master or 'local[*]'}: {cause}", 1

@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, output_format_option, spark_options
-from windowstore.cli.flags import BadArgument, confs
+from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.flags import BadArgument, check_master, confs
 from windowstore.cli.inputs import file_format, local_path
 from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import SnapshotError, WindowStoreError
@@ -26,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``windowstore state``; returns the exit code."""
     try:
         conf = confs(args.conf)
+        check_master(args.master)
         _check(args)
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
@@ -50,12 +52,14 @@ def _state(spark: SparkSession, say: Say, args: argparse.Namespace) -> int:
         print(f"error: {args.checkpoint}: {_words(str(e))}", file=sys.stderr)
         return 2
     except Exception as e:  # Spark's own: an unreadable path, a batch it no longer keeps
-        print(f"error: argument CHECKPOINT: {on_spark.error_line(e)}", file=sys.stderr)
+        show_trace(e, args.verbose)
+        print(f"error: argument CHECKPOINT: {root_cause(e)}", file=sys.stderr)
         return 2
     try:
         _show(windows, args, batch, say)
     except Exception as e:  # a failed Spark job: its cause is the Python worker's error
-        print(f"error: the job failed: {on_spark.error_line(e)}", file=sys.stderr)
+        show_trace(e, args.verbose)
+        print(f"error: the job failed: {root_cause(e)}", file=sys.stderr)
         return 1
     return 0
 
