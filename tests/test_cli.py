@@ -19,8 +19,7 @@ import pytest
 
 import windowstore
 from windowstore import InvalidWindowSpec, agg
-from windowstore.cli import main, on_spark, progress
-from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli import main, on_spark, outputs, progress
 from windowstore.cli.flags import cli_words, parse_agg
 
 
@@ -416,90 +415,35 @@ def test_the_demo_timeline_has_a_colour_legend() -> None:
         plt.close(fig)
 
 
-class _Throwable:
-    """A Java exception as Py4J shows it: a message and a cause."""
-
-    def __init__(self, message: str | None, cause: _Throwable | None = None) -> None:
-        self.message, self.cause = message, cause
-
-    def getMessage(self) -> str | None:
-        return self.message
-
-    def getCause(self) -> _Throwable | None:
-        return self.cause
-
-
-class _Py4JError(Exception):
-    """An exception with a Java exception behind it, as Py4J's ``Py4JJavaError``."""
-
-    def __init__(self, text: str, java: _Throwable) -> None:
-        super().__init__(text)
-        self.java_exception = java
-
-
-_WORKER = """An exception was thrown from the Python worker:
-Traceback (most recent call last):
-  File "/x/windowstore/spark/_udf.py", line 128, in _each
-    raise invalid_row(e, table) from None
-windowstore.exceptions.InvalidRecordError: windowstore: unusable row (null_key) {'u': None}
- SQLSTATE: 38000"""
-
-
 @pytest.mark.parametrize(
-    ("error", "want"),
+    ("path", "single", "fmt", "rejected"),
     [
-        # The innermost cause, or the one just outside it that only adds context.
-        (_Py4JError("An error occurred while calling o137.parquet.\n: org.apache...", _Throwable(
-            "Job aborted due to stage failure: Task 0 in stage 1.0 failed 1 times, most recent "
-            'failure: Lost task 0.0: java.io.IOException: Cannot run program "./env/bin/python"'
-            ": error=2, No such file or directory",
-            _Throwable('Cannot run program "./env/bin/python": error=2, No such file or '
-                       "directory", _Throwable("error=2, No such file or directory")))),
-         'Cannot run program "./env/bin/python": error=2, No such file or directory (the '
-         "workers' Python, from spark.pyspark.python or PYSPARK_PYTHON, is not there on the "
-         "executors)"),
-        # A Python worker's exception, from its traceback, through Python's chain.
-        (_Py4JError("An error occurred while calling o93.parquet.", _Throwable(
-            "[PYTHON_EXCEPTION] " + _WORKER.replace("\n", "\n", 1))),
-         "InvalidRecordError: windowstore: unusable row (null_key) {'u': None}"),
-        (_Py4JError("An error occurred while calling None.JavaSparkContext.", _Throwable(
-            "Could not parse Master URL: 'bogus://x'")),
-         "Could not parse Master URL: 'bogus://x' (--master takes local, local[N], local[*]"),
-        (RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/x.parquet. SQLSTATE: 42K03"),
-         "Path does not exist: file:/x.parquet."),
-        (RuntimeError(_WORKER.replace("InvalidRecordError: windowstore: unusable row (null_key) "
-                                      "{'u': None}", "ModuleNotFoundError: No module named "
-                                      "'windowstore'")),
-         "ModuleNotFoundError: No module named 'windowstore' (the workers' Python lacks "
-         "windowstore: give --conf spark.pyspark.python="),
+        ("windows.csv", True, "csv", "windows.rejected.csv"),
+        ("out/windows.csv.gz", True, "csv", "out/windows.rejected.csv.gz"),
+        ("s3a://b/open.parquet", True, "parquet", "s3a://b/open.rejected.parquet"),
+        ("w.JSON", True, "json", "w.rejected.JSON"),
+        ("w.jsonl", True, "json", "w.rejected.jsonl"),
+        ("sessions.parquet/", False, "parquet", "sessions.parquet.rejected"),
+        ("sessions", False, "parquet", "sessions.rejected"),
+        ("out.csv/", False, "csv", "out.csv.rejected"),
+        (".csv", False, "parquet", ".csv.rejected"),
     ],
-)  # fmt: skip
-def test_a_failed_spark_call_is_named_by_its_root_cause(error: BaseException, want: str) -> None:
-    found = root_cause(error)
-    assert found.startswith(want), found
-    assert "\n" not in found
-    assert "SQLSTATE" not in found
+)
+def test_an_output_that_names_a_file_is_one_file(
+    path: str, single: bool, fmt: str, rejected: str
+) -> None:
+    assert outputs.names_a_file(path) is single
+    assert outputs.output_format(path, None) == fmt
+    assert outputs.rejected_path(path) == rejected
 
 
-def test_the_root_cause_is_found_through_pythons_chain() -> None:
-    try:
-        try:
-            raise _Py4JError("An error occurred while calling o2.parquet.", _Throwable(
-                "[PYTHON_EXCEPTION] " + _WORKER))  # fmt: skip
-        except _Py4JError as inner:
-            raise RuntimeError("An error occurred while calling o1.parquet.") from inner
-    except RuntimeError as chained:
-        found = root_cause(chained)
-    assert found == "InvalidRecordError: windowstore: unusable row (null_key) {'u': None}"
-
-
-def test_the_whole_trace_only_with_verbose(capsys: pytest.CaptureFixture[str]) -> None:
-    try:
-        raise _Py4JError("An error occurred while calling o1.parquet.", _Throwable("boom"))
-    except _Py4JError as e:
-        show_trace(e, verbose=False)
-        assert capsys.readouterr().err == ""
-        show_trace(e, verbose=True)
-    err = capsys.readouterr().err
-    assert "Traceback (most recent call last)" in err
-    assert "o1.parquet" in err
+def test_an_output_format_against_the_files_name_is_refused(
+    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert outputs.output_format("out/", "json") == "json"  # a directory takes any format
+    code, err = run(capsys, inputs, "sessions", "in.parquet", "-o", "out.csv", "--key", "u",
+                    "--time", "ts", "--gap", "1m", "--output-format", "parquet")  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: argument --output-format: parquet into ")
+    assert "names a csv file" in err
+    assert not no_spark

@@ -103,11 +103,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def output_format_option(p: argparse.ArgumentParser, default: str) -> None:
-    """``--output-format``, Parquet or CSV (``inputs.file_format`` reads it); ``default`` says
-    what an output without it is written as."""
-    p.add_argument(
-        "--output-format", choices=["parquet", "csv"], help=f"output format (default: {default})"
-    )
+    """``--output-format``, Parquet, CSV or JSON Lines (``outputs.output_format`` reads it);
+    ``default`` says what an output without it is written as."""
+    p.add_argument("--output-format", choices=["parquet", "csv", "json"],
+                   help=f"output format (default: {default})")  # fmt: skip
 
 
 def spark_options(p: argparse.ArgumentParser) -> None:

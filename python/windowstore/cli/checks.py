@@ -23,6 +23,7 @@ from windowstore.cli.flags import (
     without_name,
 )
 from windowstore.cli.inputs import file_format, input_schema, local_path
+from windowstore.cli.outputs import names_a_file, output_format, rejected_path
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.sessions import session_windows
 from windowstore.sliding import sliding_windows
@@ -44,6 +45,8 @@ class WindowJob:
     input: str
     output: str
     rejected: str | None
+    #: The format of ``rejected``: its name's, else the output's.
+    rejected_fmt: str
     in_fmt: str
     out_fmt: str
     keys: list[str]
@@ -158,10 +161,10 @@ def check_job(args: argparse.Namespace) -> WindowJob:
         windows = {"time_difference": duration(args.time_difference, "time_difference")}
 
     in_fmt = file_format(args.input, args.format)
-    out_fmt = file_format(args.output, args.output_format)
+    out_fmt = output_format(args.output, args.output_format)
     rejected = None
     if args.on_invalid == "drop":
-        rejected = args.rejected or args.output.rstrip("/") + ".rejected"
+        rejected = args.rejected or rejected_path(args.output)
     elif args.rejected:
         raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
     targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
@@ -178,8 +181,10 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     }
     if records:
         common["output"] = "records"
+    rejected_fmt = output_format(rejected, None) if rejected and names_a_file(rejected) else None
     job = WindowJob(command=args.command, input=args.input, output=args.output,
-                    rejected=rejected, in_fmt=in_fmt, out_fmt=out_fmt, keys=keys, time=args.time,
+                    rejected=rejected, rejected_fmt=rejected_fmt or out_fmt, in_fmt=in_fmt,
+                    out_fmt=out_fmt, keys=keys, time=args.time,
                     time_format=args.time_format, aggs=aggs, windows=windows, common=common,
                     conf=conf, overwrite=args.overwrite)  # fmt: skip
     if job.time_format is not None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from windowstore.cli import on_spark
+from windowstore.cli import on_spark, outputs
 from windowstore.cli.arguments import Command, output_format_option, spark_options
 from windowstore.cli.causes import root_cause, show_trace
 from windowstore.cli.checks import (
@@ -86,7 +86,7 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     result, rows_out = on_spark.counting(result, "windows")
     say(f"computing {kind} windows and writing them to {job.output}")
     try:
-        on_spark.write(result, job.output, job.out_fmt, job.overwrite)
+        outputs.write(result, job.output, job.out_fmt, job.overwrite)
         read = on_spark.observed(rows_in)
         if read is not None:
             say(f"read {plural(read, 'row')}")
@@ -96,7 +96,7 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
         if job.rejected is not None:
             rejected, rows_rejected = on_spark.counting(rejected, "rejected")
             say(f"writing rejected rows to {job.rejected}")
-            on_spark.write(rejected, job.rejected, job.out_fmt, job.overwrite)
+            outputs.write(rejected, job.rejected, job.rejected_fmt, job.overwrite)
             n = on_spark.observed(rows_rejected)
             print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
                   f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
@@ -153,7 +153,9 @@ def _window_options(
                    help="input file or directory (Parquet, or CSV with a header); a local path "
                    "or a URL Spark reads (s3a://, hdfs://)")  # fmt: skip
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT",
-                   help="output directory (must not exist, unless --overwrite)")  # fmt: skip
+                   help="output: one file where the name ends with .parquet, .csv, .csv.gz, "
+                   ".json or .jsonl (JSON Lines), else a directory of Spark part files (must "
+                   "not exist, unless --overwrite)")  # fmt: skip
     p.add_argument("--key", action="append", required=True, metavar="COL",
                    help="key column (repeat, or comma-separated, for several)")  # fmt: skip
     p.add_argument("--time", required=True, metavar="COL",
@@ -173,12 +175,13 @@ def _window_options(
                    help="unusable rows (null key or time, invalid gap): fail the job (error), "
                    "or write them with their reason to --rejected (drop)")  # fmt: skip
     p.add_argument("--rejected", metavar="PATH",
-                   help="where --on-invalid drop writes rejected rows (default: "
+                   help="where --on-invalid drop writes rejected rows, a file or a directory "
+                   "as -o (default: NAME.rejected.csv beside a file NAME.csv, else "
                    "OUTPUT.rejected)")  # fmt: skip
     p.add_argument("--format", choices=["parquet", "csv"],
                    help="input format (default: csv for a name ending in .csv, else "
                    "parquet)")  # fmt: skip
-    output_format_option(p, "by the output's name, as --format")
+    output_format_option(p, "by the output's name, else parquet")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="partitions of the shuffle by key (default: "
                    "spark.sql.shuffle.partitions)")  # fmt: skip
@@ -233,7 +236,7 @@ examples:
   windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
       --agg count --agg sum:amount --agg top=max:amount --agg collect:page:10
   windowstore sessions clicks.csv -o sessions.csv --key user_id --time ts --gap 30m \\
-      --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop     # rejects: sessions.csv.rejected
+      --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop  # rejects: sessions.rejected.csv
   windowstore sessions events/ -o out/ --key device --time t --time-unit s \\
       --gap-column idle --max-gap 2h                              # a gap per record
   windowstore sessions clicks.parquet -o tagged/ --key user_id --time ts --gap 30m \\

@@ -1,6 +1,6 @@
 """What the commands do on Spark, imported lazily: say what to install when pyspark is missing,
-run a job on a session (Spark's log lines off unless ``--verbose``), read and write Parquet or
-CSV, count rows as a job writes them, and name a failed job's error. Nothing here imports
+run a job on a session (Spark's log lines off unless ``--verbose``), read Parquet or CSV, count
+rows as a job writes them, and name a failed job's error. Nothing here imports
 pyspark until it is called."""
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ __all__ = [
     "run_job",
     "session",
     "start_failure",
-    "write",
 ]
 
 
@@ -148,27 +147,6 @@ def read(spark: SparkSession, path: str, fmt: str) -> DataFrame:
     if fmt == "csv":
         return spark.read.csv(path, header=True, inferSchema=True)
     return spark.read.parquet(path)
-
-
-def write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
-    """Writes ``df`` to ``path`` as ``fmt``, replacing it only if ``overwrite``."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
-
-    if fmt == "csv":  # CSV has no arrays: collected lists are written as JSON
-        df = df.select(
-            *[
-                F.to_json(F.col(f.name)).alias(f.name)
-                if isinstance(f.dataType, ArrayType)
-                else F.col(f.name)
-                for f in df.schema.fields
-            ]
-        )
-    writer = df.write.mode("overwrite" if overwrite else "errorifexists")
-    if fmt == "csv":
-        writer.csv(path, header=True)
-    else:
-        writer.parquet(path)
 
 
 def counting(df: DataFrame, name: str) -> tuple[DataFrame, Observation]:
