@@ -128,6 +128,12 @@ def check_units(job: WindowJob, time_type: pa.DataType) -> None:
         )
 
 
+def _where(path: str) -> str:
+    """``path`` as one spelling: a local path resolved, a URL without its final ``/``."""
+    local = local_path(path)
+    return str(local.resolve()) if local is not None else path.rstrip("/")
+
+
 def check_job(args: argparse.Namespace) -> WindowJob:
     """Checks a ``sessions`` / ``sliding`` command's arguments and, for a local input, its
     schema (Parquet footer or CSV header) with the engines' own rules; all of this without
@@ -168,10 +174,14 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     elif args.rejected:
         raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
     targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
+    taken = {_where(args.input): "INPUT"}
     for flag, target in targets:
         local = local_path(target)
         if local is not None and local.exists() and not args.overwrite:
             raise BadArgument(flag, f"{target} exists; give --overwrite to replace it")
+        if _where(target) in taken:
+            raise BadArgument(flag, f"{target} is also {taken[_where(target)]}")
+        taken[_where(target)] = flag
     common: dict[str, Any] = {
         "key": keys,
         "time": args.time,
