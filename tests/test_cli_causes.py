@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.on_spark import start_failure
 
 
 class _Throwable:
@@ -96,3 +97,18 @@ def test_the_whole_trace_only_with_verbose(capsys: pytest.CaptureFixture[str]) -
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
     assert "o1.parquet" in err
+
+
+def test_a_session_that_does_not_start_says_why() -> None:
+    gateway = RuntimeError(
+        "[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number."
+    )
+    message, code = start_failure(None, gateway)
+    assert code == 1
+    assert message.startswith("Spark did not start on local[*]: Java gateway process exited")
+    assert "JAVA_HOME" in message
+    master = _Py4JError("An error occurred while calling None.JavaSparkContext.", _Throwable(
+        "Could not parse Master URL: 'x://y'"))  # fmt: skip
+    message, code = start_failure("x://y", master)
+    assert code == 2
+    assert message.startswith("argument --master: Spark cannot start on 'x://y': Could not parse")

@@ -31,6 +31,9 @@ _HINTS = [
      "the workers' Python, from spark.pyspark.python or PYSPARK_PYTHON, is not there on the "
      "executors"),
     (re.compile(r"Could not parse Master URL"), f"--master takes {MASTER_FORMS}"),
+    (re.compile(r"Java gateway process exited"),
+     "Spark's JVM did not start: Java 17 or later on PATH or in JAVA_HOME, and the --conf "
+     "values, are the usual causes; the lines above are its own"),
     (re.compile(r"No module named '(windowstore|pyarrow)"),
      "the workers' Python lacks windowstore: give --conf spark.pyspark.python=PYTHON of an "
      "environment that has it (on a cluster, ship one with spark.archives)"),
