@@ -19,7 +19,7 @@ import pytest
 
 import windowstore
 from windowstore import InvalidWindowSpec, agg
-from windowstore.cli import main, on_spark, progress
+from windowstore.cli import main, on_spark, outputs, progress
 from windowstore.cli.flags import cli_words, parse_agg
 
 
@@ -69,6 +69,10 @@ def test_sessions_needs_an_output() -> None:
         ("collect:page:10", agg.collect("page", 10)),
         ("collect:page:10:drop_newest", agg.collect("page", 10, "drop_newest")),
         ("pages=collect:page:3:fail", agg.collect("page", 3, "fail").alias("pages")),
+        ("count_distinct:page", agg.count_distinct("page")),
+        ("pages=count_distinct:page", agg.count_distinct("page").alias("pages")),
+        ("collect_all:page", agg.collect_all("page")),
+        ("collect_all:page:5:fail", agg.collect_all("page", 5, "fail")),
     ],
 )
 def test_aggregations_from_the_command_line(text: str, want: agg.Agg) -> None:
@@ -76,12 +80,36 @@ def test_aggregations_from_the_command_line(text: str, want: agg.Agg) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["avg:x", "sum", "count:x", "collect:page:ten", "collect:page:3:explode", "sum:a:b"]
+    "text",
+    [
+        "avg:x",
+        "sum",
+        "sum:",
+        "count:x",
+        "count_distinct",
+        "collect:page:ten",
+        "collect:page:3:explode",
+        "collect_all:page:0",
+        "sum:a:b",
+        "udf:x",
+    ],
 )
 def test_unreadable_aggregations_name_the_parameter(text: str) -> None:
     with pytest.raises(InvalidWindowSpec) as info:
         parse_agg(text)
-    assert info.value.parameter in ("aggs", "overflow")
+    assert info.value.parameter in ("aggs", "overflow", "max_size")
+
+
+def test_every_aggregate_of_the_api_but_udf_has_a_command_line_form() -> None:
+    forms = {"count": "count", "collect": "collect:c", "collect_all": "collect_all:c"}
+    for name in agg.__all__:
+        if name in ("Agg", "Udf", "udf"):
+            continue
+        func = getattr(agg, name)
+        want = func() if name == "count" else func("c")
+        assert parse_agg(forms.get(name, f"{name}:c")) == want, name
+    with pytest.raises(InvalidWindowSpec, match="Python function"):
+        parse_agg("udf:c")
 
 
 # Arguments and the input's schema are checked before Spark starts: these tests run with
@@ -109,7 +137,8 @@ def no_spark(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
     """``in.parquet``, ``in.csv`` and ``parts/`` (u string, ts int64, s string, amount
-    double), ``in.txt`` (not Parquet) and an existing directory ``taken``."""
+    double), ``in.ts.parquet`` (the same with ts a timestamp), ``in.txt`` (not Parquet) and an
+    existing directory ``taken``."""
     table = pa.table(
         {"u": ["a", "b"], "ts": [1, 2], "s": ["2024-01-01 10:00:00", "x"], "amount": [1.0, 2.0]}
     )
@@ -120,6 +149,8 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "parts" / "_SUCCESS").write_text("")
     (tmp_path / "taken").mkdir()
     (tmp_path / "in.txt").write_text("not parquet\n")
+    times = pa.array([0, 60_000_000], pa.timestamp("us", "UTC"))
+    pq.write_table(table.set_column(1, "ts", times), tmp_path / "in.ts.parquet")
     return tmp_path
 
 
@@ -131,6 +162,7 @@ def run(capsys: pytest.CaptureFixture[str], where: Path, *args: str) -> tuple[in
 
 
 SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
+TIMES = ("sessions", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts")
 
 
 @pytest.mark.parametrize(
@@ -146,6 +178,14 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
         ((*SESSIONS, "--gap", "1m", "--max-gap", "1h"), "argument --max-gap", "--gap-column"),
         ((*SESSIONS[:-1], "zz", "--gap", "1m"), "argument --time", 'column "zz": no such column'),
         ((*SESSIONS, "--gap", "1m", "--key", "v"), "argument --key", 'column "v"'),
+        ((*SESSIONS, "--gap", "1m", "--key", "U"), "argument --key",
+         'column "U": no such column; did you mean "u"? ('),
+        ((*SESSIONS, "--gap", "1m", "--agg", "sum:amout"), "argument --agg",
+         'column "amout": no such column; did you mean "amount"? ('),
+        ((*SESSIONS, "--gap", "1m", "--master", "bogus://x"), "argument --master",
+         "Spark cannot run on 'bogus://x': give local, local[N], local[*]"),
+        ((*SESSIONS, "--gap", "1m", "--master", "local[2"), "argument --master",
+         "Spark cannot run on 'local[2'"),
         ((*SESSIONS[:-1], "s", "--gap", "1m"), "argument --time", "--time-format"),
         ((*SESSIONS, "--gap", "1m", "--agg", "sum:s"), "argument --agg", "cannot be summed"),
         ((*SESSIONS, "--gap", "1m", "--agg", "avg:s"), "argument --agg", "cannot read 'avg:s'"),
@@ -157,16 +197,16 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
         ((*SESSIONS, "--gap", "1m", "--partitions", "0"), "argument --partitions", "at least 1"),
         ((*SESSIONS, "--gap", "1m", "--records", "--agg", "count"), "argument --records",
          "no --agg"),
-        ((*SESSIONS, "--gap", "1m", "--clock", "processing"), "argument --clock",
-         "needs a stream"),
-        ((*SESSIONS, "--gap", "1m", "--idle-timeout", "5m"), "argument --idle-timeout",
-         "never idle"),
         ((*SESSIONS, "--gap", "1m", "--rejected", "r"), "argument --rejected",
          "--on-invalid drop"),
         (("sessions", "in.parquet", "-o", "taken", "--key", "u", "--time", "ts", "--gap", "1m"),
          "argument -o/--output", "exists; give --overwrite"),
         ((*SESSIONS, "--gap", "1m", "--on-invalid", "drop", "--rejected", "taken"),
          "argument --rejected", "exists; give --overwrite"),
+        (("sessions", "in.parquet", "-o", "in.parquet", "--key", "u", "--time", "ts", "--gap",
+          "1m", "--overwrite"), "argument -o/--output", "in.parquet is also INPUT"),
+        ((*SESSIONS, "--gap", "1m", "--on-invalid", "drop", "--rejected", "out/"),
+         "argument --rejected", "is also -o/--output"),
         ((*SESSIONS[:-1], "amount", "--gap", "1m", "--time-format", "yyyy"),
          "argument --time-format", "not text to parse"),
         (("sessions", "in.txt", "-o", "out", "--key", "u", "--time", "t", "--gap", "1m"),
@@ -179,6 +219,22 @@ SESSIONS = ("sessions", "in.parquet", "-o", "out", "--key", "u", "--time", "ts")
           "--time-difference", "5x"), "argument --time-difference", "unknown unit 'x'"),
         (("sliding", "in.csv", "-o", "out", "--key", "u", "--time", "ts", "--agg", "max:zz",
           "--time-difference", "5s"), "argument --agg", 'column "zz"'),
+        # A bare integer counts ticks of an integer time column: refused on a timestamp.
+        ((*TIMES, "--gap", "30"), "argument --gap",
+         '30 is a bare integer, but the time column "ts" is a timestamp; give a length such as '
+         "30m, 90s or 1h30m"),
+        ((*TIMES, "--gap", "30m", "--max-duration", "4"), "argument --max-duration",
+         "4 is a bare integer"),
+        ((*TIMES, "--gap-column", "amount", "--max-gap", "7"), "argument --max-gap",
+         "7 is a bare integer"),
+        (("sliding", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts",
+          "--time-difference", "5"), "argument --time-difference", "5 is a bare integer"),
+        ((*TIMES, "--gap", "30m", "--time-unit", "s"), "argument --time-unit",
+         'is the tick of an integer time column, but the time column "ts" is a timestamp'),
+        (("sessions", "in.csv", "-o", "out", "--key", "u", "--time", "s", "--gap", "30",
+          "--time-format", "yyyy-MM-dd HH:mm:ss"), "argument --gap", "30 is a bare integer"),
+        ((*SESSIONS[:-1], "s", "--gap", "30m", "--time-format", "yyyy", "--time-unit", "s"),
+         "argument --time-unit", "--time-format parses text"),
     ],
 )  # fmt: skip
 def test_argument_errors_exit_2_naming_the_flag_before_spark(
@@ -195,6 +251,58 @@ def test_argument_errors_exit_2_naming_the_flag_before_spark(
     assert words in err
     assert len(err.strip().splitlines()) == 1  # one line, no traceback
     assert not no_spark
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("sessions", "in.parquet", "--key", "u", "--time", "ts"),
+         "the following arguments are required: -o/--output"),
+        ((*SESSIONS, "--gap"), "argument --gap: expected one argument"),
+        ((*SESSIONS, "--gap", "1m", "--clock", "processing"),
+         "unrecognized arguments: --clock processing (--clock: a file's records have no arrival"),
+        ((*SESSIONS, "--gap", "1m", "--idle-timeout=5m"),
+         "unrecognized arguments: --idle-timeout=5m (--idle-timeout: a file is never idle"),
+        ((*SESSIONS, "--gap", "1m", "--grace", "5m"), "--grace: a file is read whole"),
+        ((*SESSIONS, "--gpa", "1m"), "unrecognized arguments: --gpa 1m (did you mean --gap?)"),
+        ((*SESSIONS, "--gap", "1m", "--on-invalid", "skip"),
+         "argument --on-invalid: invalid choice: 'skip'"),
+        (("sesions",), "argument COMMAND: invalid choice: 'sesions'"),
+        (("demo", "--events", "-5"), "argument --events: must be at least 1, got -5"),
+        (("demo", "--users", "0"), "argument --users: must be at least 1"),
+        (("demo", "--gap-minutes", "0"), "argument --gap-minutes: must be at least 1"),
+        (("demo", "--grace-minutes", "-1"), "argument --grace-minutes: must be at least 0"),
+        (("demo", "--no-spark", "--master", "local[1]"),
+         "argument --master: means nothing with --no-spark"),
+        (("demo", "--master", "bogus://x"), "argument --master: Spark cannot run on 'bogus://x'"),
+        (("state", "ck", "--master", "bogus://x"),
+         "argument --master: Spark cannot run on 'bogus://x'"),
+    ],
+)  # fmt: skip
+def test_a_bad_command_line_is_one_error_line_naming_the_flag(
+    inputs: Path,
+    no_spark: list[str],
+    capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+    words: str,
+) -> None:
+    fixed = [str(inputs / a) if a.startswith("in.") else a for a in args]
+    try:
+        code = main(fixed)
+    except SystemExit as e:  # argparse's own checks
+        code = e.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err  # no usage block, no traceback
+    assert err.startswith("error: "), err
+    assert words in err
+    assert not no_spark
+
+
+def test_the_commands_offer_no_stream_only_option(capsys: pytest.CaptureFixture[str]) -> None:
+    text = help_of(capsys, "sessions")
+    for flag in ("--clock", "--idle-timeout", "--grace"):
+        assert flag not in text
 
 
 def test_hints_name_the_command_line_flags() -> None:
@@ -219,10 +327,18 @@ def test_hints_name_the_command_line_flags() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "good",
+    [
+        (*SESSIONS, "--gap", "1m"),
+        (*SESSIONS, "--gap", "30", "--time-unit", "s"),  # integers on an integer time column
+        (*TIMES, "--gap", "30m", "--max-duration", "4h"),
+    ],
+)
 def test_without_pyspark_a_good_command_says_what_to_install(
-    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str]
+    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str], good: tuple[str, ...]
 ) -> None:
-    code, err = run(capsys, inputs, *SESSIONS, "--gap", "1m")
+    code, err = run(capsys, inputs, *good)
     assert code == 2
     assert "pip install 'pyspark" in err
     assert "windowstore[spark]" not in err  # the wheel may not come from a package index
@@ -301,3 +417,37 @@ def test_the_demo_timeline_has_a_colour_legend() -> None:
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("path", "single", "fmt", "rejected"),
+    [
+        ("windows.csv", True, "csv", "windows.rejected.csv"),
+        ("out/windows.csv.gz", True, "csv", "out/windows.rejected.csv.gz"),
+        ("s3a://b/open.parquet", True, "parquet", "s3a://b/open.rejected.parquet"),
+        ("w.JSON", True, "json", "w.rejected.JSON"),
+        ("w.jsonl", True, "json", "w.rejected.jsonl"),
+        ("sessions.parquet/", False, "parquet", "sessions.parquet.rejected"),
+        ("sessions", False, "parquet", "sessions.rejected"),
+        ("out.csv/", False, "csv", "out.csv.rejected"),
+        (".csv", False, "parquet", ".csv.rejected"),
+    ],
+)
+def test_an_output_that_names_a_file_is_one_file(
+    path: str, single: bool, fmt: str, rejected: str
+) -> None:
+    assert outputs.names_a_file(path) is single
+    assert outputs.output_format(path, None) == fmt
+    assert outputs.rejected_path(path) == rejected
+
+
+def test_an_output_format_against_the_files_name_is_refused(
+    inputs: Path, no_spark: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert outputs.output_format("out/", "json") == "json"  # a directory takes any format
+    code, err = run(capsys, inputs, "sessions", "in.parquet", "-o", "out.csv", "--key", "u",
+                    "--time", "ts", "--gap", "1m", "--output-format", "parquet")  # fmt: skip
+    assert code == 2
+    assert err.startswith("error: argument --output-format: parquet into ")
+    assert "names a csv file" in err
+    assert not no_spark

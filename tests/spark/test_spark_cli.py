@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +27,9 @@ pytestmark = pytest.mark.spark
 
 
 def read_dir(path: Path, fmt: str = "parquet") -> pa.Table:
+    """A directory of part files, or one file."""
+    if path.is_file():
+        return pacsv.read_csv(path) if fmt == "csv" else pq.read_table(path)
     if fmt == "csv":
         return pa.concat_tables([pacsv.read_csv(p) for p in sorted(path.glob("part-*.csv"))])
     return ds.dataset(path, format="parquet").to_table()
@@ -149,7 +154,7 @@ def test_sliding_csv_in_and_out_with_rejected_rows(tmp_path: Path) -> None:
     assert got.num_rows == want.num_rows
     assert sorted(got["count"].to_pylist()) == sorted(want["count"].to_pylist())
     assert got["collect_amount"][0].as_py().startswith("[")  # lists are JSON in CSV
-    rejected = read_dir(tmp_path / "sliding.csv.rejected", "csv")
+    rejected = read_dir(tmp_path / "sliding.rejected.csv", "csv")
     assert rejected["reason"].to_pylist() == ["null_key"]
 
 
@@ -197,6 +202,10 @@ def test_state_prints_and_writes_the_open_windows(
     assert_same_windows(written, want, ["k", "session_start"])
     assert main(["state", str(tmp_path / "open"), "-o", str(tmp_path / "x")]) == 2
     assert "argument CHECKPOINT" in capsys.readouterr().err
+    assert main(["state", str(checkpoint), "-o", str(tmp_path / "open.parquet")]) == 0
+    assert (tmp_path / "open.parquet").is_file()
+    written = spark.read.parquet(str(tmp_path / "open.parquet")).toArrow()
+    assert_same_windows(written, want, ["k", "session_start"])
 
 
 @pytest.mark.usefixtures("spark")
@@ -245,3 +254,94 @@ def test_console_script_runs_a_spark_job(tmp_path: Path, spark: SparkSession) ->
     assert result.returncode == 0, result.stderr[-2000:]
     assert "windows written" in result.stdout
     assert read_dir(tmp_path / "s").num_rows > 20
+
+
+@pytest.mark.usefixtures("spark")
+def test_an_output_named_as_a_file_is_one_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, clicks_file = clicks(tmp_path, 3_000, users=30, seed=4)
+    pages = pa.array([f"p{i % 7}" if i % 5 else None for i in range(table.num_rows)])
+    table = table.append_column("page", pages)
+    pq.write_table(table, clicks_file)
+    aggs = ["--agg", "count_distinct:page", "--agg", "collect_all:page", "--agg", "count"]
+    args = ["--key", "user_id", "--time", "ts", "--gap", "5m", *aggs]
+    want = windowstore.session_windows(
+        table, key="user_id", time="ts", gap="5m",
+        aggs=[agg.count_distinct("page"), agg.collect_all("page"), agg.count()],
+    )  # fmt: skip
+    order = [("user_id", "ascending"), ("session_start", "ascending")]
+    for name in ("w.parquet", "w.csv", "w.json"):
+        out = tmp_path / name
+        assert main(["sessions", clicks_file, "-o", str(out), *args]) == 0
+        assert out.is_file(), name
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".w")]  # no leftovers
+        if name.endswith(".parquet"):
+            got = pq.read_table(out)
+            assert_same_windows(got, want, ["user_id", "session_start"])
+        elif name.endswith(".csv"):
+            got = pacsv.read_csv(out).sort_by(order)
+            assert (
+                got["count_distinct_page"].to_pylist()
+                == want.sort_by(order)["count_distinct_page"].to_pylist()
+            )
+            assert json.loads(got["collect_all_page"][0].as_py()) == (
+                want.sort_by(order)["collect_all_page"][0].as_py()
+            )
+        else:
+            rows = [json.loads(line) for line in out.read_text().splitlines()]
+            assert len(rows) == want.num_rows
+            assert sorted(r["count_distinct_page"] for r in rows) == sorted(
+                want["count_distinct_page"].to_pylist()
+            )
+    capsys.readouterr()
+    # An existing file is replaced only with --overwrite; a directory path stays a directory.
+    assert main(["sessions", clicks_file, "-o", str(tmp_path / "w.csv"), *args]) == 2
+    assert "exists; give --overwrite" in capsys.readouterr().err
+    assert main(["sessions", clicks_file, "-o", str(tmp_path / "w.csv"), *args, "--overwrite"]) == 0
+    assert (tmp_path / "w.csv").is_file()
+    assert main(["sessions", clicks_file, "-o", str(tmp_path / "d.csv") + "/", *args]) == 0
+    assert (tmp_path / "d.csv").is_dir()
+    assert read_dir(tmp_path / "d.csv", "csv").num_rows == want.num_rows
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_bare_integer_on_a_csv_timestamp_column_is_refused_before_the_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    when = ["2024-03-01 10:00:00", "2024-03-01 10:10:00"]
+    pacsv.write_csv(pa.table({"u": ["a", "a"], "when": when}), tmp_path / "c.csv")
+    args = ["sessions", str(tmp_path / "c.csv"), "-o", str(tmp_path / "s.csv")]
+    args += ["--key", "u", "--time", "when"]
+    assert main([*args, "--gap", "30"]) == 2  # Spark infers a timestamp: 30 would be 30 us
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("error: argument --gap: 30 is a bare integer, but the time column ")
+    assert "is a timestamp; give a length such as 30m" in err
+    assert not (tmp_path / "s.csv").exists()
+    assert main([*args, "--gap", "30m"]) == 0
+    assert pacsv.read_csv(tmp_path / "s.csv").num_rows == 1
+
+
+def test_a_job_that_fails_in_spark_names_its_root_cause(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    del spark  # only to run after the session fixture exists (any order works)
+    pq.write_table(pa.table({"u": ["a"], "ts": [1]}), tmp_path / "c.parquet")
+    command = [sys.executable, "-m", "windowstore.cli", "sessions", str(tmp_path / "c.parquet")]
+    command += ["-o", str(tmp_path / "o"), "--key", "u", "--time", "ts", "--gap", "10"]
+    command += ["--master", "local[1]", "--conf", "spark.pyspark.python=./environment/bin/python"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    lines = result.stderr.splitlines()
+    assert lines[-1] == (
+        'error: the job failed: Cannot run program "./environment/bin/python": error=2, No such '
+        "file or directory (the workers' Python, from spark.pyspark.python or PYSPARK_PYTHON, "
+        "is not there on the executors)"
+    )
+    assert not any("Traceback" in line or line.startswith("\tat ") for line in lines)
+    # --verbose adds the whole trace before the same line.
+    verbose = subprocess.run([*command, "--verbose"], capture_output=True, text=True, check=False)
+    assert verbose.returncode == 1
+    assert verbose.stderr.splitlines()[-1] == lines[-1]
+    assert "Traceback (most recent call last)" in verbose.stderr
+    assert "\tat org.apache.spark" in verbose.stderr

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``windowstore`` console script."""
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # named by the command's parser, so that the error names its --help
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     code: int = args.run(args)
     return code

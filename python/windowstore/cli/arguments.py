@@ -5,8 +5,10 @@ what every command shares (formatting, exit codes, the Spark options)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from windowstore import __version__
 
@@ -67,12 +69,44 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+#: Options of the Python API that the commands do not have, and why: a file is bounded data.
+_STREAM_ONLY = {
+    "--clock": "a file's records have no arrival time, so its windows go by the --time column",
+    "--idle-timeout": "a file is never idle: every window of it is written when the job ends",
+    "--grace": "a file is read whole, so no record of it is late",
+}
+_STREAMS = (
+    "processing time, idle timeouts and grace are for streams: SessionWindowProcessor, or "
+    "windowstore.spark.session_windows on a streaming DataFrame"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``error: ...``, naming the command's
+    ``--help``; an option of the Python API that files do not have says why."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            message += self._unrecognized(message.split()[2:])
+        self.exit(2, f"error: {message} ('{self.prog} --help' lists the options)\n")
+
+    def _unrecognized(self, words: list[str]) -> str:
+        """What to say of unrecognized ``words``: why a stream-only option is not here, or the
+        option closest to a misspelt one."""
+        flags = [w.partition("=")[0] for w in words if w.startswith("--")]
+        why = [f"{flag}: {_STREAM_ONLY[flag]}" for flag in flags if flag in _STREAM_ONLY]
+        if why:
+            return f" ({'; '.join(why)}; {_STREAMS})"
+        known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        close = [m for f in flags for m in difflib.get_close_matches(f, known, n=1, cutoff=0.75)]
+        return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
 def output_format_option(p: argparse.ArgumentParser, default: str) -> None:
-    """``--output-format``, Parquet or CSV (``inputs.file_format`` reads it); ``default`` says
-    what an output without it is written as."""
-    p.add_argument(
-        "--output-format", choices=["parquet", "csv"], help=f"output format (default: {default})"
-    )
+    """``--output-format``, Parquet, CSV or JSON Lines (``outputs.output_format`` reads it);
+    ``default`` says what an output without it is written as."""
+    p.add_argument("--output-format", choices=["parquet", "csv", "json"],
+                   help=f"output format (default: {default})")  # fmt: skip
 
 
 def spark_options(p: argparse.ArgumentParser) -> None:
@@ -81,7 +115,8 @@ def spark_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark configuration entry (repeatable)")  # fmt: skip
     p.add_argument("--verbose", action="store_true",
-                   help="show Spark's own log lines (warnings and errors)")  # fmt: skip
+                   help="show Spark's own log lines (warnings and errors) and a failure's "
+                   "whole trace (Python's and Java's)")  # fmt: skip
 
 
 def _description(commands: Sequence[Command]) -> str:
@@ -93,8 +128,8 @@ def _description(commands: Sequence[Command]) -> str:
 
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
     """The argument parser of the ``windowstore`` command with ``commands``, in that order;
-    the parsed arguments' ``run`` is the chosen command's."""
-    parser = argparse.ArgumentParser(
+    the parsed arguments' ``run`` is the chosen command's, ``parser`` its parser."""
+    parser = _Parser(
         prog="windowstore",
         description=_description(commands),
         epilog=_EXIT_CODES,
@@ -111,5 +146,5 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
             formatter_class=_HelpFormatter,
         )
         command.options(p)
-        p.set_defaults(run=command.run)
+        p.set_defaults(run=command.run, parser=p)
     return parser

@@ -5,6 +5,7 @@ imported). Every problem is a ``BadArgument`` naming the flag, the input or the 
 from __future__ import annotations
 
 import argparse
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from windowstore import agg
 from windowstore.cli.flags import (
     FLAGS,
     BadArgument,
+    check_master,
     cli_words,
     confs,
     duration,
@@ -21,11 +23,12 @@ from windowstore.cli.flags import (
     without_name,
 )
 from windowstore.cli.inputs import file_format, input_schema, local_path
+from windowstore.cli.outputs import names_a_file, output_format, rejected_path
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.sessions import session_windows
 from windowstore.sliding import sliding_windows
 
-__all__ = ["PARSED_COLUMN", "WindowJob", "check_job"]
+__all__ = ["PARSED_COLUMN", "WindowJob", "check_job", "check_units", "no_such_column"]
 
 #: The type of a time column parsed with ``--time-format``.
 PARSED_TIME = pa.timestamp("us", "UTC")
@@ -42,6 +45,8 @@ class WindowJob:
     input: str
     output: str
     rejected: str | None
+    #: The format of ``rejected``: its name's, else the output's.
+    rejected_fmt: str
     in_fmt: str
     out_fmt: str
     keys: list[str]
@@ -66,24 +71,6 @@ def _agg_argument(text: str) -> agg.Agg:
         raise BadArgument("--agg", detail) from e
 
 
-def _check_clock(args: argparse.Namespace) -> None:
-    """The command reads bounded input in one batch job: there is no wall clock to read."""
-    if args.clock != "event":
-        raise BadArgument(
-            "--clock",
-            f"{args.clock!r} needs a stream: the records of a file have no arrival time. For "
-            'processing-time sessions use SessionWindowProcessor(clock="processing") or '
-            'windowstore.spark.session_windows(clock="processing") on a streaming DataFrame',
-        )
-    if args.idle_timeout is not None:
-        raise BadArgument(
-            "--idle-timeout",
-            "a bounded input is never idle: every session of it is written when the job "
-            "ends. idle_timeout= is for streams (SessionWindowProcessor, or "
-            "windowstore.spark.session_windows on a streaming DataFrame)",
-        )
-
-
 def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
     """The window arguments of ``sessions``: a fixed gap or a gap column with its cap."""
     if args.gap is not None and args.gap_column is not None:
@@ -102,6 +89,51 @@ def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+#: The duration flags of each command, by the Python API's parameter.
+_DURATION_FLAGS = {"gap": "--gap", "max_gap": "--max-gap", "max_duration": "--max-duration",
+                   "time_difference": "--time-difference"}  # fmt: skip
+
+
+def _type_words(t: pa.DataType) -> str:
+    """A time column's Arrow type as Spark names it (``timestamp``, ``timestamp_ntz``,
+    ``date``), else as Arrow does."""
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    return "date" if pa.types.is_date(t) else str(t)
+
+
+def check_units(job: WindowJob, time_type: pa.DataType) -> None:
+    """The job's durations and ``--time-unit`` against its time column's type: a bare integer
+    counts ticks of an integer time column, so on a timestamp (or date) column it is refused,
+    as ``--time-unit`` is.
+
+    Raises:
+        BadArgument: naming the flag, the column's type and the accepted forms.
+    """
+    if not (pa.types.is_timestamp(time_type) or pa.types.is_date(time_type)):
+        return
+    column = f'the time column "{job.time}" is a {_type_words(time_type)}'
+    for parameter, flag in _DURATION_FLAGS.items():
+        value = job.windows.get(parameter)
+        if isinstance(value, int):
+            raise BadArgument(
+                flag,
+                f"{value} is a bare integer, but {column}; give a length such as 30m, 90s or "
+                f"1h30m (a bare integer counts ticks of an integer time column only)",
+            )
+    if job.common.get("time_unit") is not None:
+        raise BadArgument(
+            "--time-unit",
+            f"is the tick of an integer time column, but {column}; leave --time-unit out",
+        )
+
+
+def _where(path: str) -> str:
+    """``path`` as one spelling: a local path resolved, a URL without its final ``/``."""
+    local = local_path(path)
+    return str(local.resolve()) if local is not None else path.rstrip("/")
+
+
 def check_job(args: argparse.Namespace) -> WindowJob:
     """Checks a ``sessions`` / ``sliding`` command's arguments and, for a local input, its
     schema (Parquet footer or CSV header) with the engines' own rules; all of this without
@@ -114,8 +146,6 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if not keys:
         raise BadArgument("--key", "give at least one key column")
     records = args.command == "sessions" and args.records
-    if args.command == "sessions":
-        _check_clock(args)
     if records and args.agg:
         raise BadArgument(
             "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
@@ -124,6 +154,11 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     if args.partitions is not None and args.partitions < 1:
         raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
     conf = confs(args.conf)
+    check_master(args.master)
+    if args.time_format is not None and args.time_unit is not None:
+        raise BadArgument(
+            "--time-unit", "is the tick of an integer time column: --time-format parses text"
+        )
 
     windows: dict[str, Any]
     if args.command == "sessions":
@@ -132,17 +167,21 @@ def check_job(args: argparse.Namespace) -> WindowJob:
         windows = {"time_difference": duration(args.time_difference, "time_difference")}
 
     in_fmt = file_format(args.input, args.format)
-    out_fmt = file_format(args.output, args.output_format)
+    out_fmt = output_format(args.output, args.output_format)
     rejected = None
     if args.on_invalid == "drop":
-        rejected = args.rejected or args.output.rstrip("/") + ".rejected"
+        rejected = args.rejected or rejected_path(args.output)
     elif args.rejected:
         raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
     targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
+    taken = {_where(args.input): "INPUT"}
     for flag, target in targets:
         local = local_path(target)
         if local is not None and local.exists() and not args.overwrite:
             raise BadArgument(flag, f"{target} exists; give --overwrite to replace it")
+        if _where(target) in taken:
+            raise BadArgument(flag, f"{target} is also {taken[_where(target)]}")
+        taken[_where(target)] = flag
     common: dict[str, Any] = {
         "key": keys,
         "time": args.time,
@@ -152,16 +191,33 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     }
     if records:
         common["output"] = "records"
+    rejected_fmt = output_format(rejected, None) if rejected and names_a_file(rejected) else None
     job = WindowJob(command=args.command, input=args.input, output=args.output,
-                    rejected=rejected, in_fmt=in_fmt, out_fmt=out_fmt, keys=keys, time=args.time,
+                    rejected=rejected, rejected_fmt=rejected_fmt or out_fmt, in_fmt=in_fmt,
+                    out_fmt=out_fmt, keys=keys, time=args.time,
                     time_format=args.time_format, aggs=aggs, windows=windows, common=common,
                     conf=conf, overwrite=args.overwrite)  # fmt: skip
+    if job.time_format is not None:
+        check_units(job, PARSED_TIME)
     source = local_path(args.input)
     if source is not None:
         if not source.exists():
             raise BadArgument("INPUT", f"no such file or directory: {args.input}")
         _check_schema(job, input_schema(source, in_fmt))
     return job
+
+
+def no_such_column(column: str, names: list[str], source: str) -> str:
+    """The error of a column ``source`` lacks: the closest of its ``names`` (a misspelling, a
+    different case), then all of them."""
+    folded = {n.lower(): n for n in names}
+    close = folded.get(column.lower()) or next(
+        iter(difflib.get_close_matches(column, names, n=1, cutoff=0.6)), None
+    )
+    listed = f"{source} has {', '.join(names)}"
+    if close:
+        return f'column "{column}": no such column; did you mean "{close}"? ({listed})'
+    return f'column "{column}": no such column; {listed}'
 
 
 def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
@@ -176,12 +232,12 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     flags[job.time] = "--time"
     for column, flag in flags.items():
         if column not in names:
-            raise BadArgument(
-                flag, f'column "{column}": no such column; {job.input} has {", ".join(names)}'
-            )
+            raise BadArgument(flag, no_such_column(column, names, job.input))
     if isinstance(schema, list):
         return
-    if job.time_format is not None:
+    if job.time_format is None:
+        check_units(job, schema.field(job.time).type)
+    else:
         t = schema.field(job.time).type
         if not (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_timestamp(t)
                 or pa.types.is_date(t)):  # fmt: skip

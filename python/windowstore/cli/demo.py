@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 from windowstore import agg
 from windowstore.cli import on_spark
 from windowstore.cli.arguments import Command, spark_options
-from windowstore.cli.flags import BadArgument, confs
+from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.flags import BadArgument, check_master, confs
 from windowstore.cli.progress import Progress, Say, plural
 from windowstore.clickstream import clickstream
 from windowstore.sessions import SessionWindowProcessor, session_windows
@@ -97,10 +98,25 @@ def _sorted(t: pa.Table) -> pa.Table:
     return pa.table({c: t[c] for c in _KEYS}).sort_by([(c, "ascending") for c in _KEYS])
 
 
+def _check(args: argparse.Namespace) -> None:
+    """The demo's numbers in range, and no Spark option without Spark."""
+    for flag, value, least in [("--events", args.events, 1), ("--users", args.users, 1),
+                               ("--gap-minutes", args.gap_minutes, 1),
+                               ("--grace-minutes", args.grace_minutes, 0)]:  # fmt: skip
+        if value < least:
+            raise BadArgument(flag, f"must be at least {least}, got {value}")
+    if args.no_spark:
+        given = [f for f, v in [("--master", args.master), ("--conf", args.conf)] if v]
+        if given:
+            raise BadArgument(given[0], "means nothing with --no-spark")
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs the demo; returns the process exit code."""
     try:
         confs(args.conf)
+        check_master(args.master)
+        _check(args)
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -128,6 +144,11 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        except Exception as e:  # Spark did not start, or its job failed
+            show_trace(e, args.verbose)
+            cause = root_cause(e)
+            print(f"error: the demo's Spark run failed: {cause}", file=sys.stderr)
+            return 2 if "Master URL" in cause else 1
     want = expected_sessions(table, gap_ms)
     same = _sorted(sessions).equals(_sorted(streamed))
     spark_same = spark_table is None or _sorted(sessions).equals(_sorted(spark_table))

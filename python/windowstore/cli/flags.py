@@ -10,12 +10,40 @@ from windowstore import agg
 from windowstore._durations import to_duration
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["FLAGS", "BadArgument", "cli_words", "confs", "duration", "parse_agg", "without_name"]
+__all__ = [
+    "AGG_FORMS",
+    "FLAGS",
+    "MASTER_FORMS",
+    "BadArgument",
+    "check_master",
+    "cli_words",
+    "confs",
+    "duration",
+    "parse_agg",
+    "without_name",
+]
+
+
+#: The aggregates of one column, by their command-line name (``sum:amount``).
+_ONE_COLUMN = {"sum": agg.sum, "min": agg.min, "max": agg.max, "mean": agg.mean,
+               "first": agg.first, "last": agg.last,
+               "count_distinct": agg.count_distinct}  # fmt: skip
+#: The aggregates that keep a list, with an optional bound (``collect:page:10:drop_oldest``).
+_LISTS = {"collect": agg.collect, "collect_all": agg.collect_all}
+
+#: Every aggregation's command-line form, as ``--help`` and errors list them.
+AGG_FORMS = (
+    "count, sum:COL, min:COL, max:COL, mean:COL, first:COL, last:COL, count_distinct:COL, "
+    "collect:COL[:MAX_SIZE[:OVERFLOW]] (non-null values) or "
+    "collect_all:COL[:MAX_SIZE[:OVERFLOW]] (every record's value, nulls included)"
+)
 
 
 def parse_agg(text: str) -> agg.Agg:
     """An aggregation from its command-line form: ``count``, ``sum:amount``, ``max:amount``,
-    ``collect:page:10:drop_oldest``, optionally named: ``total=sum:amount``.
+    ``count_distinct:page``, ``collect:page:10:drop_oldest``, ``collect_all:page``, optionally
+    named: ``total=sum:amount``. Every aggregate of ``windowstore.agg`` but ``udf`` (a Python
+    function) has one.
 
     Example:
         >>> parse_agg("top=max:amount").output_name
@@ -23,25 +51,27 @@ def parse_agg(text: str) -> agg.Agg:
     """
     name, _, spec = text.rpartition("=")
     func, *rest = spec.split(":")
-    simple = {"sum": agg.sum, "min": agg.min, "max": agg.max, "mean": agg.mean,
-              "first": agg.first, "last": agg.last}  # fmt: skip
     if func == "count" and not rest:
         result = agg.count()
-    elif func in simple and len(rest) == 1:
-        result = simple[func](rest[0])
-    elif func == "collect" and 1 <= len(rest) <= 3:
+    elif func in _ONE_COLUMN and len(rest) == 1 and rest[0]:
+        result = _ONE_COLUMN[func](rest[0])
+    elif func in _LISTS and 1 <= len(rest) <= 3 and rest[0]:
         size = None
         if len(rest) > 1 and rest[1]:
             if not rest[1].isdigit():
                 raise InvalidWindowSpec(f"invalid aggs: max_size {rest[1]!r} in {text!r}", "aggs")
             size = int(rest[1])
         overflow = rest[2] if len(rest) > 2 else "drop_oldest"
-        result = agg.collect(rest[0], size, overflow)  # type: ignore[arg-type]
+        result = _LISTS[func](rest[0], size, overflow)  # type: ignore[arg-type]
+    elif func == "udf":
+        raise InvalidWindowSpec(
+            f"invalid aggs: {text!r}: agg.udf takes a Python function, which a command line "
+            "cannot give; use windowstore.spark.session_windows / sliding_windows from Python",
+            "aggs",
+        )
     else:
         raise InvalidWindowSpec(
-            f"invalid aggs: cannot read {text!r}; use count, sum:COL, min:COL, max:COL, mean:COL, "
-            f"first:COL, last:COL or collect:COL[:MAX_SIZE[:OVERFLOW]], optionally NAME=...",
-            "aggs",
+            f"invalid aggs: cannot read {text!r}; use {AGG_FORMS}, optionally NAME=...", "aggs"
         )
     return result.alias(name) if name else result
 
@@ -79,8 +109,6 @@ FLAGS = {
     "partitions": "--partitions",
     "conf": "--conf",
     "output": "--records",
-    "clock": "--clock",
-    "idle_timeout": "--idle-timeout",
 }
 
 #: Hints of the Python API's messages, in the command line's words.
@@ -130,6 +158,29 @@ def duration(text: str | None, parameter: str) -> str | int | None:
     except InvalidWindowSpec as e:
         raise BadArgument(FLAGS[parameter], str(e).removeprefix(f"invalid {parameter}: ")) from e
     return value
+
+
+#: The master URLs Spark accepts (``SparkMasterRegex``, and ``spark-submit``'s check).
+_MASTER = re.compile(
+    r"local|local\[(\d+|\*)\]|local\[(\d+|\*)\s*,\s*\d+\]"
+    r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]|yarn|spark://.+|k8s://.+"
+)
+#: The same, as the ``--master`` error lists them.
+MASTER_FORMS = (
+    "local, local[N], local[*], local[N,MAX_FAILURES], spark://HOST:PORT, yarn or "
+    "k8s://https://HOST:PORT"
+)
+
+
+def check_master(url: str | None) -> None:
+    """Checks a ``--master`` URL before Spark starts (a JVM started on a URL it cannot read
+    prints its own stack trace and exits).
+
+    Raises:
+        BadArgument: naming ``--master``, the URL and the forms Spark accepts.
+    """
+    if url is not None and not _MASTER.fullmatch(url):
+        raise BadArgument("--master", f"Spark cannot run on {url!r}: give {MASTER_FORMS}")
 
 
 def confs(pairs: Sequence[str]) -> dict[str, str]:

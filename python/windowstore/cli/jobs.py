@@ -9,9 +9,18 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from windowstore.cli import on_spark
+import pyarrow as pa
+
+from windowstore.cli import on_spark, outputs
 from windowstore.cli.arguments import Command, output_format_option, spark_options
-from windowstore.cli.checks import PARSED_COLUMN, WindowJob, check_job
+from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.checks import (
+    PARSED_COLUMN,
+    WindowJob,
+    check_job,
+    check_units,
+    no_such_column,
+)
 from windowstore.cli.flags import BadArgument, cli_words
 from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import WindowStoreError
@@ -43,10 +52,17 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     try:
         df = on_spark.read(spark, job.input, job.in_fmt)
     except Exception as e:  # Spark's own errors (a URL it cannot reach, not Parquet)
+        show_trace(e, args.verbose)
         print(f"error: argument INPUT: Spark cannot read {job.input} as {job.in_fmt}: "
               f"{_job_error(e)}", file=sys.stderr)  # fmt: skip
         return 2
     say(f"read {job.input} ({job.in_fmt}): {len(df.columns)} columns")
+    if job.time_format is None and job.time in df.columns:  # a CSV's types, or a URL's
+        try:
+            check_units(job, _arrow_time_type(df, job.time))
+        except BadArgument as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     time_column = job.time
     if job.time_format is not None:
         df = df.withColumn(PARSED_COLUMN, _parse_time(df, job.time, job.time_format))
@@ -57,7 +73,11 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     try:
         result, rejected = windows(df, **job.windows, return_rejected=True, **common)
     except WindowStoreError as e:
-        print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
+        column = getattr(e, "column", None)
+        if column and column not in df.columns:  # an input only Spark reads (a URL)
+            print(f"error: {no_such_column(column, df.columns, job.input)}", file=sys.stderr)
+        else:
+            print(f"error: {job.input}: {cli_words(str(e))}", file=sys.stderr)
         return 2
     if job.time_format is not None:
         rejected = rejected.drop(PARSED_COLUMN)
@@ -66,7 +86,7 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     result, rows_out = on_spark.counting(result, "windows")
     say(f"computing {kind} windows and writing them to {job.output}")
     try:
-        on_spark.write(result, job.output, job.out_fmt, job.overwrite)
+        outputs.write(result, job.output, job.out_fmt, job.overwrite)
         read = on_spark.observed(rows_in)
         if read is not None:
             say(f"read {plural(read, 'row')}")
@@ -76,14 +96,28 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
         if job.rejected is not None:
             rejected, rows_rejected = on_spark.counting(rejected, "rejected")
             say(f"writing rejected rows to {job.rejected}")
-            on_spark.write(rejected, job.rejected, job.out_fmt, job.overwrite)
+            outputs.write(rejected, job.rejected, job.rejected_fmt, job.overwrite)
             n = on_spark.observed(rows_rejected)
             print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
                   f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
     except Exception as e:  # a failed Spark job: its cause is the Python worker's error
+        show_trace(e, args.verbose)
         print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _arrow_time_type(df: DataFrame, column: str) -> pa.DataType:
+    """The Arrow type of a time column as the engines see it: timestamps (and dates) as
+    microseconds, anything else as a 64-bit integer (``check_units`` tells only these apart)."""
+    from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
+
+    dt = df.schema[column].dataType
+    if isinstance(dt, TimestampType):
+        return pa.timestamp("us", "UTC")
+    if isinstance(dt, TimestampNTZType):
+        return pa.timestamp("us")
+    return pa.date32() if isinstance(dt, DateType) else pa.int64()
 
 
 def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
@@ -100,9 +134,8 @@ def _parse_time(df: DataFrame, column: str, pattern: str) -> Column:
 
 
 def _job_error(e: Exception, job: WindowJob | None = None) -> str:
-    """The windowstore error line of a failed Spark job's message (in the command line's
-    words), or its first line."""
-    found = cli_words(on_spark.error_line(e))
+    """The root cause of a failed Spark call, on one line, in the command line's words."""
+    found = cli_words(root_cause(e))
     if job is not None and job.time_format is not None:
         found = found.replace(f"'{PARSED_COLUMN}'", f"'{job.time}' (parsed)")
         if "null_time" in found:
@@ -120,14 +153,17 @@ def _window_options(
                    help="input file or directory (Parquet, or CSV with a header); a local path "
                    "or a URL Spark reads (s3a://, hdfs://)")  # fmt: skip
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT",
-                   help="output directory (must not exist, unless --overwrite)")  # fmt: skip
+                   help="output: one file where the name ends with .parquet, .csv, .csv.gz, "
+                   ".json or .jsonl (JSON Lines), else a directory of Spark part files (must "
+                   "not exist, unless --overwrite)")  # fmt: skip
     p.add_argument("--key", action="append", required=True, metavar="COL",
                    help="key column (repeat, or comma-separated, for several)")  # fmt: skip
     p.add_argument("--time", required=True, metavar="COL",
                    help="time column: a timestamp, integer epoch ticks, or text with "
                    "--time-format")  # fmt: skip
     p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
-                   help="tick of an integer time column (default: ms)")  # fmt: skip
+                   help="tick of an integer time column (default: ms); not for a "
+                   "timestamp column")  # fmt: skip
     p.add_argument("--time-format", metavar="PATTERN",
                    help="parse a text time column with this Spark datetime pattern, e.g. "
                    "'yyyy-MM-dd HH:mm:ss' (times in UTC unless the text has a zone); a time "
@@ -139,12 +175,13 @@ def _window_options(
                    help="unusable rows (null key or time, invalid gap): fail the job (error), "
                    "or write them with their reason to --rejected (drop)")  # fmt: skip
     p.add_argument("--rejected", metavar="PATH",
-                   help="where --on-invalid drop writes rejected rows (default: "
+                   help="where --on-invalid drop writes rejected rows, a file or a directory "
+                   "as -o (default: NAME.rejected.csv beside a file NAME.csv, else "
                    "OUTPUT.rejected)")  # fmt: skip
     p.add_argument("--format", choices=["parquet", "csv"],
                    help="input format (default: csv for a name ending in .csv, else "
                    "parquet)")  # fmt: skip
-    output_format_option(p, "by the output's name, as --format")
+    output_format_option(p, "by the output's name, else parquet")
     p.add_argument("--partitions", type=int, metavar="N",
                    help="partitions of the shuffle by key (default: "
                    "spark.sql.shuffle.partitions)")  # fmt: skip
@@ -155,8 +192,10 @@ def _window_options(
 
 
 def _gaps(p: argparse.ArgumentParser) -> None:
-    """The options of ``sessions``: the gap, the cap on a session, tagged rows, the clock."""
-    p.add_argument("--gap", metavar="DURATION", help="fixed inactivity gap that closes a session")
+    """The options of ``sessions``: the gap, the cap on a session, tagged rows."""
+    p.add_argument("--gap", metavar="DURATION",
+                   help="fixed inactivity gap that closes a session: 30m, 90s (see "
+                   "durations below)")  # fmt: skip
     p.add_argument(
         "--gap-column",
         metavar="COL",
@@ -169,13 +208,6 @@ def _gaps(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", action="store_true",
                    help="write every input row with session_start, session_end and session_id "
                    "instead of one row per session (no --agg)")  # fmt: skip
-    p.add_argument("--clock", choices=("event", "processing"), default="event",
-                   help="what gives a record its time: its --time column (event, the only "
-                   "clock of a bounded input; processing time is for streams, in the Python "
-                   "API)")  # fmt: skip
-    p.add_argument("--idle-timeout", metavar="DURATION",
-                   help="streams only (the Python API): refused here, since a bounded input is "
-                   "never idle and every window of it is written")  # fmt: skip
 
 
 def _length(p: argparse.ArgumentParser) -> None:
@@ -186,10 +218,17 @@ def _length(p: argparse.ArgumentParser) -> None:
 
 
 _DURATIONS = """\
-durations: 30m, 90s, 1h30m, 1.5s, '5 minutes', or an integer count of ticks of the time column
-(--time-unit). aggregations (--agg, repeatable; default: count): count, sum:COL, min:COL,
-max:COL, mean:COL, first:COL, last:COL, collect:COL[:MAX_SIZE[:OVERFLOW]] (OVERFLOW:
-drop_oldest, drop_newest or fail), each optionally named NAME=... (top=max:amount).
+durations: 30m, 90s, 1h30m, 1.5s, '5 minutes'. A bare integer (--gap 30) is a count of ticks
+of an integer time column (--time-unit, default ms); on a timestamp column it is refused.
+
+aggregations (--agg, repeatable; default: count), each optionally named NAME=... (top=max:amount):
+  count                                  records of the window
+  sum|min|max|mean:COL                   of the non-null values
+  first|last:COL                         the non-null value earliest / latest in event time
+  count_distinct:COL                     distinct non-null values (exact)
+  collect:COL[:MAX_SIZE[:OVERFLOW]]      the non-null values, in event-time order
+  collect_all:COL[:MAX_SIZE[:OVERFLOW]]  every record's value, nulls included
+  OVERFLOW (beyond MAX_SIZE): drop_oldest (the default), drop_newest or fail
 """
 
 _SESSIONS_EXAMPLES = """\
@@ -197,7 +236,7 @@ examples:
   windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
       --agg count --agg sum:amount --agg top=max:amount --agg collect:page:10
   windowstore sessions clicks.csv -o sessions.csv --key user_id --time ts --gap 30m \\
-      --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop     # rejects: sessions.csv.rejected
+      --time-format 'yyyy-MM-dd HH:mm:ss' --on-invalid drop  # rejects: sessions.rejected.csv
   windowstore sessions events/ -o out/ --key device --time t --time-unit s \\
       --gap-column idle --max-gap 2h                              # a gap per record
   windowstore sessions clicks.parquet -o tagged/ --key user_id --time ts --gap 30m \\

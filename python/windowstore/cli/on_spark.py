@@ -1,6 +1,6 @@
 """What the commands do on Spark, imported lazily: say what to install when pyspark is missing,
-run a job on a session (Spark's log lines off unless ``--verbose``), read and write Parquet or
-CSV, count rows as a job writes them, and name a failed job's error. Nothing here imports
+run a job on a session (Spark's log lines off unless ``--verbose``), read Parquet or CSV, count
+rows as a job writes them, and name a failed job's error. Nothing here imports
 pyspark until it is called."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from windowstore.cli.causes import root_cause, show_trace
 from windowstore.cli.progress import Progress, Say
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "counting",
-    "error_line",
     "install_hint",
     "log_options",
     "observed",
@@ -32,7 +32,7 @@ __all__ = [
     "read",
     "run_job",
     "session",
-    "write",
+    "start_failure",
 ]
 
 
@@ -73,7 +73,13 @@ def run_job(
     began = time.perf_counter()
     say = Say(began)
     say(f"starting Spark ({args.master or 'local[*]'})")
-    spark, owned = session(args.master, conf, f"windowstore {args.command}", args.verbose)
+    try:
+        spark, owned = session(args.master, conf, f"windowstore {args.command}", args.verbose)
+    except Exception as e:  # a master URL Spark cannot read, no Java, a bad --conf value
+        show_trace(e, args.verbose)
+        message, code = start_failure(args.master, e)
+        print(f"error: {message}", file=sys.stderr)
+        return code
     try:
         with Progress(spark, say):
             code = job(spark, say)
@@ -143,27 +149,6 @@ def read(spark: SparkSession, path: str, fmt: str) -> DataFrame:
     return spark.read.parquet(path)
 
 
-def write(df: DataFrame, path: str, fmt: str, overwrite: bool) -> None:
-    """Writes ``df`` to ``path`` as ``fmt``, replacing it only if ``overwrite``."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
-
-    if fmt == "csv":  # CSV has no arrays: collected lists are written as JSON
-        df = df.select(
-            *[
-                F.to_json(F.col(f.name)).alias(f.name)
-                if isinstance(f.dataType, ArrayType)
-                else F.col(f.name)
-                for f in df.schema.fields
-            ]
-        )
-    writer = df.write.mode("overwrite" if overwrite else "errorifexists")
-    if fmt == "csv":
-        writer.csv(path, header=True)
-    else:
-        writer.parquet(path)
-
-
 def counting(df: DataFrame, name: str) -> tuple[DataFrame, Observation]:
     """``df`` observed by a new observation ``name`` that counts its ``rows`` (``observed``)
     as an action reads them."""
@@ -189,8 +174,10 @@ def observed(observation: Observation, timeout: float = 60.0) -> int | None:
     return box[0] if box else None
 
 
-def error_line(e: Exception) -> str:
-    """The windowstore error line of a Spark error (a Python worker's), else its first line."""
-    lines = str(e).strip().splitlines()
-    found = [line.strip() for line in lines if "windowstore" in line and "Error" in line]
-    return found[0] if found else lines[0] if lines else type(e).__name__
+def start_failure(master: str | None, e: BaseException) -> tuple[str, int]:
+    """What to say when a session on ``master`` did not start (raising ``e``), and the exit
+    code: 2 naming ``--master`` for a URL Spark cannot read, else 1."""
+    cause = root_cause(e)
+    if "Master URL" in cause:
+        return f"argument --master: Spark cannot start on {master!r}: {cause}", 2
+    return f"Spark did not start on {master or 'local[*]'}: {cause}", 1

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from windowstore.cli import on_spark
+from windowstore.cli import on_spark, outputs
 from windowstore.cli.arguments import Command, output_format_option, spark_options
-from windowstore.cli.flags import BadArgument, confs
-from windowstore.cli.inputs import file_format, local_path
+from windowstore.cli.causes import root_cause, show_trace
+from windowstore.cli.flags import BadArgument, check_master, confs
+from windowstore.cli.inputs import local_path
+from windowstore.cli.outputs import output_format
 from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import SnapshotError, WindowStoreError
 
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``windowstore state``; returns the exit code."""
     try:
         conf = confs(args.conf)
+        check_master(args.master)
         _check(args)
     except BadArgument as e:
         print(f"error: {e}", file=sys.stderr)
@@ -50,12 +53,14 @@ def _state(spark: SparkSession, say: Say, args: argparse.Namespace) -> int:
         print(f"error: {args.checkpoint}: {_words(str(e))}", file=sys.stderr)
         return 2
     except Exception as e:  # Spark's own: an unreadable path, a batch it no longer keeps
-        print(f"error: argument CHECKPOINT: {on_spark.error_line(e)}", file=sys.stderr)
+        show_trace(e, args.verbose)
+        print(f"error: argument CHECKPOINT: {root_cause(e)}", file=sys.stderr)
         return 2
     try:
         _show(windows, args, batch, say)
     except Exception as e:  # a failed Spark job: its cause is the Python worker's error
-        print(f"error: the job failed: {on_spark.error_line(e)}", file=sys.stderr)
+        show_trace(e, args.verbose)
+        print(f"error: the job failed: {root_cause(e)}", file=sys.stderr)
         return 1
     return 0
 
@@ -71,10 +76,10 @@ def _show(windows: DataFrame, args: argparse.Namespace, batch: int, say: Say) ->
         if shown.num_rows < table.num_rows:
             print(f"(the first {shown.num_rows:,}; --limit 0 prints all, -o OUT writes them)")
         return
-    fmt = file_format(args.output, args.output_format)
+    fmt = output_format(args.output, args.output_format)
     windows, rows_out = on_spark.counting(windows, "windows")
     say(f"writing them to {args.output}")
-    on_spark.write(windows, args.output, fmt, args.overwrite)
+    outputs.write(windows, args.output, fmt, args.overwrite)
     print(f"{counted(on_spark.observed(rows_out), 'open window')} of micro-batch {batch} "
           f"written to {args.output} ({fmt})")  # fmt: skip
 
@@ -134,9 +139,10 @@ def _options(p: argparse.ArgumentParser) -> None:
                    help="the query's checkpointLocation: a local path or a URL Spark reads "
                    "(s3a://, hdfs://)")  # fmt: skip
     p.add_argument("-o", "--output", metavar="OUT",
-                   help="write the open windows to this directory instead of printing them "
-                   "(must not exist, unless --overwrite)")  # fmt: skip
-    output_format_option(p, "csv for a name ending in .csv, else parquet")
+                   help="write the open windows instead of printing them: one file where the "
+                   "name ends with .parquet, .csv, .csv.gz, .json or .jsonl, else a directory "
+                   "of Spark part files (must not exist, unless --overwrite)")  # fmt: skip
+    output_format_option(p, "by the name of OUT, else parquet")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.add_argument("--batch-id", type=int, metavar="N",
                    help="the committed micro-batch whose state to read (default: the latest; "
