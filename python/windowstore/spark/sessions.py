@@ -23,6 +23,7 @@ from windowstore.spark._plan import (
     by_key,
     check_aggs,
     check_on_invalid,
+    check_stream_options,
     project,
 )
 
@@ -68,7 +69,7 @@ def session_windows(
     grace: DurationLike | None = None,
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
-    name: str = "windowstore",
+    name: str | None = None,
     output: _records.Output = "windows",
     clock: Clock = "event",
     idle_timeout: DurationLike | None = None,
@@ -102,9 +103,10 @@ def session_windows(
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
             of the windows, and ``return_rejected=True`` returns them.
-        time_unit: The tick of an integer time column.
+        time_unit: Batches only: the tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
-        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        partitions: Batches only: partitions of the shuffle by key (default:
+            ``spark.sql.shuffle.partitions``).
         grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
             whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
         emit: ``"final"`` (each window once, when the watermark closes it; output mode
@@ -114,8 +116,8 @@ def session_windows(
             ``spark.sql.shuffle.partitions``): with the default state store provider each is one
             state row, with RocksDB a snapshot and a log of the calls since (see the Structured
             Streaming how-to, "State"). Keep it for the life of a checkpoint.
-        name: Streams only: the name of the observed metrics in the query's progress
-            (``windows`` and ``rejected_<reason>`` per micro-batch; with
+        name: Streams only: the name (default ``"windowstore"``) of the observed metrics in the
+            query's progress (``windows`` and ``rejected_<reason>`` per micro-batch; with
             ``output="records"``, ``windows`` counts tagged rows).
         output: ``"windows"`` or ``"records"``: every input row that is not rejected, all its
             columns, plus ``session_start``, ``session_end`` and ``session_id``, exactly as
@@ -169,6 +171,7 @@ def session_windows(
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
     if df.isStreaming:
+        check_stream_options(partitions=partitions, time_unit=time_unit)
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
 
@@ -190,12 +193,20 @@ def session_windows(
             emit=emit,
             return_rejected=return_rejected,
             buckets=buckets,
-            name=name,
+            name="windowstore" if name is None else name,
             records=records,
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
+    time = batch_time(
+        time,
+        emit=emit,
+        grace=grace,
+        clock=clock,
+        idle_timeout=idle_timeout,
+        buckets=buckets,
+        name=name,
+    )
     args = _udf.SessionArgs(
         spec={
             "key": names,

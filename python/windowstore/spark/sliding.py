@@ -20,6 +20,7 @@ from windowstore.spark._plan import (
     by_key,
     check_aggs,
     check_on_invalid,
+    check_stream_options,
     project,
 )
 
@@ -63,7 +64,7 @@ def sliding_windows(
     grace: DurationLike | None = None,
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
-    name: str = "windowstore",
+    name: str | None = None,
     clock: Clock = "event",
     idle_timeout: DurationLike | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
@@ -83,9 +84,10 @@ def sliding_windows(
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time), naming its reason; ``"drop"`` leaves such rows out, and
             ``return_rejected=True`` returns them.
-        time_unit: The tick of an integer time column.
+        time_unit: Batches only: the tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
-        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        partitions: Batches only: partitions of the shuffle by key (default:
+            ``spark.sql.shuffle.partitions``).
         grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
             whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
         emit: ``"final"`` (each window once, when the watermark closes it; output mode
@@ -95,8 +97,8 @@ def sliding_windows(
             ``spark.sql.shuffle.partitions``): with the default state store provider each is one
             state row, with RocksDB a snapshot and a log of the calls since (see the Structured
             Streaming how-to, "State"). Keep it for the life of a checkpoint.
-        name: Streams only: the name of the observed metrics in the query's progress
-            (``windows`` and ``rejected_<reason>`` per micro-batch).
+        name: Streams only: the name (default ``"windowstore"``) of the observed metrics in the
+            query's progress (``windows`` and ``rejected_<reason>`` per micro-batch).
         clock: Streams only. ``"event"`` (default) or ``"processing"``: a record's time is the
             processing time of the micro-batch that reads it (``time`` and ``grace`` are left
             out), and a window closes in the first micro-batch whose processing time passes
@@ -129,6 +131,7 @@ def sliding_windows(
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
     if df.isStreaming:
+        check_stream_options(partitions=partitions, time_unit=time_unit)
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
 
@@ -147,11 +150,19 @@ def sliding_windows(
             emit=emit,
             return_rejected=return_rejected,
             buckets=buckets,
-            name=name,
+            name="windowstore" if name is None else name,
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
+    time = batch_time(
+        time,
+        emit=emit,
+        grace=grace,
+        clock=clock,
+        idle_timeout=idle_timeout,
+        buckets=buckets,
+        name=name,
+    )
     args = _udf.SlidingArgs(
         key=names,
         time=time,
