@@ -42,6 +42,7 @@ from windowstore.spark._state import (
     read_spilled,
     replay_log,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from windowstore.spark._bucket import BucketArgs
@@ -58,12 +59,14 @@ _WHOLE, _META, _LOG, _OLD_BASE = (
     "windowstore_log",
     "windowstore_base",
 )
+
 #: The grouping key of both operators (``_bucket.BUCKET``).
 _BUCKET = "__windowstore_bucket"
 #: Window bounds in records mode, which are no input columns.
 _TAGS = ("session_start", "session_end")
 
 
+@checked_workers
 def read_state(
     spark: SparkSession,
     checkpoint_location: str | os.PathLike[str],

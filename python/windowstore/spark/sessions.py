@@ -26,6 +26,7 @@ from windowstore.spark._plan import (
     check_stream_options,
     project,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from typing_extensions import Required, Unpack
@@ -52,6 +53,7 @@ def session_windows(
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
+@checked_workers
 def session_windows(
     df: DataFrame,
     *,

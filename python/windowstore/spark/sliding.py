@@ -23,6 +23,7 @@ from windowstore.spark._plan import (
     check_stream_options,
     project,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from typing_extensions import Required, Unpack
@@ -50,6 +51,7 @@ def sliding_windows(
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
+@checked_workers
 def sliding_windows(
     df: DataFrame,
     *,
