@@ -41,6 +41,7 @@ from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _bucket_log, _schema
 from windowstore.spark._plan import column, positive_int
+from windowstore.spark._schema import engine_arrow_type
 
 __all__ = ["sink_columns", "stream_windows"]
 
@@ -161,6 +162,20 @@ def stream_windows(
         engine_params["output"] = "records"
     # The engine checks every parameter and column on an empty table of the workers' schema.
     wall = "processing" if processing else ("idle" if idle_timeout is not None else None)
+
+    def check(schema: pa.Schema) -> None:
+        checked = _bucket.BucketArgs(
+            kind, engine_params, time, schema, pa.schema([]), delay_ms, "", True, timestamps, wall
+        )
+        checked.new_processor().process(checked.to_engine(schema.empty_table()))
+
+    # Type errors in Spark's types; timestamps reach the engine as epoch microseconds.
+    _schema.in_spark_terms(
+        df,
+        input_schema,
+        check,
+        lambda dt: pa.int64() if isinstance(dt, TimestampType) else engine_arrow_type(dt),
+    )
     probe_args = _bucket.BucketArgs(
         kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
     )

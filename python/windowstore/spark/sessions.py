@@ -7,7 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import StructType
 
 from windowstore import _core, _records
@@ -37,8 +37,8 @@ __all__ = ["session_windows"]
 class _Arguments(SessionOptions, SparkOptions, total=False):
     """The keyword arguments of `session_windows` but ``return_rejected``."""
 
-    key: Required[str | Sequence[str]]
-    time: str | None
+    key: Required[str | Column | Sequence[str | Column]]
+    time: str | Column | None
 
 
 @overload
@@ -57,8 +57,8 @@ def session_windows(
 def session_windows(
     df: DataFrame,
     *,
-    key: str | Sequence[str],
-    time: str | None = None,
+    key: str | Column | Sequence[str | Column],
+    time: str | Column | None = None,
     gap: DurationLike | None = None,
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
@@ -86,7 +86,7 @@ def session_windows(
 
     Args:
         df: The input. Only the key, time, gap and aggregated columns are read.
-        key: Key column name(s).
+        key: Key column name(s), or columns of ``df`` (``F.col("user_id")``).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds); a stream needs a ``timestamp``. None with
             ``clock="processing"``.
@@ -169,7 +169,8 @@ def session_windows(
         >>> session_windows(df, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).collect()
         [Row(user='a', session_start=0, session_end=5, sum_x=3.0)]
     """
-    names = _schema.keys(key)
+    names = _schema.keys(df, key)
+    time = None if time is None else _schema.column_name(df, time, "time")
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
     if df.isStreaming:
@@ -224,6 +225,12 @@ def session_windows(
         max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
     )
     _schema.check_time(df, time)
+    # The engine's type errors, in Spark's types (records need every column's Arrow form).
+    _schema.in_spark_terms(
+        df,
+        _schema.arrow_schema(df, _schema.used_columns(names, time, [gap_column], aggs)),
+        lambda schema: _core.session_windows(schema.empty_table(), **args.core()),
+    )
     if records:
         tagged = _records_of(df, args, partitions)
         return (tagged, _rejected(df, args)) if return_rejected else tagged

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 
 from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
@@ -34,8 +34,8 @@ __all__ = ["sliding_windows"]
 class _Arguments(SlidingOptions, SparkOptions, total=False):
     """The keyword arguments of `sliding_windows` but ``return_rejected``."""
 
-    key: Required[str | Sequence[str]]
-    time: str | None
+    key: Required[str | Column | Sequence[str | Column]]
+    time: str | Column | None
     time_difference: Required[DurationLike]
 
 
@@ -55,8 +55,8 @@ def sliding_windows(
 def sliding_windows(
     df: DataFrame,
     *,
-    key: str | Sequence[str],
-    time: str | None = None,
+    key: str | Column | Sequence[str | Column],
+    time: str | Column | None = None,
     time_difference: DurationLike,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
@@ -78,7 +78,7 @@ def sliding_windows(
 
     Args:
         df: The input. Only the key, time and aggregated columns are read.
-        key: Key column name(s).
+        key: Key column name(s), or columns of ``df`` (``F.col("user_id")``).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds).
         time_difference: The window length D (``"5m"``, ``timedelta`` or integer ticks).
@@ -129,7 +129,8 @@ def sliding_windows(
         ...                 aggs=[agg.count()]).count()
         3
     """
-    names = _schema.keys(key)
+    names = _schema.keys(df, key)
+    time = None if time is None else _schema.column_name(df, time, "time")
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
     if df.isStreaming:
@@ -176,6 +177,11 @@ def sliding_windows(
     check_on_invalid(on_invalid)
     _schema.check_time(df, time)
     columns = _schema.used_columns(names, time, [], aggs)
+    _schema.in_spark_terms(
+        df,
+        _schema.arrow_schema(df, columns),
+        lambda schema: _udf.sliding_call(args, schema.empty_table(), args.aggs),
+    )
     empty = _schema.arrow_schema(df, columns).empty_table()
     # The engine checks everything on an empty table of the executors' schema, before any job.
     schema = _udf.sliding_call(args, empty, args.aggs)[0].schema
