@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, TimestampType
@@ -51,6 +51,7 @@ _WATERMARK = "spark.watermarkDelayMs"
 _MARK = "__windowstore_watermark"
 _NEVER_LATE = (1 << 63) - 1
 _ROCKSDB = "RocksDBStateStoreProvider"
+_PARTITIONS = "spark.sql.shuffle.partitions"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
 
@@ -115,7 +116,8 @@ def stream_windows(
             )
         _check_stream_time(df, time)
         df, delay_ms = _event_time(df, time, grace)
-    n = _buckets(df, buckets)
+    partitions = _local_partitions(df.sparkSession)
+    n = _buckets(df, buckets, partitions)
 
     for c in used:
         _schema.field(df, c)  # a SchemaError naming a missing column
@@ -255,6 +257,16 @@ def stream_windows(
     windows = observed.filter(is_window).select(
         *sink_columns(windows_schema, key, aggs, micros, records)
     )
+    if partitions is not None:
+        # Last: a call that raises changes nothing.
+        df.sparkSession.conf.set(_PARTITIONS, str(partitions))
+        logging.getLogger("windowstore.spark").warning(
+            "spark.sql.shuffle.partitions was Spark's default (200) on this local session; set "
+            "to %d, its default parallelism: every micro-batch runs one Python task per state "
+            "partition, and a query keeps its checkpoint's count. Set it before defining the "
+            "query to choose another",
+            partitions,
+        )
     if not return_rejected:
         return windows
     rejected = (
@@ -393,7 +405,28 @@ def _conf_number(conf: Any, name: str, default: float, low: float) -> Any:
     return number
 
 
-def _buckets(df: DataFrame, buckets: int | None) -> int:
-    if buckets is None:
-        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    return positive_int(buckets, "buckets")
+def _buckets(df: DataFrame, buckets: int | None, partitions: int | None) -> int:
+    """The bucket count: ``buckets``, else one per state partition."""
+    if buckets is not None:
+        return positive_int(buckets, "buckets")
+    if partitions is not None:
+        return partitions
+    return int(df.sparkSession.conf.get(_PARTITIONS) or 200)
+
+
+def _local_partitions(spark: SparkSession) -> int | None:
+    """The state partitions to give a local session that left ``spark.sql.shuffle.partitions``
+    at Spark's default (its default parallelism), else None.
+
+    Spark's Python stateful operators start a Python task per state partition in every
+    micro-batch, data or not: at the default 200 a small local stream spends its time there
+    (benches/bench_small_stream.py). The count is the session's when a query first starts on a
+    checkpoint, and the checkpoint's from then on, so a session that chose it keeps it."""
+    try:
+        sc = spark.sparkContext
+        chosen = spark._jsparkSession.sessionState().conf().contains(_PARTITIONS)
+    except Exception:  # Spark Connect: the server's configuration
+        return None
+    if chosen or not (sc.master or "").startswith("local"):
+        return None
+    return max(1, int(sc.defaultParallelism))

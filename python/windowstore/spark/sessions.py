@@ -115,9 +115,12 @@ def session_windows(
             append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
             mode update).
         buckets: Streams only: how many buckets of state the keys are hashed into (default:
-            ``spark.sql.shuffle.partitions``): with the default state store provider each is one
-            state row, with RocksDB a snapshot and a log of the calls since (see the Structured
-            Streaming how-to, "State"). Keep it for the life of a checkpoint.
+            ``spark.sql.shuffle.partitions``, one per state partition; a local session left at
+            Spark's default of 200 is set to its default parallelism when the query is
+            defined, as Spark's Python stateful operators run a task per state partition in
+            every micro-batch): with the default state store provider each is one state row,
+            with RocksDB a snapshot and a log of the calls since (see the Structured Streaming
+            how-to, "State"). Keep it for the life of a checkpoint.
         name: Streams only: the name (default ``"windowstore"``) of the observed metrics in the
             query's progress (``windows`` and ``rejected_<reason>`` per micro-batch; with
             ``output="records"``, ``windows`` counts tagged rows).
