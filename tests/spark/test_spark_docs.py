@@ -79,3 +79,44 @@ def test_a_pyspark_python_without_windowstore_fails_before_any_job(tmp_path: Pat
     for named in ("PYSPARK_PYTHON", sys.executable, python3, "ModuleNotFoundError"):
         assert named in last
     assert "Lost task" not in done.stderr  # no job ran
+
+
+def checked(code: str) -> str:
+    """``code`` with the checks its comments state: ``# a, b (note), c: note`` under an
+    assignment to ``name`` becomes ``assert name.columns == ["a", "b", "c"]``, and
+    ``print(...)  # text ...`` asserts what it prints (``...``: anything)."""
+    out: list[str] = []
+    target = None
+    for line in code.splitlines():
+        assigned = re.match(r"(\w+) = ", line)
+        if assigned:
+            target = assigned[1]
+        comment = re.match(r"# ([\w, ()]+?)(?::.*)?$", line)
+        printed = re.match(r"(\s*)print\((.+)\)\s+# (.+)$", line)
+        if comment and target is not None and "," in comment[1]:
+            names = [n.strip() for n in re.sub(r"\([^)]*\)", "", comment[1]).split(",")]
+            out.append(f"assert {target}.columns == {names!r}, {target}.columns")
+        elif printed:
+            pattern = ".*".join(re.escape(p.strip()) for p in printed[3].split("..."))
+            out.append(f"{printed[1]}_text = str({printed[2]}); print(_text)")
+            out.append(f"{printed[1]}assert __import__('re').fullmatch({pattern!r}, _text), _text")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def test_the_batch_pages_examples_run_and_print_what_they_say(tmp_path: Path) -> None:
+    """docs/how-to/spark-batch.md, its Python blocks in order in one interpreter; each text
+    block is what the Python block before it prints."""
+    code: list[str] = []
+    printed: list[str] = []
+    for language, text in blocks("how-to/spark-batch.md"):
+        if language == "python":
+            code.append(checked(text))
+        elif language == "text":
+            printed.append(text.strip())
+    done = run("\n".join(code), tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for text in printed:
+        assert text in done.stdout
+    assert printed
