@@ -13,8 +13,10 @@ So each window function checks, on the driver, before it plans anything:
   function's own Python functions run this driver's interpreter instead, which has windowstore
   (the session's other Python functions keep theirs); if ``PYSPARK_PYTHON`` chose it, the call
   fails with `WorkerPythonError`, naming it and the interpreter to use.
-- any other master: one tiny job (once per application) imports windowstore in an executor, and
-  a failure becomes `WorkerPythonError`, pointing at the cluster how-to's packed environment.
+- any other master, or an interpreter given as a relative path (an archive's
+  ``./environment/bin/python``, unpacked in the workers' directory): one tiny job (once per
+  application) imports windowstore in an executor, and a failure becomes `WorkerPythonError`,
+  pointing at the cluster how-to's packed environment.
 
 A Spark Connect session's workers belong to its server, which the client cannot inspect: nothing
 is checked there.
@@ -80,13 +82,15 @@ def workers_import_windowstore(spark: SparkSession) -> Iterator[None]:
     """Raises `WorkerPythonError` unless the Python functions planned inside run an interpreter
     that imports windowstore; on a local master where ``PYSPARK_PYTHON`` is unset, makes them
     run this driver's interpreter if the default one cannot."""
-    try:
-        sc = spark.sparkContext
-    except Exception:  # Spark Connect: the server's workers, out of the client's sight
+    sc = _context(spark)
+    if sc is None:  # Spark Connect: the server's workers, out of the client's sight
         yield
         return
     chosen = sc.pythonExec
-    if not (sc.master or "").startswith("local"):
+    # A relative path is the workers' (``./environment/bin/python`` of an archive, unpacked in
+    # their working directory): only a worker can tell whether it runs.
+    relative = os.sep in chosen and not os.path.isabs(chosen)
+    if relative or not (sc.master or "").startswith("local"):
         _check_cluster(sc, chosen)
         yield
         return
@@ -109,6 +113,14 @@ def workers_import_windowstore(spark: SparkSession) -> Iterator[None]:
         yield
     finally:
         sc.pythonExec = chosen
+
+
+def _context(spark: SparkSession) -> SparkContext | None:
+    """The session's SparkContext; None for Spark Connect, which has none on the client."""
+    try:
+        return spark.sparkContext
+    except Exception:
+        return None
 
 
 @functools.cache
@@ -136,13 +148,15 @@ def _local_problem(python: str) -> str | None:
 
 
 def _check_cluster(sc: SparkContext, python: str) -> None:
-    """One task imports windowstore in an executor (once per application and interpreter)."""
+    """One task imports windowstore in an executor (once per application and interpreter).
+
+    Standard-library functions only: they unpickle in any worker, where windowstore's would
+    fail before the import is tried."""
     application = (sc.applicationId, python)
     if application in _clusters_checked:
         return
     from windowstore.spark._errors import root_cause
 
-    # Standard-library functions only: they unpickle in any worker, windowstore's would not.
     probe = sc.parallelize(["windowstore._core"], 1).map(importlib.import_module).map(str)
     try:
         probe.collect()
