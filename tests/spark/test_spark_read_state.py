@@ -207,3 +207,13 @@ def test_tagged_rows_of_open_sessions(spark: SparkSession, layout: str, tmp_path
     assert entries.where("seq < 0 and parts > 1").count() > 0  # snapshots in chunks
     if layout == "log":
         assert entries.where("seq >= 0").count() > 0  # a log replayed
+
+
+def test_a_batch_the_checkpoint_does_not_hold_is_named(spark: SparkSession, tmp_path: Path) -> None:
+    checkpoint = run_sessions(spark, tmp_path)
+    latest = max(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    with pytest.raises(SnapshotError) as e:
+        read_state(spark, checkpoint, batch_id=latest + 38)
+    assert f"batch_id={latest + 38}: " in str(e.value)
+    assert f"micro-batches 0 to {latest}" in str(e.value)
+    assert read_state(spark, checkpoint, batch_id=latest).count() > 0

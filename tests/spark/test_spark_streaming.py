@@ -350,3 +350,73 @@ def test_updates_need_a_stream(spark: SparkSession) -> None:
     with pytest.raises(InvalidWindowSpec, match="needs a streaming DataFrame") as e:
         session_windows(df, key="k", time="t", gap=10, emit="updates")
     assert e.value.parameter == "emit"
+
+
+@pytest.mark.parametrize("adapter", [session_windows, sliding_windows])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("grace", "10s"),
+        ("buckets", 4),
+        ("name", "clicks"),
+        ("idle_timeout", "1m"),
+        ("emit", "updates"),
+    ],
+)
+def test_a_batch_refuses_each_streaming_option_by_name(
+    spark: SparkSession, adapter: Any, option: str, value: object
+) -> None:
+    """Streaming-only options on a batch DataFrame are refused, never ignored."""
+    df = spark.createDataFrame([("a", 1)], "k string, t long")
+    window = {"gap": 10} if adapter is session_windows else {"time_difference": 10}
+    with pytest.raises(InvalidWindowSpec, match="needs a streaming DataFrame") as e:
+        adapter(df, key="k", time="t", **window, **{option: value})
+    assert e.value.parameter == option
+
+
+@pytest.mark.parametrize("adapter", [session_windows, sliding_windows])
+@pytest.mark.parametrize(("option", "value"), [("partitions", 4), ("time_unit", "ms")])
+def test_a_stream_refuses_each_batch_option_by_name(
+    stream: DataFrame, adapter: Any, option: str, value: object
+) -> None:
+    window = {"gap": "30s"} if adapter is session_windows else {"time_difference": "30s"}
+    with pytest.raises(InvalidWindowSpec, match="batch DataFrames only") as e:
+        adapter(stream, key="k", time="ts", grace="10s", **window, **{option: value})
+    assert e.value.parameter == option
+
+
+PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+@pytest.fixture
+def spark_default_partitions(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with spark.sql.shuffle.partitions left at Spark's default."""
+    before = spark.conf.get(PARTITIONS)
+    assert before is not None
+    spark.conf.unset(PARTITIONS)
+    yield spark
+    spark.conf.set(PARTITIONS, before)
+
+
+def test_a_local_session_at_the_default_partitions_gets_its_parallelism(
+    spark_default_partitions: SparkSession, stream: DataFrame
+) -> None:
+    """Spark's Python stateful operators run a task per state partition in every micro-batch:
+    200 of them make a small local stream slow (benches/bench_small_stream.py)."""
+    spark = spark_default_partitions
+    with pytest.raises(InvalidWindowSpec):  # a call that raises changes nothing
+        session_windows(stream, key="k", time="ts", gap="0s", grace="10s")
+    assert spark.conf.get(PARTITIONS) == "200"
+    session_windows(stream, key="k", time="ts", gap="30s", grace="10s")
+    assert spark.conf.get(PARTITIONS) == str(spark.sparkContext.defaultParallelism)
+
+
+def test_a_session_that_chose_its_partitions_keeps_them(
+    spark: SparkSession, stream: DataFrame
+) -> None:
+    spark.conf.set(PARTITIONS, "3")
+    try:
+        session_windows(stream, key="k", time="ts", gap="30s", grace="10s")
+        assert spark.conf.get(PARTITIONS) == "3"
+    finally:
+        spark.conf.set(PARTITIONS, "4")

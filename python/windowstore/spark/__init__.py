@@ -12,10 +12,20 @@ Examples:
 
 from __future__ import annotations
 
+from windowstore.spark._errors import root_cause
 from windowstore.spark._metrics import metrics
 from windowstore.spark._read_state import read_state
 from windowstore.spark._spark_session import spark_session
+from windowstore.spark._workers import WorkerPythonError
 from windowstore.spark.sessions import session_windows
 from windowstore.spark.sliding import sliding_windows
 
-__all__ = ["metrics", "read_state", "session_windows", "sliding_windows", "spark_session"]
+__all__ = [
+    "WorkerPythonError",
+    "metrics",
+    "read_state",
+    "root_cause",
+    "session_windows",
+    "sliding_windows",
+    "spark_session",
+]

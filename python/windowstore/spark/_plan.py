@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from windowstore import _processor
 from windowstore._clock import Clock
-from windowstore._durations import DurationLike, to_duration
+from windowstore._durations import DurationLike
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec
 
@@ -20,6 +20,7 @@ __all__ = [
     "by_key",
     "check_aggs",
     "check_on_invalid",
+    "check_stream_options",
     "column",
     "positive_int",
     "project",
@@ -34,7 +35,7 @@ class SparkOptions(TypedDict, total=False):
     grace: DurationLike | None
     emit: Literal["final", "updates"]
     buckets: int | None
-    name: str
+    name: str | None
     clock: Clock
     idle_timeout: DurationLike | None
 
@@ -90,10 +91,13 @@ def batch_time(
     grace: DurationLike | None,
     clock: str,
     idle_timeout: DurationLike | None,
+    buckets: int | None,
+    name: str | None,
 ) -> str:
     """The time column of a batch DataFrame, its options checked. A batch has complete data and
-    no wall clock: its windows are final event-time windows, with no lateness, never idle; each
-    streaming option is refused, naming it."""
+    no wall clock: its windows are final event-time windows, with no lateness, never idle, no
+    state and no progress metrics; each streaming option is refused, naming it."""
+    batch = "a batch DataFrame"
     streaming_only = (
         (
             "clock",
@@ -113,12 +117,51 @@ def batch_time(
             f"{emit!r} needs a streaming DataFrame; a batch DataFrame gives the final windows "
             '(emit="final")',
         ),
+        (
+            "grace",
+            grace is not None,
+            f"needs a streaming DataFrame; {batch} is complete data, where no record is late: "
+            "leave grace out",
+        ),
+        (
+            "buckets",
+            buckets is not None,
+            f"needs a streaming DataFrame (it sets the state's buckets); {batch} keeps no state: "
+            "partitions= sets the shuffle's partitions",
+        ),
+        (
+            "name",
+            name is not None,
+            f"needs a streaming DataFrame (it names the observed metrics in a query's progress); "
+            f"{batch} has no query progress",
+        ),
     )
     for parameter, given, why in streaming_only:
         if given:
             raise InvalidWindowSpec(f"invalid {parameter}: {why}", parameter)
     if time is None:
         raise InvalidWindowSpec('invalid time: a batch needs its time column (time="ts")', "time")
-    if grace is not None:
-        to_duration(grace, "grace")  # still refuse an unreadable value
     return time
+
+
+def check_stream_options(*, partitions: int | None, time_unit: str | None) -> None:
+    """Refuses the batch-only options on a stream, naming each."""
+    batch_only = (
+        (
+            "partitions",
+            partitions is not None,
+            "a streaming DataFrame's keys are hashed into buckets= of state (its shuffle has "
+            "spark.sql.shuffle.partitions partitions, fixed by the checkpoint)",
+        ),
+        (
+            "time_unit",
+            time_unit is not None,
+            "a streaming DataFrame's time column is a timestamp (Spark's watermark needs one), "
+            "whose unit is known",
+        ),
+    )
+    for parameter, given, why in batch_only:
+        if given:
+            raise InvalidWindowSpec(
+                f"invalid {parameter}: batch DataFrames only; {why}: leave it out", parameter
+            )

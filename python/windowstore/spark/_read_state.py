@@ -42,6 +42,7 @@ from windowstore.spark._state import (
     read_spilled,
     replay_log,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from windowstore.spark._bucket import BucketArgs
@@ -58,12 +59,14 @@ _WHOLE, _META, _LOG, _OLD_BASE = (
     "windowstore_log",
     "windowstore_base",
 )
+
 #: The grouping key of both operators (``_bucket.BUCKET``).
 _BUCKET = "__windowstore_bucket"
 #: Window bounds in records mode, which are no input columns.
 _TAGS = ("session_start", "session_end")
 
 
+@checked_workers
 def read_state(
     spark: SparkSession,
     checkpoint_location: str | os.PathLike[str],
@@ -125,7 +128,8 @@ def read_state(
 
     Raises:
         SnapshotError: The checkpoint holds no windowstore state at that micro-batch (no
-            committed micro-batch, another kind of query, or several windowstore operators).
+            committed micro-batch, another kind of query, or several windowstore operators), or
+            ``batch_id`` is not one of the micro-batches whose state it keeps (names them).
         InvalidWindowSpec: ``aggs`` or ``timestamps`` do not match the query.
 
     Examples:
@@ -195,10 +199,7 @@ class _Operator:
 def _operator(spark: SparkSession, location: str, batch_id: int | None) -> _Operator:
     """The windowstore operator of the checkpoint, as the state metadata source lists it, and
     the micro-batch to read (``batch_id``, else the latest committed)."""
-    reader = spark.read.format("state-metadata")
-    if batch_id is not None:
-        reader = reader.option("batchId", batch_id)
-    rows = reader.load(location).collect()
+    rows = spark.read.format("state-metadata").load(location).collect()
     found = []
     for row in rows:
         names: list[str] = []
@@ -209,8 +210,15 @@ def _operator(spark: SparkSession, location: str, batch_id: int | None) -> _Oper
                 continue
         elif row["operatorName"] != _APPLY:
             continue
-        latest = row["maxBatchId"] if batch_id is None else batch_id
-        found.append(_Operator(row["operatorId"], row["operatorName"], names, latest))
+        first, latest = row["minBatchId"], row["maxBatchId"]
+        if batch_id is not None and not first <= batch_id <= latest:
+            raise SnapshotError(
+                f"batch_id={batch_id}: the checkpoint {location} holds the state of micro-batches "
+                f"{first} to {latest} (Spark keeps spark.sql.streaming.minBatchesToRetain of them)",
+                location,
+            )
+        chosen = latest if batch_id is None else batch_id
+        found.append(_Operator(row["operatorId"], row["operatorName"], names, chosen))
     if len(found) != 1 or found[0].batch < 0:
         listed = ", ".join(f"{r['operatorName']} (id {r['operatorId']})" for r in rows)
         what = "several windowstore operators" if len(found) > 1 else "no windowstore state"

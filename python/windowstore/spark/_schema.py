@@ -8,13 +8,22 @@ so the driver applies exactly the rules the executors will.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
     ByteType,
+    DataType,
+    DateType,
+    DayTimeIntervalType,
+    DecimalType,
+    DoubleType,
+    FloatType,
     IntegerType,
     LongType,
     ShortType,
@@ -26,21 +35,72 @@ from pyspark.sql.types import (
 )
 
 from windowstore.agg import Agg
-from windowstore.exceptions import SchemaError
+from windowstore.exceptions import InvalidWindowSpec, SchemaError
 
-__all__ = ["arrow_schema", "check_time", "keys", "spark_schema", "used_columns"]
+__all__ = [
+    "arrow_schema",
+    "check_time",
+    "in_spark_terms",
+    "keys",
+    "spark_schema",
+    "used_columns",
+]
 
 _TIME_TYPES = (TimestampType, TimestampNTZType, ByteType, ShortType, IntegerType, LongType)
+#: The Spark types an engine's type error lists as accepted, if the engine takes them there.
+_CANDIDATES: tuple[DataType, ...] = (
+    ByteType(),
+    ShortType(),
+    IntegerType(),
+    LongType(),
+    FloatType(),
+    DoubleType(),
+    DecimalType(10, 2),
+    StringType(),
+    BinaryType(),
+    BooleanType(),
+    DateType(),
+    TimestampType(),
+    TimestampNTZType(),
+    DayTimeIntervalType(),
+)
+#: An engine's type error: ``type <Arrow type> <what it cannot do>; <Arrow types it takes>``.
+_TYPE_ERROR = re.compile(
+    r"type (?P<arrow>.+?) (?P<what>(?:cannot be|has no|is not supported by|is not) [^;]*)"
+)
 
 
-def keys(key: str | Sequence[str]) -> list[str]:
-    """The key column names as a list (one name, or a non-empty sequence of names)."""
-    if isinstance(key, str):
-        return [key]
+def keys(df: DataFrame, key: str | Column | Sequence[str | Column]) -> list[str]:
+    """The key column names as a list (one name or column, or a non-empty sequence of them)."""
+    if isinstance(key, (str, Column)):
+        return [column_name(df, key, "key")]
     names = list(key)
-    if not names or not all(isinstance(k, str) for k in names):
+    if not names or not all(isinstance(k, (str, Column)) for k in names):
         raise TypeError(f"key must be a column name or a non-empty list of names, not {key!r}")
-    return names
+    return [column_name(df, k, "key") for k in names]
+
+
+def column_name(df: DataFrame, given: str | Column, parameter: str) -> str:
+    """The name of column ``given``: a name, or a Column that only refers to a column of
+    ``df`` (``F.col("user_id")``, ``df.user_id``); any other expression is refused, naming
+    ``parameter``."""
+    if not isinstance(given, Column):
+        return given
+    text = str(given)
+    inner = text[len("Column<'") : -len("'>")] if text.startswith("Column<'") else text
+    try:
+        name = df.select(given).schema.fields[0].name
+    except Exception:  # not resolvable against df: not one of its columns
+        name = None
+    quoted = None if name is None else "`" + name.replace("`", "``") + "`"
+    if name is None or name not in df.columns or inner not in (name, quoted):
+        raise InvalidWindowSpec(
+            f"invalid {parameter}: {text} is not a column of the DataFrame; pass a column name "
+            f'({parameter}="user_id"), and compute an expression into a column first '
+            f'(df.withColumn("name", expression))',
+            parameter,
+        )
+    return name
 
 
 def used_columns(
@@ -105,3 +165,54 @@ def spark_schema(arrow: pa.Schema) -> StructType:
             for f in arrow
         ]
     )
+
+
+def engine_arrow_type(dt: DataType) -> pa.DataType:
+    """The Arrow type a batch engine sees for Spark type ``dt``."""
+    return to_arrow_type(dt, timezone="UTC")
+
+
+def in_spark_terms(
+    df: DataFrame,
+    schema: pa.Schema,
+    check: Callable[[pa.Schema], object],
+    arrow_of: Callable[[DataType], pa.DataType] = engine_arrow_type,
+) -> None:
+    """Runs ``check`` (an engine call on an empty table) on ``schema``, the Arrow form of
+    columns of ``df``; an engine's type error about one of them is raised again in Spark's
+    terms: the column's Spark type and the Spark types the engine takes there (found by running
+    ``check`` with each candidate, ``arrow_of`` giving its Arrow form)."""
+    try:
+        check(schema)
+    except SchemaError as e:
+        name = e.column
+        found = _TYPE_ERROR.search(str(e))
+        if name is None or name not in schema.names or found is None:
+            raise
+        spark_type = field(df, name).dataType.simpleString()
+        at = schema.get_field_index(name)
+        taken = []
+        for candidate in _CANDIDATES:
+            try:
+                arrow = arrow_of(candidate)
+            except Exception:  # no Arrow form in this PySpark
+                continue
+            if _passes(check, schema.set(at, pa.field(name, arrow)), name):
+                label = "decimal(p,s)" if isinstance(candidate, DecimalType) else None
+                taken.append(label or candidate.simpleString())
+        listed = ", ".join(taken) if taken else "none of Spark's atomic types"
+        raise SchemaError(
+            f'column "{name}": type {spark_type} {found["what"]}; Spark types taken here: {listed}',
+            name,
+        ) from None
+
+
+def _passes(check: Callable[[pa.Schema], object], schema: pa.Schema, name: str) -> bool:
+    """Whether ``check`` takes ``schema`` as far as column ``name`` goes."""
+    try:
+        check(schema)
+    except SchemaError as e:
+        return e.column != name
+    except Exception:  # another parameter's error: the column's type is not at fault
+        return True
+    return True

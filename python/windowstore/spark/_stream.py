@@ -30,7 +30,7 @@ from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, TimestampType
@@ -41,6 +41,7 @@ from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _bucket_log, _schema
 from windowstore.spark._plan import column, positive_int
+from windowstore.spark._schema import engine_arrow_type
 
 __all__ = ["sink_columns", "stream_windows"]
 
@@ -50,6 +51,7 @@ _WATERMARK = "spark.watermarkDelayMs"
 _MARK = "__windowstore_watermark"
 _NEVER_LATE = (1 << 63) - 1
 _ROCKSDB = "RocksDBStateStoreProvider"
+_PARTITIONS = "spark.sql.shuffle.partitions"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
 
@@ -114,7 +116,8 @@ def stream_windows(
             )
         _check_stream_time(df, time)
         df, delay_ms = _event_time(df, time, grace)
-    n = _buckets(df, buckets)
+    partitions = _local_partitions(df.sparkSession)
+    n = _buckets(df, buckets, partitions)
 
     for c in used:
         _schema.field(df, c)  # a SchemaError naming a missing column
@@ -161,6 +164,20 @@ def stream_windows(
         engine_params["output"] = "records"
     # The engine checks every parameter and column on an empty table of the workers' schema.
     wall = "processing" if processing else ("idle" if idle_timeout is not None else None)
+
+    def check(schema: pa.Schema) -> None:
+        checked = _bucket.BucketArgs(
+            kind, engine_params, time, schema, pa.schema([]), delay_ms, "", True, timestamps, wall
+        )
+        checked.new_processor().process(checked.to_engine(schema.empty_table()))
+
+    # Type errors in Spark's types; timestamps reach the engine as epoch microseconds.
+    _schema.in_spark_terms(
+        df,
+        input_schema,
+        check,
+        lambda dt: pa.int64() if isinstance(dt, TimestampType) else engine_arrow_type(dt),
+    )
     probe_args = _bucket.BucketArgs(
         kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
     )
@@ -240,6 +257,16 @@ def stream_windows(
     windows = observed.filter(is_window).select(
         *sink_columns(windows_schema, key, aggs, micros, records)
     )
+    if partitions is not None:
+        # Last: a call that raises changes nothing.
+        df.sparkSession.conf.set(_PARTITIONS, str(partitions))
+        logging.getLogger("windowstore.spark").warning(
+            "spark.sql.shuffle.partitions was Spark's default (200) on this local session; set "
+            "to %d, its default parallelism: every micro-batch runs one Python task per state "
+            "partition, and a query keeps its checkpoint's count. Set it before defining the "
+            "query to choose another",
+            partitions,
+        )
     if not return_rejected:
         return windows
     rejected = (
@@ -378,7 +405,28 @@ def _conf_number(conf: Any, name: str, default: float, low: float) -> Any:
     return number
 
 
-def _buckets(df: DataFrame, buckets: int | None) -> int:
-    if buckets is None:
-        return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    return positive_int(buckets, "buckets")
+def _buckets(df: DataFrame, buckets: int | None, partitions: int | None) -> int:
+    """The bucket count: ``buckets``, else one per state partition."""
+    if buckets is not None:
+        return positive_int(buckets, "buckets")
+    if partitions is not None:
+        return partitions
+    return int(df.sparkSession.conf.get(_PARTITIONS) or 200)
+
+
+def _local_partitions(spark: SparkSession) -> int | None:
+    """The state partitions to give a local session that left ``spark.sql.shuffle.partitions``
+    at Spark's default (its default parallelism), else None.
+
+    Spark's Python stateful operators start a Python task per state partition in every
+    micro-batch, data or not: at the default 200 a small local stream spends its time there
+    (benches/bench_small_stream.py). The count is the session's when a query first starts on a
+    checkpoint, and the checkpoint's from then on, so a session that chose it keeps it."""
+    try:
+        sc = spark.sparkContext
+        chosen = spark._jsparkSession.sessionState().conf().contains(_PARTITIONS)
+    except Exception:  # Spark Connect: the server's configuration
+        return None
+    if chosen or not (sc.master or "").startswith("local"):
+        return None
+    return max(1, int(sc.defaultParallelism))

@@ -7,7 +7,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import StructType
 
 from windowstore import _core, _records
@@ -23,8 +23,10 @@ from windowstore.spark._plan import (
     by_key,
     check_aggs,
     check_on_invalid,
+    check_stream_options,
     project,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from typing_extensions import Required, Unpack
@@ -35,8 +37,8 @@ __all__ = ["session_windows"]
 class _Arguments(SessionOptions, SparkOptions, total=False):
     """The keyword arguments of `session_windows` but ``return_rejected``."""
 
-    key: Required[str | Sequence[str]]
-    time: str | None
+    key: Required[str | Column | Sequence[str | Column]]
+    time: str | Column | None
 
 
 @overload
@@ -51,11 +53,12 @@ def session_windows(
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
+@checked_workers
 def session_windows(
     df: DataFrame,
     *,
-    key: str | Sequence[str],
-    time: str | None = None,
+    key: str | Column | Sequence[str | Column],
+    time: str | Column | None = None,
     gap: DurationLike | None = None,
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
@@ -68,7 +71,7 @@ def session_windows(
     grace: DurationLike | None = None,
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
-    name: str = "windowstore",
+    name: str | None = None,
     output: _records.Output = "windows",
     clock: Clock = "event",
     idle_timeout: DurationLike | None = None,
@@ -83,7 +86,7 @@ def session_windows(
 
     Args:
         df: The input. Only the key, time, gap and aggregated columns are read.
-        key: Key column name(s).
+        key: Key column name(s), or columns of ``df`` (``F.col("user_id")``).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds); a stream needs a ``timestamp``. None with
             ``clock="processing"``.
@@ -102,20 +105,24 @@ def session_windows(
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
             of the windows, and ``return_rejected=True`` returns them.
-        time_unit: The tick of an integer time column.
+        time_unit: Batches only: the tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
-        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        partitions: Batches only: partitions of the shuffle by key (default:
+            ``spark.sql.shuffle.partitions``).
         grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
             whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
         emit: ``"final"`` (each window once, when the watermark closes it; output mode
             append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
             mode update).
         buckets: Streams only: how many buckets of state the keys are hashed into (default:
-            ``spark.sql.shuffle.partitions``): with the default state store provider each is one
-            state row, with RocksDB a snapshot and a log of the calls since (see the Structured
-            Streaming how-to, "State"). Keep it for the life of a checkpoint.
-        name: Streams only: the name of the observed metrics in the query's progress
-            (``windows`` and ``rejected_<reason>`` per micro-batch; with
+            ``spark.sql.shuffle.partitions``, one per state partition; a local session left at
+            Spark's default of 200 is set to its default parallelism when the query is
+            defined, as Spark's Python stateful operators run a task per state partition in
+            every micro-batch): with the default state store provider each is one state row,
+            with RocksDB a snapshot and a log of the calls since (see the Structured Streaming
+            how-to, "State"). Keep it for the life of a checkpoint.
+        name: Streams only: the name (default ``"windowstore"``) of the observed metrics in the
+            query's progress (``windows`` and ``rejected_<reason>`` per micro-batch; with
             ``output="records"``, ``windows`` counts tagged rows).
         output: ``"windows"`` or ``"records"``: every input row that is not rejected, all its
             columns, plus ``session_start``, ``session_end`` and ``session_id``, exactly as
@@ -165,10 +172,12 @@ def session_windows(
         >>> session_windows(df, key="user", time="ts", gap=10, aggs=[agg.sum("x")]).collect()
         [Row(user='a', session_start=0, session_end=5, sum_x=3.0)]
     """
-    names = _schema.keys(key)
+    names = _schema.keys(df, key)
+    time = None if time is None else _schema.column_name(df, time, "time")
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
     if df.isStreaming:
+        check_stream_options(partitions=partitions, time_unit=time_unit)
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
 
@@ -190,12 +199,20 @@ def session_windows(
             emit=emit,
             return_rejected=return_rejected,
             buckets=buckets,
-            name=name,
+            name="windowstore" if name is None else name,
             records=records,
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
+    time = batch_time(
+        time,
+        emit=emit,
+        grace=grace,
+        clock=clock,
+        idle_timeout=idle_timeout,
+        buckets=buckets,
+        name=name,
+    )
     args = _udf.SessionArgs(
         spec={
             "key": names,
@@ -211,6 +228,12 @@ def session_windows(
         max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
     )
     _schema.check_time(df, time)
+    # The engine's type errors, in Spark's types (records need every column's Arrow form).
+    _schema.in_spark_terms(
+        df,
+        _schema.arrow_schema(df, _schema.used_columns(names, time, [gap_column], aggs)),
+        lambda schema: _core.session_windows(schema.empty_table(), **args.core()),
+    )
     if records:
         tagged = _records_of(df, args, partitions)
         return (tagged, _rejected(df, args)) if return_rejected else tagged

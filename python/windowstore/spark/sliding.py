@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Literal, overload
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 
 from windowstore._clock import Clock
 from windowstore._durations import DurationLike, to_duration
@@ -20,8 +20,10 @@ from windowstore.spark._plan import (
     by_key,
     check_aggs,
     check_on_invalid,
+    check_stream_options,
     project,
 )
+from windowstore.spark._workers import checked_workers
 
 if TYPE_CHECKING:
     from typing_extensions import Required, Unpack
@@ -32,8 +34,8 @@ __all__ = ["sliding_windows"]
 class _Arguments(SlidingOptions, SparkOptions, total=False):
     """The keyword arguments of `sliding_windows` but ``return_rejected``."""
 
-    key: Required[str | Sequence[str]]
-    time: str | None
+    key: Required[str | Column | Sequence[str | Column]]
+    time: str | Column | None
     time_difference: Required[DurationLike]
 
 
@@ -49,11 +51,12 @@ def sliding_windows(
 ) -> tuple[DataFrame, DataFrame]: ...
 
 
+@checked_workers
 def sliding_windows(
     df: DataFrame,
     *,
-    key: str | Sequence[str],
-    time: str | None = None,
+    key: str | Column | Sequence[str | Column],
+    time: str | Column | None = None,
     time_difference: DurationLike,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
@@ -63,7 +66,7 @@ def sliding_windows(
     grace: DurationLike | None = None,
     emit: Literal["final", "updates"] = "final",
     buckets: int | None = None,
-    name: str = "windowstore",
+    name: str | None = None,
     clock: Clock = "event",
     idle_timeout: DurationLike | None = None,
 ) -> DataFrame | tuple[DataFrame, DataFrame]:
@@ -75,7 +78,7 @@ def sliding_windows(
 
     Args:
         df: The input. Only the key, time and aggregated columns are read.
-        key: Key column name(s).
+        key: Key column name(s), or columns of ``df`` (``F.col("user_id")``).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds).
         time_difference: The window length D (``"5m"``, ``timedelta`` or integer ticks).
@@ -83,20 +86,24 @@ def sliding_windows(
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time), naming its reason; ``"drop"`` leaves such rows out, and
             ``return_rejected=True`` returns them.
-        time_unit: The tick of an integer time column.
+        time_unit: Batches only: the tick of an integer time column.
         return_rejected: Also return the rejected rows: every input column plus ``reason``.
-        partitions: Partitions of the shuffle by key (default: ``spark.sql.shuffle.partitions``).
+        partitions: Batches only: partitions of the shuffle by key (default:
+            ``spark.sql.shuffle.partitions``).
         grace: Streams only: how late a record may arrive (the watermark delay Spark gets;
             whole milliseconds). A stream needs it unless ``df`` has a watermark on ``time``.
         emit: ``"final"`` (each window once, when the watermark closes it; output mode
             append) or, for streams, ``"updates"`` (a changelog with an ``op`` column; output
             mode update).
         buckets: Streams only: how many buckets of state the keys are hashed into (default:
-            ``spark.sql.shuffle.partitions``): with the default state store provider each is one
-            state row, with RocksDB a snapshot and a log of the calls since (see the Structured
-            Streaming how-to, "State"). Keep it for the life of a checkpoint.
-        name: Streams only: the name of the observed metrics in the query's progress
-            (``windows`` and ``rejected_<reason>`` per micro-batch).
+            ``spark.sql.shuffle.partitions``, one per state partition; a local session left at
+            Spark's default of 200 is set to its default parallelism when the query is
+            defined, as Spark's Python stateful operators run a task per state partition in
+            every micro-batch): with the default state store provider each is one state row,
+            with RocksDB a snapshot and a log of the calls since (see the Structured Streaming
+            how-to, "State"). Keep it for the life of a checkpoint.
+        name: Streams only: the name (default ``"windowstore"``) of the observed metrics in the
+            query's progress (``windows`` and ``rejected_<reason>`` per micro-batch).
         clock: Streams only. ``"event"`` (default) or ``"processing"``: a record's time is the
             processing time of the micro-batch that reads it (``time`` and ``grace`` are left
             out), and a window closes in the first micro-batch whose processing time passes
@@ -125,10 +132,12 @@ def sliding_windows(
         ...                 aggs=[agg.count()]).count()
         3
     """
-    names = _schema.keys(key)
+    names = _schema.keys(df, key)
+    time = None if time is None else _schema.column_name(df, time, "time")
     aggs = check_aggs(aggs)
     to_duration(time_difference, "time_difference")  # a clear error for an unreadable one now
     if df.isStreaming:
+        check_stream_options(partitions=partitions, time_unit=time_unit)
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
         from windowstore.spark._stream import stream_windows
 
@@ -147,11 +156,19 @@ def sliding_windows(
             emit=emit,
             return_rejected=return_rejected,
             buckets=buckets,
-            name=name,
+            name="windowstore" if name is None else name,
             clock=clock,
             idle_timeout=idle_timeout,
         )
-    time = batch_time(time, emit=emit, grace=grace, clock=clock, idle_timeout=idle_timeout)
+    time = batch_time(
+        time,
+        emit=emit,
+        grace=grace,
+        clock=clock,
+        idle_timeout=idle_timeout,
+        buckets=buckets,
+        name=name,
+    )
     args = _udf.SlidingArgs(
         key=names,
         time=time,
@@ -163,6 +180,11 @@ def sliding_windows(
     check_on_invalid(on_invalid)
     _schema.check_time(df, time)
     columns = _schema.used_columns(names, time, [], aggs)
+    _schema.in_spark_terms(
+        df,
+        _schema.arrow_schema(df, columns),
+        lambda schema: _udf.sliding_call(args, schema.empty_table(), args.aggs),
+    )
     empty = _schema.arrow_schema(df, columns).empty_table()
     # The engine checks everything on an empty table of the executors' schema, before any job.
     schema = _udf.sliding_call(args, empty, args.aggs)[0].schema
