@@ -256,6 +256,10 @@ def test_time_bounds_between_ticks_select_what_the_exact_time_selects() -> None:
     # Starts at or before 4.5 s: not the session starting at 5 s (the bound rounds down).
     starts = p.find_sessions("a", at[0], at[1] - half).column("session_start")
     assert starts.to_pylist() == [at[0]]
+    # The same of numpy's datetimes, whatever their unit.
+    half_s = np.datetime64(500, "ms")
+    assert p.find_sessions("a", half_s, np.datetime64(5, "s")).num_rows == 1
+    assert p.find_sessions("a", np.datetime64(0, "ns"), half_s).num_rows == 1
     # Whole ticks select as before.
     assert p.find_sessions("a", at[0], at[1]).num_rows == 2
 

@@ -9,14 +9,17 @@ ticks are clamped to it, which selects the same windows, as `SessionStore`'s loo
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from windowstore._durations import _NUMPY_ATTOS
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 
 __all__ = ["key_batch", "time_ticks"]
@@ -76,8 +79,13 @@ def key_batch(schema: pa.Schema, keys: Sequence[Any], parameter: str) -> pa.Reco
 _ROUNDS_UP = {"earliest_end": True, "latest_start": False}
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-#: Ticks per nanosecond of each timestamp unit, as (numerator, denominator).
-_PER_NANO = {"s": (1, 10**9), "ms": (1, 10**6), "us": (1, 10**3), "ns": (1, 1)}
+#: Ticks per nanosecond of each timestamp unit.
+_PER_NANO = {
+    "s": Fraction(1, 10**9),
+    "ms": Fraction(1, 10**6),
+    "us": Fraction(1, 10**3),
+    "ns": Fraction(1),
+}
 
 
 def time_ticks(value: Any, time_type: pa.DataType, parameter: str) -> int | None:
@@ -99,26 +107,28 @@ def time_ticks(value: Any, time_type: pa.DataType, parameter: str) -> int | None
         return _clamped(operator.index(value))
     if not pa.types.is_timestamp(time_type):
         raise TypeError(f"{parameter} must be int ticks, not {type(value).__name__}")
-    num, den = _PER_NANO[time_type.unit]
-    nanos = _nanos(value, time_type, parameter)
-    ticks = -((-nanos * num) // den) if up else (nanos * num) // den
-    return _clamped(ticks)
+    exact = _nanos(value, time_type, parameter) * _PER_NANO[time_type.unit]
+    return _clamped(math.ceil(exact) if up else math.floor(exact))
 
 
-def _nanos(value: Any, time_type: pa.TimestampType, parameter: str) -> int:
+def _nanos(value: Any, time_type: pa.TimestampType, parameter: str) -> Fraction:
     """``value`` as exact nanoseconds since the epoch (a naive ``datetime`` reads as UTC, as
     pyarrow reads it)."""
     if isinstance(value, datetime):
         aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
         micros = (aware - _EPOCH) // timedelta(microseconds=1)
-        return micros * 1000 + int(getattr(value, "nanosecond", 0))
+        return Fraction(micros * 1000 + int(getattr(value, "nanosecond", 0)))
+    if isinstance(value, np.datetime64) and not np.isnat(value):
+        unit, count = np.datetime_data(value.dtype)
+        if unit in _NUMPY_ATTOS:
+            return Fraction(int(value.astype(np.int64)) * count * _NUMPY_ATTOS[unit], 10**9)
     try:
         as_nanos = pa.scalar(value, type=pa.timestamp("ns", time_type.tz))
     except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
         raise InvalidWindowSpec(
             f"invalid {parameter}: {value!r} is not a time of type {time_type}: {e}", parameter
         ) from e
-    return int(as_nanos.cast(pa.int64()).as_py())
+    return Fraction(int(as_nanos.cast(pa.int64()).as_py()))
 
 
 def _clamped(ticks: int) -> int:
