@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pytest
 
 import windowstore
 from windowstore import _core
+from windowstore._processor import Emit
 from windowstore.exceptions import (
     ArrowError,
     BatchTooLargeError,
     InternalError,
+    ProcessorClosedError,
+    SchemaError,
     StoreCapacityError,
     WindowStoreError,
 )
@@ -47,3 +50,67 @@ def test_a_failing_input_stream_is_an_arrow_error() -> None:
         windowstore.sliding_windows(stream, key="k", time="ts", time_difference=5)
     assert info.value.context == "reading the Arrow input"
     assert "the source went away" in str(info.value)
+
+
+def test_a_flushed_processor_names_the_method_called() -> None:
+    p = windowstore.SessionWindowProcessor(
+        key="k", time="t", gap=5, grace=0, idle_timeout=5, aggs=[windowstore.agg.count()]
+    )
+    p.process(pa.table({"k": ["a"], "t": [1]}), now=0)
+    p.flush()
+    before = p.to_bytes()
+    calls: dict[str, Callable[[], object]] = {
+        "flush": p.flush,
+        "process": lambda: p.process(pa.table({"k": ["a"], "t": [2]}), now=0),
+        "poll": lambda: p.poll(now=100),
+        "advance": lambda: p.advance(50, now=100),
+    }
+    for method, call in calls.items():
+        with pytest.raises(ProcessorClosedError, match=rf"^{method}\(\) after flush\(\)") as info:
+            call()
+        assert info.value.method == method
+        assert "create a new processor" in str(info.value)
+        assert not isinstance(info.value, ValueError)  # not an argument mistake
+    assert p.to_bytes() == before
+    assert p.windows().num_rows == 0  # reads still work
+    assert ProcessorClosedError.__name__ in windowstore.__all__
+
+
+@pytest.mark.parametrize(
+    ("key", "emit", "make"),
+    [
+        ("session_start", "final", "session"),
+        ("session_end", "final", "session"),
+        ("op", "changes", "session"),
+        ("window_time", "final", "sliding"),
+        ("window_start", "updates", "sliding"),
+    ],
+)
+def test_a_key_column_named_as_an_output_column_says_to_rename_the_key(
+    key: str, emit: Emit, make: str
+) -> None:
+    count = [windowstore.agg.count()]
+    p: windowstore.SessionWindowProcessor | windowstore.SlidingWindowProcessor
+    if make == "session":
+        p = windowstore.SessionWindowProcessor(
+            key=key,
+            time="t",
+            gap=5,
+            grace=0,
+            emit=emit,
+            aggs=count,
+        )
+    else:
+        p = windowstore.SlidingWindowProcessor(
+            key=key,
+            time="t",
+            time_difference=5,
+            grace=0,
+            emit=emit,
+            aggs=count,
+        )
+    with pytest.raises(SchemaError, match=f'a key column may not be named "{key}"') as info:
+        p.process(pa.table({key: ["a"], "t": [1]}))
+    assert info.value.column == key
+    assert "rename the key column" in str(info.value)
+    assert "alias" not in str(info.value)

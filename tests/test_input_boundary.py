@@ -383,3 +383,60 @@ def test_a_bad_key_argument_is_a_clear_type_error(key: Any) -> None:
 def test_a_single_aggregation_for_aggs_is_a_clear_type_error() -> None:
     with pytest.raises(TypeError, match="aggs must be a list"):
         SessionWindowProcessor(key="k", time="ts", gap=5, grace=0, aggs=agg.count())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("make", PROCESSORS)
+def test_an_empty_input_is_schema_checked_as_one_with_rows(make: Callable[..., Processor]) -> None:
+    p = make(idle_timeout=10, aggs=[agg.count()])
+    p.process(pa.table({"k": ["a"], "ts": [0]}), now=0)
+    before = p.to_bytes()
+    for wrong in (pa.table({"user": pa.array([], pa.int64())}), pa.table({"user": [1]})):
+        with pytest.raises(SchemaError) as info:
+            p.process(wrong, now=100)  # the wall clock would advance time and emit
+        assert info.value.column == "k"
+        assert p.to_bytes() == before
+    retyped = pa.table({"k": pa.array([], pa.int64()), "ts": pa.array([], pa.int64())})
+    with pytest.raises(SchemaError, match="in this batch"):
+        p.process(retyped, now=100)
+    assert p.to_bytes() == before
+    empty = pa.table({"k": pa.array([], pa.string()), "ts": pa.array([], pa.int64())})
+    assert p.process(empty, now=100).column("k").to_pylist() == ["a"]
+
+
+def nested(views: bool, key: str | None = "a") -> pa.Table:
+    """Nested string columns: of string views (what polars writes) or plain strings."""
+    s = pa.string_view() if views else pa.string()
+    who = pa.struct([("name", s), ("n", pa.int64())])
+    return pa.table(
+        {
+            "k": pa.array([key], s),
+            "ts": [0],
+            "tags": pa.array([["x", "y"]], pa.list_(s)),
+            "big": pa.array([["z"]], pa.large_list(s)),
+            "who": pa.array([{"name": "n", "n": 1}], who),
+            "attrs": pa.array([[("p", "q")]], pa.map_(pa.string(), s)),
+        }
+    )
+
+
+@pytest.mark.parametrize("make", PROCESSORS)
+def test_nested_string_views_read_as_their_plain_types(make: Callable[..., Processor]) -> None:
+    p = make(aggs=[agg.count()])
+    p.process(nested(views=True, key=None))
+    p.process(nested(views=False, key=None))  # the same columns, plain: batches of both mix
+    assert p.process(nested(views=True)).num_rows == 0
+    rejected = p.rejected()
+    assert rejected.schema.field("tags").type == pa.list_(pa.string())
+    assert rejected.schema.field("attrs").type == pa.map_(pa.string(), pa.string())
+    plain = nested(views=False, key=None).to_pylist()[0]
+    assert [{**r, "reason": None} for r in rejected.to_pylist()] == [{**plain, "reason": None}] * 2
+    assert p.flush().column("count").to_pylist() == [1]
+
+
+def test_polars_nested_strings_mix_with_pyarrow_batches() -> None:
+    pl = pytest.importorskip("polars")
+    p = session(output="records")
+    p.process(pl.DataFrame({"k": ["a"], "ts": [0], "tags": [["x", "y"]]}))
+    plain = pa.table({"k": ["a"], "ts": [1], "tags": pa.array([["z"]], pa.large_list(pa.string()))})
+    p.process(plain)
+    assert p.flush().column("tags").to_pylist() == [["x", "y"], ["z"]]

@@ -9,8 +9,10 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -18,6 +20,7 @@ import pytest
 from windowstore import (
     InvalidWindowSpec,
     SchemaError,
+    SessionStore,
     SessionWindowProcessor,
     SlidingWindowProcessor,
     agg,
@@ -225,9 +228,52 @@ def test_bad_keys_are_named_and_change_nothing() -> None:
         p.windows(("a", 300))  # beyond int8
     with pytest.raises(SchemaError, match="null"):
         p.windows((None, 1))
-    with pytest.raises(InvalidWindowSpec, match="earliest_end"):
-        p.find_sessions(("a", 1), 2**63, 0)
+    with pytest.raises(SchemaError, match=r"2\.5 is not a value of key column 'j'"):
+        p.windows(("a", 2.5))  # pyarrow would truncate it into key 2
     assert p.to_bytes() == before
+
+
+def test_a_key_value_is_matched_exactly_never_truncated() -> None:
+    p = SessionWindowProcessor(key="n", time="t", gap=5, grace=0, aggs=[agg.count()])
+    p.process(pa.table({"n": [2, 3], "t": [1, 2]}))
+    with pytest.raises(SchemaError, match=r"2\.5 is not a value of key column 'n'"):
+        p.fetch(2.5)
+    with pytest.raises(SchemaError, match="'n'"):
+        p.fetch_range(2, 3.5)
+    assert p.fetch(2.0).column("n").to_pylist() == [2]
+    assert p.fetch(np.int8(3)).column("n").to_pylist() == [3]
+
+
+def test_time_bounds_between_ticks_select_what_the_exact_time_selects() -> None:
+    second = pa.timestamp("s")
+    p = SessionWindowProcessor(key="a", time="t", gap="1s", grace="10s", aggs=[agg.count()])
+    p.process(pa.table({"a": ["a", "a"], "t": pa.array([0, 5], second)}))
+    at = [pa.scalar(t, second).as_py() for t in (0, 5)]
+    half = timedelta(milliseconds=500)
+    # Ends at or after 0.5 s: not the session ending at 0 s (the bound rounds up to 1 s).
+    starts = p.find_sessions("a", at[0] + half, at[1]).column("session_start")
+    assert starts.to_pylist() == [at[1]]
+    # Starts at or before 4.5 s: not the session starting at 5 s (the bound rounds down).
+    starts = p.find_sessions("a", at[0], at[1] - half).column("session_start")
+    assert starts.to_pylist() == [at[0]]
+    # The same of numpy's datetimes, whatever their unit.
+    half_s = np.datetime64(500, "ms")
+    assert p.find_sessions("a", half_s, np.datetime64(5, "s")).num_rows == 1
+    assert p.find_sessions("a", np.datetime64(0, "ns"), half_s).num_rows == 1
+    # Whole ticks select as before.
+    assert p.find_sessions("a", at[0], at[1]).num_rows == 2
+
+
+def test_bounds_beyond_64_bits_are_clamped_as_session_store_clamps() -> None:
+    p = SessionWindowProcessor(key="k", time="t", gap=5, grace=100, aggs=[agg.count()])
+    p.process(pa.table({"k": ["a", "a"], "t": [0, 50]}))
+    assert p.find_sessions("a", 2**63, 2**63).num_rows == 0
+    assert p.find_sessions("a", -(2**70), 2**70).num_rows == 2
+    store = SessionStore(1_000)
+    store.put("a", 0, 0, b"x")
+    assert len(store.find_sessions("a", -(2**70), 2**70)) == 1
+    with pytest.raises(TypeError, match="earliest_end"):
+        p.find_sessions("a", 0.5, 0)
 
 
 def test_reads_beside_process_in_another_thread() -> None:

@@ -1,4 +1,5 @@
-"""Store snapshots from Python: round trip, damage refused whole, and real crashes mid-write."""
+"""Store snapshots from Python: round trip, damage refused whole, and real crashes mid-write;
+processor snapshots edited and re-checksummed, refused on what they hold."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 import zstandard
 
-from windowstore import SessionStore, SnapshotError
+from windowstore import SessionStore, SessionWindowProcessor, SnapshotError, agg
 
 HEADER_LEN = 20
 
@@ -138,3 +141,76 @@ def test_killed_writer_never_leaves_a_damaged_snapshot(tmp_path: Path) -> None:
         assert store.metrics()["live_sessions"] == 200_000
         seen |= values
     assert seen <= {b"A" * 64, b"B" * 64}
+
+
+# --- edited processor snapshots: a valid checksum is not enough -------------------------------
+
+
+def _streams(data: bytes) -> list[pa.Table]:
+    """The Arrow IPC streams of snapshot bytes: the sessions, then the processor's tables."""
+    payload = zstandard.ZstdDecompressor().decompressobj().decompress(data[HEADER_LEN:])
+    source = pa.BufferReader(payload)
+    streams = []
+    while source.tell() < len(payload):
+        streams.append(pa.ipc.open_stream(source).read_all())
+    return streams
+
+
+def _edited(data: bytes, meta: dict[str, str] | None = None, rows: int | None = None) -> bytes:
+    """``data`` with metadata fields of the sessions' stream replaced (the processor's under
+    ``windowstore.session.``) or its rows cut to ``rows``, re-checksummed: what an editor that
+    knows the layout writes."""
+    streams = _streams(data)
+    first = streams[0] if rows is None else streams[0].slice(0, rows)
+    fields = dict(first.schema.metadata)
+    fields.update({k.encode(): v.encode() for k, v in (meta or {}).items()})
+    streams[0] = first.replace_schema_metadata(fields)
+    sink = pa.BufferOutputStream()
+    for table in streams:
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+    payload = zstandard.ZstdCompressor(level=1).compress(sink.getvalue().to_pybytes())
+    header = b"WSSNAP\x00\x02" + len(payload).to_bytes(8, "little")
+    return header + zlib.crc32(payload).to_bytes(4, "little") + payload
+
+
+def _running() -> SessionWindowProcessor:
+    p = SessionWindowProcessor(key="k", time="t", gap=5, grace=0, aggs=[agg.count(), agg.sum("v")])
+    p.process(pa.table({"k": ["a", "b", "a", "c"], "t": [1, 2, 30, 31], "v": [1, 2, 3, 4]}))
+    return p
+
+
+def test_an_edit_with_a_valid_checksum_reads_back_when_nothing_changed() -> None:
+    data = _running().to_bytes()
+    assert SessionWindowProcessor.from_bytes(_edited(data)).to_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        # Stream time behind the records the windows hold.
+        ({"meta": {"windowstore.session.stream_time": "-1"}}, "after the stream time -1"),
+        ({"meta": {"windowstore.session.stream_time": "30"}}, "after the stream time 30"),
+        # The aggregate list emptied or cut: the states hold more than it says.
+        ({"meta": {"windowstore.session.aggs": ""}}, "do not hold the snapshot's 0 aggregates"),
+        (
+            {"meta": {"windowstore.session.aggs": "count:-:-:-:-"}},
+            "do not hold the snapshot's 1 aggregates",
+        ),
+        # A session row dropped.
+        ({"rows": 1}, "declares 2 sessions and holds 1"),
+    ],
+)
+def test_an_edited_snapshot_is_refused_naming_what_is_inconsistent(
+    edit: dict[str, Any], why: str
+) -> None:
+    with pytest.raises(SnapshotError, match=why):
+        SessionWindowProcessor.from_bytes(_edited(_running().to_bytes(), **edit))
+
+
+def test_emitted_windows_beyond_stream_time_are_refused() -> None:
+    p = _running()
+    p.advance(100)
+    data = p.to_bytes()
+    with pytest.raises(SnapshotError, match="emitted up to 100, beyond stream time 50"):
+        SessionWindowProcessor.from_bytes(_edited(data, {"windowstore.session.stream_time": "50"}))

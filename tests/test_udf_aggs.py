@@ -261,9 +261,18 @@ def test_a_restore_needs_the_same_aggs() -> None:
     p.process(pa.table({"k": ["a", "a"], "ts": [0, 4], "x": [1, 2]}))
     data = p.to_bytes()
     bare = SessionWindowProcessor.from_bytes(data)
-    with pytest.raises(InvalidWindowSpec, match="restore it with the same aggs"):
+    with pytest.raises(InvalidWindowSpec) as info:
         bare.advance(100)
+    assert str(info.value) == (
+        "invalid aggs: the snapshot was taken with user-defined aggregates (agg.udf) at "
+        "aggs[0] (over 1 column), and a snapshot holds no Python function: restore it with "
+        "restore(..., aggs=[...]) / from_bytes(..., aggs=[...]) given the same aggs it was "
+        "made with, udfs included"
+    )
     assert bare.to_bytes() == data
+    elsewhere = [agg.count(), agg.udf(len, "x", returns=pa.int64()).alias("n")]
+    with pytest.raises(InvalidWindowSpec, match=r"at aggs\[0\].*have them at aggs\[1\]"):
+        SessionWindowProcessor.from_bytes(data, aggs=elsewhere).advance(100)
     restored = SessionWindowProcessor.from_bytes(data, aggs=aggs)
     assert restored.advance(100).to_pylist() == [
         {"k": "a", "session_start": 0, "session_end": 4, "n": 2}

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -289,6 +290,48 @@ def test_an_advance_that_raises_stream_time_counts_as_a_record() -> None:
     assert p.poll(now=T0 + 8_999).num_rows == 0
     assert p.poll(now=T0 + 9_000).num_rows == 0
     assert p.metrics()["stream_time"] == T0 + 3_000 + 5_000
+
+
+def test_an_advance_applies_the_idle_rule_at_its_own_reading() -> None:
+    # As a record at 11 arriving at 100 would: the stream was idle for 100 ms (timeout 5), so
+    # stream time is 10 + 100 first; the advance to 11 is behind it.
+    def make() -> SessionWindowProcessor:
+        p = SessionWindowProcessor(
+            key="k", time="t", gap=5, grace=0, idle_timeout=5, aggs=[agg.count()]
+        )
+        p.process(pa.table({"k": ["a"], "t": [10]}), now=0)
+        return p
+
+    by_record = make()
+    out = by_record.process(pa.table({"k": ["b"], "t": [11]}), now=100)
+    assert out.column("k").to_pylist() == ["a"]
+    assert by_record.metrics()["stream_time"] == 110
+    p = make()
+    assert p.advance(11, now=100).column("k").to_pylist() == ["a"]
+    assert p.metrics()["stream_time"] == 110
+    # The idle period starts again at 100 from stream time 110.
+    assert p.poll(now=104).num_rows == 0
+    assert p.metrics()["stream_time"] == 110
+    p.poll(now=105)
+    assert p.metrics()["stream_time"] == 115
+
+
+def test_the_idle_rule_runs_before_the_first_batch() -> None:
+    p = SessionWindowProcessor(key="k", time="t", gap=5, grace=0, idle_timeout=10)
+    p.advance(100, now=0)
+    assert p.poll(now=9).num_rows == 0
+    assert p.metrics()["stream_time"] == 100
+    p.poll(now=50)  # idle for 50 ms of an integer column in ms
+    assert p.metrics()["stream_time"] == 150
+
+
+def test_now_takes_numpy_integers() -> None:
+    p = idle()
+    p.process(rows(("a", 0)), now=np.int64(T0))
+    p.poll(now=np.int32(6_000) + np.int64(T0))
+    assert p.metrics()["stream_time"] == T0 + 6_000
+    with pytest.raises(TypeError, match="now must be"):
+        p.poll(now=np.float64(T0))
 
 
 def test_the_idle_clock_starts_again_after_a_restore(tmp_path: Path) -> None:

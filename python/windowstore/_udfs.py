@@ -41,6 +41,41 @@ def _hidden(index: int, column: int) -> str:
     return f"{HIDDEN}{index}_{column}"
 
 
+def _udf_places(hidden: Sequence[str]) -> str:
+    """Where in ``aggs`` the udfs of ``hidden`` columns stand, for people: "aggs[1], aggs[3]"
+    (with how many columns each reads)."""
+    places: dict[int, int] = {}
+    for name in hidden:
+        index = int(name[len(HIDDEN) :].split("_")[0])
+        places[index] = places.get(index, 0) + 1
+    return ", ".join(
+        f"aggs[{i}] (over {n} column{'s' if n > 1 else ''})" for i, n in sorted(places.items())
+    )
+
+
+def _mismatch(hidden: Sequence[str], expected: Sequence[str]) -> str:
+    """Why the udfs of a restored processor (its ``hidden`` columns) do not match the aggs it
+    was given (their ``expected`` columns), and what to do."""
+    if not expected:
+        return (
+            "invalid aggs: the snapshot was taken with user-defined aggregates (agg.udf) at "
+            f"{_udf_places(hidden)}, and a snapshot holds no Python function: restore it with "
+            "restore(..., aggs=[...]) / from_bytes(..., aggs=[...]) given the same aggs it was "
+            "made with, udfs included"
+        )
+    if not hidden:
+        return (
+            f"invalid aggs: the aggs given have user-defined aggregates at {_udf_places(expected)}"
+            ", but the processor (or the snapshot it was restored from) has none; give the aggs "
+            "it was made with"
+        )
+    return (
+        f"invalid aggs: the processor computes user-defined aggregates at {_udf_places(hidden)}, "
+        f"the aggs given have them at {_udf_places(expected)}; restore it with the same "
+        "aggs=[...] it was made with"
+    )
+
+
 def core_aggs(aggs: Sequence[Agg]) -> list[_CoreAgg]:
     """The core's aggregates for ``aggs``: built-ins as they are, each udf as its hidden
     ``collect_all`` columns (at the udf's place, so the output keeps the order of ``aggs``).
@@ -97,12 +132,7 @@ class Finisher:
         hidden = [n for n in table.column_names if n.startswith(HIDDEN)]
         expected = [n for p in self._planned for n in p.hidden]
         if sorted(hidden) != sorted(expected):
-            raise InvalidWindowSpec(
-                "invalid aggs: the processor computes user-defined aggregates "
-                f"({len(hidden)} hidden columns) that the aggs given do not match "
-                f"({len(expected)}); restore it with the same aggs=[...] it was made with",
-                "aggs",
-            )
+            raise InvalidWindowSpec(_mismatch(hidden, expected), "aggs")
         taken = {n for n in table.column_names if not n.startswith(HIDDEN)}
         for p in self._planned:
             if p.udf.output_name in taken:

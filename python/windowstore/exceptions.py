@@ -10,6 +10,7 @@ __all__ = [
     "InternalError",
     "InvalidRecordError",
     "InvalidWindowSpec",
+    "ProcessorClosedError",
     "SchemaError",
     "SessionOverflowError",
     "SnapshotError",
@@ -44,6 +45,33 @@ class SnapshotError(WindowStoreError):
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ProcessorClosedError(WindowStoreError):
+    """A processor was called after `flush()` ended its input: it takes no more calls.
+
+    Create a new processor for more input, or restore a snapshot taken before the flush. Its
+    reads (`windows()`, `metrics()`, `to_bytes()`, ...) still work.
+
+    Attributes:
+        method: The method that was called (``"process"``, ``"flush"``, ``"poll"``,
+            ``"advance"``).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from windowstore import SessionWindowProcessor, agg
+        >>> p = SessionWindowProcessor(key="k", time="t", gap=5, grace=0, aggs=[agg.count()])
+        >>> _ = p.flush()
+        >>> try:
+        ...     p.flush()
+        ... except ProcessorClosedError as e:
+        ...     print(e.method)
+        flush
+    """
+
+    def __init__(self, message: str, method: str | None = None) -> None:
+        super().__init__(message)
+        self.method = method
 
 
 class StoreCapacityError(WindowStoreError):

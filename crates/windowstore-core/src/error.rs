@@ -44,6 +44,16 @@ pub enum Error {
         /// Why (the rejection reason: null_key, null_time, invalid_gap, time_overflow, late).
         reason: String,
     },
+    /// A call on a processor that takes no more calls: it was flushed (end of input).
+    #[error(
+        "{method}() after flush(): the processor was flushed (end of input) and takes no more \
+         calls; create a new processor for more input, or restore a snapshot taken before the \
+         flush"
+    )]
+    ProcessorClosed {
+        /// The method that was called, by its public name (`process`, `flush`, `poll`, ...).
+        method: &'static str,
+    },
     /// A snapshot file could not be written, or was refused on restore.
     #[error("snapshot {path}: {reason}")]
     Snapshot {

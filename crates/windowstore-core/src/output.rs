@@ -55,6 +55,23 @@ impl OutputBuilder {
         if layout.op {
             fields.push(Arc::new(Field::new(OP_COLUMN, DataType::Utf8, false)));
         }
+        let window_columns = [Some(layout.start), Some(layout.end), layout.time]
+            .into_iter()
+            .flatten()
+            .chain(layout.op.then_some(OP_COLUMN));
+        for name in window_columns {
+            if let Some(key) = keys.fields().iter().find(|f| f.name() == name) {
+                return Err(Error::schema(
+                    key.name(),
+                    format!(
+                        "a key column may not be named {name:?}: the output has a column of \
+                         that name of its own; rename the key column in the input (pyarrow: \
+                         table.rename_columns, polars: df.rename, Spark: withColumnRenamed) \
+                         and key= with it"
+                    ),
+                ));
+            }
+        }
         let mut seen = HashSet::new();
         for f in &fields {
             if !seen.insert(f.name().clone()) {

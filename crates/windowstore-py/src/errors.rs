@@ -17,6 +17,7 @@ mod py {
     pyo3::import_exception!(windowstore.exceptions, BatchTooLargeError);
     pyo3::import_exception!(windowstore.exceptions, ArrowError);
     pyo3::import_exception!(windowstore.exceptions, InternalError);
+    pyo3::import_exception!(windowstore.exceptions, ProcessorClosedError);
 }
 
 /// Converts a core error into the matching Python exception.
@@ -27,6 +28,7 @@ mod py {
 /// | `Schema`            | `SchemaError` (a `ValueError`)                 |
 /// | `InvalidRecord`     | `InvalidRecordError` (a `ValueError`)          |
 /// | `SessionOverflow`   | `SessionOverflowError`                         |
+/// | `ProcessorClosed`   | `ProcessorClosedError`                         |
 /// | `Snapshot`          | `SnapshotError`                                |
 /// | `Capacity`          | `StoreCapacityError`                           |
 /// | `BatchTooLarge`     | `BatchTooLargeError`                           |
@@ -40,6 +42,7 @@ pub fn to_py(err: Error) -> PyErr {
         Error::InvalidWindowSpec { parameter, .. } => {
             py::InvalidWindowSpec::new_err((message, parameter))
         }
+        Error::ProcessorClosed { method } => py::ProcessorClosedError::new_err((message, method)),
         Error::Snapshot { path, .. } => {
             py::SnapshotError::new_err((message, path.to_string_lossy().into_owned()))
         }

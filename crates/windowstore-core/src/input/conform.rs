@@ -2,7 +2,8 @@
 //!
 //! Encodings are decoded here, once, so that nothing past the boundary meets them: view types
 //! (Utf8View, BinaryView: what polars produces) read as Utf8 and Binary, and dictionary-encoded
-//! columns as their value type (keys, aggregated values and rejected rows alike). A batch whose
+//! columns as their value type (keys, aggregated values and rejected rows alike), at the top
+//! level and inside lists, structs and maps. A batch whose
 //! columns are those bound, by name and type after decoding, is accepted whatever its column
 //! order, nullability or field metadata; a column typed `null` (pyarrow's type of an all-null
 //! column) reads as all-null of the bound type. Anything else is refused naming the column.
@@ -11,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 
 use crate::{Error, Result};
 
@@ -50,7 +51,8 @@ pub fn plain_batch(batch: &RecordBatch) -> Result<RecordBatch> {
         .map_err(Error::arrow("decoding the input's encoded columns"))
 }
 
-/// The plain type `t` decodes to, if `t` is a view or a dictionary type.
+/// The plain type `t` decodes to, if `t` is a view or a dictionary type or has one inside (a
+/// list, struct or map of them: arrow's `cast` decodes nested values too).
 fn plain_type(t: &DataType) -> Option<DataType> {
     match t {
         DataType::Utf8View => Some(DataType::Utf8),
@@ -58,8 +60,30 @@ fn plain_type(t: &DataType) -> Option<DataType> {
         DataType::Dictionary(_, values) => {
             Some(plain_type(values).unwrap_or_else(|| values.as_ref().clone()))
         }
+        DataType::List(item) => plain_field(item).map(DataType::List),
+        DataType::LargeList(item) => plain_field(item).map(DataType::LargeList),
+        DataType::FixedSizeList(item, size) => {
+            plain_field(item).map(|item| DataType::FixedSizeList(item, *size))
+        }
+        DataType::Map(entries, sorted) => plain_field(entries).map(|e| DataType::Map(e, *sorted)),
+        DataType::Struct(fields) => {
+            let plain: Vec<Option<FieldRef>> = fields.iter().map(plain_field).collect();
+            plain.iter().any(Option::is_some).then(|| {
+                let fields: Vec<FieldRef> = plain
+                    .into_iter()
+                    .zip(fields.iter())
+                    .map(|(plain, f)| plain.unwrap_or_else(|| f.clone()))
+                    .collect();
+                DataType::Struct(fields.into())
+            })
+        }
         _ => None,
     }
+}
+
+/// `field` with its type decoded, if it has a view or dictionary type (see [`plain_type`]).
+fn plain_field(field: &FieldRef) -> Option<FieldRef> {
+    plain_type(field.data_type()).map(|t| Arc::new(field.as_ref().clone().with_data_type(t)))
 }
 
 /// `column` decoded into `field`'s type.
@@ -286,6 +310,41 @@ mod tests {
             ("x", Arc::new(Int64Array::from(vec![0]))),
         ]);
         assert_eq!(column_of(conform(&bound, &extra).unwrap_err()), "x");
+    }
+
+    #[test]
+    fn views_nested_in_lists_structs_and_maps_decode_too() {
+        use arrow_array::builder::{ListBuilder, StringViewBuilder};
+        let mut views = ListBuilder::new(StringViewBuilder::new());
+        views.values().append_value("x");
+        views.append(true);
+        let first = table(vec![("tags", Arc::new(views.finish()) as ArrayRef)]);
+        let bound = bound_schema(&first.schema()).unwrap();
+        let plain_list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
+        assert_eq!(bound.field(0).data_type(), &plain_list);
+        let read = conform(&bound, &first).unwrap();
+        assert_eq!(read.column(0).data_type(), &plain_list);
+        let view = |name: &str| Arc::new(Field::new(name, DataType::Utf8View, true));
+        let entries = Field::new(
+            "entries",
+            DataType::Struct(vec![view("key"), view("value")].into()),
+            false,
+        );
+        let map = DataType::Map(Arc::new(entries), false);
+        let plain = plain_type(&DataType::Struct(vec![view("a")].into())).unwrap();
+        assert_eq!(
+            plain,
+            DataType::Struct(vec![Arc::new(Field::new("a", DataType::Utf8, true))].into())
+        );
+        assert!(!format!("{:?}", plain_type(&map).unwrap()).contains("View"));
+        assert_eq!(
+            plain_type(&DataType::List(Arc::new(Field::new(
+                "i",
+                DataType::Int64,
+                true
+            )))),
+            None
+        );
     }
 
     #[test]

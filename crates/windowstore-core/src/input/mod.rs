@@ -79,6 +79,12 @@ impl BoundInput {
         })
     }
 
+    /// Refuses a `schema` whose batches [`Self::conform`] would refuse, naming the column: so
+    /// that an input without rows is checked as one with rows would be.
+    pub fn check_schema(&self, schema: SchemaRef) -> Result<()> {
+        self.conform(&RecordBatch::new_empty(schema)).map(drop)
+    }
+
     /// The schema the input was bound to.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema

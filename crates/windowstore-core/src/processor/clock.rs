@@ -178,21 +178,23 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// [`Self::advance_then`] at the wall clock's reading `now` (epoch milliseconds; `None`:
-    /// the system clock): with an idle timeout, an advance that raises stream time counts as
-    /// a record arriving at `now`.
+    /// the system clock). With an idle timeout the call first applies the idle rule at `now`,
+    /// as a call with records does, and an advance that raises stream time counts as a record
+    /// arriving at `now`: the idle period starts again from the stream time after the call.
     pub fn advance_at(
         &mut self,
         t: i64,
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
+        self.life.check_usable("advance")?;
         let wall = self.wall(now);
         let before = self.life.stream_time;
-        let out = self.advance_to(t, then)?;
-        if let (Clock::Idle(_), Some(wall)) = (self.clock, wall) {
+        let idle = wall.and_then(|wall| self.idle_target(wall));
+        let out = self.advance_to(idle.map_or(t, |idle| idle.max(t)), then)?;
+        if let (Clock::Idle(_), Some(wall), Some(st)) = (self.clock, wall, self.life.stream_time) {
             if before.is_none_or(|b| t > b) {
-                self.restart_idle(wall, t);
+                self.restart_idle(wall, st);
             }
         }
         Ok(out)
@@ -209,7 +211,7 @@ impl<K: WindowKind> Processor<K> {
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
+        self.life.check_usable("poll")?;
         let Some(wall) = self.wall(now) else {
             return Ok(None);
         };
@@ -261,12 +263,16 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// The stream time the idle rule gives at reading `wall`, if the stream is idle and that
-    /// is ahead of stream time.
+    /// is ahead of stream time. Before the first batch, the time column's unit is the one the
+    /// processor was given (`time_unit`, default milliseconds), as for `advance(t)`.
     pub(super) fn idle_target(&self, wall: i64) -> Option<i64> {
         let Clock::Idle(timeout) = self.clock else {
             return None;
         };
-        let unit = self.bound.as_ref()?.input.time.unit();
+        let unit = match self.bound.as_ref() {
+            Some(bound) => bound.input.time.unit(),
+            None => self.input.time_unit.unwrap_or(TimeUnit::Millisecond),
+        };
         let target = self.idle.as_ref()?.target(wall, timeout, unit)?;
         self.life
             .stream_time

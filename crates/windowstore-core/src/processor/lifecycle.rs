@@ -58,13 +58,10 @@ pub(crate) struct LifeMark {
 }
 
 impl Lifecycle {
-    /// Refuses input after the end of input.
-    pub fn check_usable(&self) -> Result<()> {
+    /// Refuses a call of `method` (its public name) after the end of input.
+    pub fn check_usable(&self, method: &'static str) -> Result<()> {
         if self.flushed {
-            return Err(Error::invalid(
-                "process",
-                "the processor was flushed (end of input); create a new one for more input",
-            ));
+            return Err(Error::ProcessorClosed { method });
         }
         Ok(())
     }

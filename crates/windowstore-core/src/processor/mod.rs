@@ -237,9 +237,12 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// Binds the processor to an input schema now (the first batch does it otherwise). A
-    /// processor already bound keeps its schema.
+    /// processor already bound keeps its schema, and refuses a `schema` whose batches it could
+    /// not read (an empty input is checked as a batch with rows would be).
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
-        if self.bound.is_none() {
+        if let Some(bound) = self.bound.as_ref() {
+            bound.input.check_schema(schema)?;
+        } else {
             self.bound = Some(Bound::try_new(
                 &self.kind,
                 &self.input,
@@ -338,7 +341,7 @@ impl<K: WindowKind> Processor<K> {
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<RecordBatch> {
-        self.life.check_usable()?;
+        self.life.check_usable("process")?;
         let was_bound = self.bound.is_some();
         self.bind(schema)?;
         let wall = self.wall(now);
@@ -377,7 +380,7 @@ impl<K: WindowKind> Processor<K> {
     /// [`Self::flush`], running `then` on the output (if any) before the processor is marked
     /// flushed: if it fails, the processor is as it was and can flush again.
     pub fn flush_then(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
-        self.life.check_usable()?;
+        self.life.check_usable("flush")?;
         let Some(bound) = self.bound.as_ref() else {
             self.life.flushed = true;
             return Ok(None);

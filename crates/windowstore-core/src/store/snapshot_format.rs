@@ -68,6 +68,9 @@ const REMOVES: &str = "windowstore.removes";
 const EXPIRED_PUTS: &str = "windowstore.expired_puts";
 const EXPIRED_SESSIONS: &str = "windowstore.expired_sessions";
 const TABLES: &str = "windowstore.tables";
+/// How many sessions the snapshot's rows hold (a row dropped from an edited snapshot is
+/// refused; older snapshots without it are read as they are).
+const SESSIONS: &str = "windowstore.sessions";
 
 /// A table a caller keeps in a snapshot beside the sessions: its name, schema and batches.
 pub type Table = (String, SchemaRef, Vec<RecordBatch>);
@@ -156,8 +159,15 @@ pub fn encode_tables(
     ] {
         metadata.insert(k.to_string(), v);
     }
+    let batches = entries_batches_with(store, Arc::new(entries_schema()))?;
+    let sessions: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    metadata.insert(SESSIONS.to_string(), sessions.to_string());
     let schema = Arc::new(entries_schema().with_metadata(metadata));
-    let batches = entries_batches_with(store, schema.clone())?;
+    let batches = batches
+        .into_iter()
+        .map(|b| b.with_schema(schema.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::arrow("encoding snapshot"))?;
     // Room for the whole file: the batches' buffers, and a few kilobytes per message for the
     // schema, the metadata and the batches' headers and padding.
     let data: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
@@ -293,9 +303,21 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
     let mut store = SessionStore::restored(retention, interval, store_time, counters)
         .map_err(|e| refuse(format!("bad store parameters: {e}")))?;
     let names = metadata.remove(TABLES).unwrap_or_default();
+    let sessions = metadata
+        .remove(SESSIONS)
+        .map(|n| parse::<usize>(&n, SESSIONS))
+        .transpose()
+        .map_err(refuse)?;
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| refuse(format!("unreadable record batch: {e}")))?;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if sessions.is_some_and(|n| n != rows) {
+        return Err(refuse(format!(
+            "it declares {} sessions and holds {rows} (rows were added or removed)",
+            sessions.unwrap_or(0)
+        )));
+    }
     let mut tables = Vec::new();
     for name in names.split(',').filter(|n| !n.is_empty()) {
         let reader = StreamReader::try_new(&mut rest, None)
