@@ -51,8 +51,9 @@ def _cells(row: str) -> list[str]:
 
 
 def uses_spark(example: Example) -> bool:
-    """Whether the example needs a SparkSession (it names ``spark`` or imports pyspark)."""
-    return re.search(r"\bspark\b|pyspark", example.code) is not None
+    """Whether the example needs Spark: it names ``spark``, imports pyspark or windowstore.spark,
+    or reads or writes a Spark stream."""
+    return re.search(r"\bspark\b|pyspark|readStream|writeStream", example.code) is not None
 
 
 def run_page(page: Path, namespace: dict[str, Any], *, spark: bool) -> int:
