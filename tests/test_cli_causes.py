@@ -1,4 +1,5 @@
-"""The cause of a failed Spark call in one line (``windowstore.cli.causes``), on exceptions
+"""The cause of a failed Spark call in one line (``windowstore._causes``, which the CLI and
+``windowstore.spark.root_cause`` use), on exceptions
 built as Py4J and pyspark build them: Python's chain, the Java causes behind it, a Python
 worker's traceback. The real failures run in tests/spark/test_spark_cli.py."""
 
@@ -58,14 +59,15 @@ windowstore.exceptions.InvalidRecordError: windowstore: unusable row (null_key) 
          "InvalidRecordError: windowstore: unusable row (null_key) {'u': None}"),
         (_Py4JError("An error occurred while calling None.JavaSparkContext.", _Throwable(
             "Could not parse Master URL: 'bogus://x'")),
-         "Could not parse Master URL: 'bogus://x' (--master takes local, local[N], local[*]"),
+         "Could not parse Master URL: 'bogus://x' (a master URL is one of local, local[N], "
+         "local[*]"),
         (RuntimeError("[PATH_NOT_FOUND] Path does not exist: file:/x.parquet. SQLSTATE: 42K03"),
          "Path does not exist: file:/x.parquet."),
         (RuntimeError(_WORKER.replace("InvalidRecordError: windowstore: unusable row (null_key) "
                                       "{'u': None}", "ModuleNotFoundError: No module named "
                                       "'windowstore'")),
          "ModuleNotFoundError: No module named 'windowstore' (the workers' Python lacks "
-         "windowstore: give --conf spark.pyspark.python="),
+         "windowstore: set spark.pyspark.python to the Python"),
     ],
 )  # fmt: skip
 def test_a_failed_spark_call_is_named_by_its_root_cause(error: BaseException, want: str) -> None:

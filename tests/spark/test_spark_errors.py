@@ -96,16 +96,16 @@ def test_the_root_cause_of_a_failed_job_is_the_workers_error(spark: SparkSession
     with pytest.raises(Exception) as e:  # noqa: PT011 (whatever PySpark wraps it in)
         session_windows(nulls, key="user", time="ts", gap=10).collect()
     cause = root_cause(e.value)
-    assert cause.startswith("windowstore.exceptions.InvalidRecordError: "), cause
+    assert cause.startswith("InvalidRecordError: "), cause
     assert "null" in cause
     assert "\n" not in cause
 
 
-def test_the_root_cause_of_a_driver_error_is_its_first_line(
+def test_the_root_cause_of_a_driver_error_is_its_message(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     with pytest.raises(Exception) as e:  # noqa: PT011
         spark.read.parquet(str(tmp_path / "nothing")).collect()
     cause = root_cause(e.value)
-    assert "PATH_NOT_FOUND" in cause
+    assert cause.startswith("Path does not exist: "), cause
     assert "\n" not in cause

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 
 from windowstore import agg
+from windowstore._causes import MASTER_FORMS
 from windowstore._durations import to_duration
 from windowstore.exceptions import InvalidWindowSpec
 
@@ -164,11 +165,6 @@ def duration(text: str | None, parameter: str) -> str | int | None:
 _MASTER = re.compile(
     r"local|local\[(\d+|\*)\]|local\[(\d+|\*)\s*,\s*\d+\]"
     r"|local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*\d+\s*\]|yarn|spark://.+|k8s://.+"
-)
-#: The same, as the ``--master`` error lists them.
-MASTER_FORMS = (
-    "local, local[N], local[*], local[N,MAX_FAILURES], spark://HOST:PORT, yarn or "
-    "k8s://https://HOST:PORT"
 )
 
 

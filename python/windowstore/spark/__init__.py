@@ -12,7 +12,7 @@ Examples:
 
 from __future__ import annotations
 
-from windowstore.spark._errors import root_cause
+from windowstore._causes import root_cause
 from windowstore.spark._metrics import metrics
 from windowstore.spark._read_state import read_state
 from windowstore.spark._spark_session import spark_session

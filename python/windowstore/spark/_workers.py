@@ -155,7 +155,7 @@ def _check_cluster(sc: SparkContext, python: str) -> None:
     application = (sc.applicationId, python)
     if application in _clusters_checked:
         return
-    from windowstore.spark._errors import root_cause
+    from windowstore._causes import root_cause
 
     probe = sc.parallelize(["windowstore._core"], 1).map(importlib.import_module).map(str)
     try:
