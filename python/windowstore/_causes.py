@@ -100,14 +100,15 @@ def _adds_context(outer: str, inner: str) -> bool:
     return at >= 0 and not _WRAPPER.search(outer[:at])
 
 
-def root_cause(e: BaseException) -> str:
+def root_cause(e: BaseException, *, hint: bool = True) -> str:
     """The innermost meaningful message of a failed Spark call, on one line, with what to do
     when that is known.
 
     A Python worker's exception wins (``InvalidRecordError: windowstore: unusable row ...``);
     else the innermost Java cause, or the cause just outside it when that one only adds
     context (``Cannot run program "python3": error=2, No such file or directory`` rather than
-    ``error=2, No such file or directory``).
+    ``error=2, No such file or directory``). ``hint=False`` leaves out what to do, for a
+    caller that says it in its own words.
 
     Example:
         >>> root_cause(RuntimeError("[PATH_NOT_FOUND] Path does not exist: x. SQLSTATE: 42K03"))
@@ -125,7 +126,7 @@ def root_cause(e: BaseException) -> str:
             i -= 1
         found = _clean(messages[i])
     found = found or type(e).__name__
-    for pattern, hint in _HINTS:
+    for pattern, advice in _HINTS if hint else ():
         if pattern.search(found):
-            return f"{found} ({hint})"
+            return f"{found} ({advice})"
     return found

@@ -16,6 +16,7 @@ __all__ = [
     "SnapshotError",
     "StoreCapacityError",
     "WindowStoreError",
+    "WorkerPythonError",
 ]
 
 
@@ -178,3 +179,12 @@ class AggregateFunctionError(WindowStoreError):
         self.key = key
         self.start = start
         self.end = end
+
+
+class WorkerPythonError(WindowStoreError, RuntimeError):
+    """Spark's Python workers would run an interpreter that cannot import windowstore.
+
+    Raised on the driver by ``windowstore.spark`` before any job, naming the interpreter and how
+    to choose another (``PYSPARK_PYTHON``, or ``spark.archives`` and ``spark.pyspark.python`` on
+    a cluster).
+    """

@@ -75,7 +75,7 @@ def test_a_pyspark_python_without_windowstore_fails_before_any_job(tmp_path: Pat
     done = run(code, tmp_path, PYSPARK_PYTHON=python3)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("windowstore.spark._workers.WorkerPythonError: ")
+    assert last.startswith("windowstore.exceptions.WorkerPythonError: ")
     for named in ("PYSPARK_PYTHON", sys.executable, python3, "ModuleNotFoundError"):
         assert named in last
     assert "Lost task" not in done.stderr  # no job ran

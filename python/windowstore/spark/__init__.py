@@ -13,10 +13,10 @@ Examples:
 from __future__ import annotations
 
 from windowstore._causes import root_cause
+from windowstore.exceptions import WorkerPythonError
 from windowstore.spark._metrics import metrics
 from windowstore.spark._read_state import read_state
 from windowstore.spark._spark_session import spark_session
-from windowstore.spark._workers import WorkerPythonError
 from windowstore.spark.sessions import session_windows
 from windowstore.spark.sliding import sliding_windows
 

@@ -37,9 +37,9 @@ from typing import ParamSpec, TypeVar
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
-from windowstore.exceptions import WindowStoreError
+from windowstore.exceptions import WorkerPythonError
 
-__all__ = ["WorkerPythonError", "checked_workers", "workers_import_windowstore"]
+__all__ = ["checked_workers", "workers_import_windowstore"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -51,14 +51,6 @@ _DRIVER_VERSION = "{}.{}".format(*sys.version_info[:2])
 _CLUSTER_DOC = 'docs/how-to/cluster.md ("Deploying on a Spark cluster")'
 #: Applications (and interpreters) whose executors have imported windowstore.
 _clusters_checked: set[tuple[str, str]] = set()
-
-
-class WorkerPythonError(WindowStoreError, RuntimeError):
-    """Spark's Python workers would run an interpreter that cannot import windowstore.
-
-    Raised on the driver before any job, naming the interpreter and how to choose another
-    (``PYSPARK_PYTHON``, or ``spark.archives`` and ``spark.pyspark.python`` on a cluster).
-    """
 
 
 def checked_workers(function: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -163,7 +155,7 @@ def _check_cluster(sc: SparkContext, python: str) -> None:
     except Exception as e:
         raise WorkerPythonError(
             f"Spark's Python workers ({python}) cannot import windowstore on the executors "
-            f"({root_cause(e)}): ship it in a packed virtual environment (spark.archives) and "
+            f"({root_cause(e, hint=False)}): ship it in a packed virtual environment (spark.archives) and "
             "point spark.pyspark.python (PYSPARK_PYTHON for a driver started with plain python) "
             f"at its interpreter: see {_CLUSTER_DOC}"
         ) from None
