@@ -155,8 +155,9 @@ def _check_cluster(sc: SparkContext, python: str) -> None:
     except Exception as e:
         raise WorkerPythonError(
             f"Spark's Python workers ({python}) cannot import windowstore on the executors "
-            f"({root_cause(e, hint=False)}): ship it in a packed virtual environment (spark.archives) and "
-            "point spark.pyspark.python (PYSPARK_PYTHON for a driver started with plain python) "
+            f"({root_cause(e, hint=False)}): ship it in a packed virtual environment "
+            "(spark.archives) and point spark.pyspark.python (PYSPARK_PYTHON for a driver "
+            "started with plain python) "
             f"at its interpreter: see {_CLUSTER_DOC}"
         ) from None
     _clusters_checked.add(application)
