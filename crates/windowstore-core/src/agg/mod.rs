@@ -29,6 +29,7 @@ pub mod append;
 pub(crate) mod build;
 pub(crate) mod codec;
 pub(crate) mod columnar;
+pub(crate) mod decimal;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;
