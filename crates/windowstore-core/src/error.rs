@@ -38,21 +38,19 @@ pub enum Error {
     },
     /// An aggregate's exact value does not fit its output type: a decimal `sum` or `mean`
     /// beyond the output's precision (never wrapped or truncated).
-    #[error("{aggregate} overflows {output_type}{}: {reason}", window_text(.key, *.start, *.end))]
+    #[error("{aggregate} overflows{}: {reason}", window_text(.key, *.start, *.end))]
     AggregateOverflow {
         /// The aggregate, as `sum(column)`.
         aggregate: String,
         /// The aggregated column.
         column: String,
-        /// The output type that the value does not fit.
-        output_type: String,
         /// The key, rendered for people; empty where the layer that failed does not know it.
         key: String,
         /// The window start (with `key`).
         start: i64,
         /// The window end (with `key`).
         end: i64,
-        /// The exact value, or how far it went.
+        /// The exact value and the output type it does not fit.
         reason: String,
     },
     /// A record could not be processed under `on_invalid="error"`.

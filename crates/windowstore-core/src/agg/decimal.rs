@@ -62,27 +62,25 @@ pub(crate) fn add(slot: &Slot, a: i128, b: i128) -> Result<i128> {
 /// for the caller to fill (see [`super::fill_overflow`]).
 pub(crate) fn sum_overflow(slot: &Slot, sum: i256) -> Error {
     let sum_type = sum_type(&slot.data_type);
-    let (precision, scale) = precision_scale(&sum_type);
-    overflow(
-        slot,
-        &sum_type,
-        format!(
-            "the exact sum {} has more than {precision} digits",
-            Decimal256Type::format_decimal(sum, 76, scale)
-        ),
-    )
+    let (_, scale) = precision_scale(&sum_type);
+    let exact = Decimal256Type::format_decimal(sum, 76, scale);
+    overflow(slot, &sum_type, format!("the exact sum {exact}"))
 }
 
-/// An [`Error::AggregateOverflow`] of `slot` beyond `output_type`, key and window empty.
-pub(crate) fn overflow(slot: &Slot, output_type: &DataType, reason: String) -> Error {
+/// An [`Error::AggregateOverflow`] of `slot`: `value` (the exact value, described) does not
+/// fit `output_type`; key and window empty.
+pub(crate) fn overflow(slot: &Slot, output_type: &DataType, value: String) -> Error {
+    let precision = precision_scale(output_type).0;
     Error::AggregateOverflow {
         aggregate: format!("{}({})", function_name(slot), slot.column),
         column: slot.column.clone(),
-        output_type: output_type.to_string(),
         key: String::new(),
         start: 0,
         end: 0,
-        reason,
+        reason: format!(
+            "{value} does not fit the output type {output_type} (more than {precision} digits); \
+             Spark's sum and avg give null here outside ANSI mode"
+        ),
     }
 }
 
@@ -123,7 +121,7 @@ pub(crate) fn mean(slot: &Slot, sum: i128, n: u64) -> Result<Option<i128>> {
             slot,
             &out,
             format!(
-                "the mean {} has more than {precision} digits",
+                "the mean {}",
                 Decimal256Type::format_decimal(rounded, 76, scale)
             ),
         )),
@@ -197,7 +195,10 @@ mod tests {
         let slot = mean_slot(36, 0);
         let big = 10i128.pow(35);
         let err = mean(&slot, big, 1).unwrap_err();
-        assert!(err.to_string().contains("mean(x) overflows"), "{err}");
+        assert!(
+            err.to_string().contains("mean(x) overflows: the mean"),
+            "{err}"
+        );
         assert_eq!(
             mean(&slot, 10i128.pow(33), 1).unwrap(),
             Some(10i128.pow(37))

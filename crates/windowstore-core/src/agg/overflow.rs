@@ -21,13 +21,11 @@ pub fn fill_overflow(err: Error, key: impl Into<String>, start: i64, end: i64) -
         Error::AggregateOverflow {
             aggregate,
             column,
-            output_type,
             reason,
             ..
         } => Error::AggregateOverflow {
             aggregate,
             column,
-            output_type,
             key: key.into(),
             start,
             end,
