@@ -193,3 +193,23 @@ def test_decimal256_is_refused_naming_the_column_and_the_cast() -> None:
         SchemaError, match=r'"v".*Decimal256\(40, 0\).*cast the column to Decimal128'
     ):
         ws.session_windows(data, key="k", time="t", gap=5, aggs=[agg.sum("v")])
+
+
+def test_the_money_example_of_the_windows_page() -> None:
+    """docs/concepts/windows.md, "Money columns": the sum and mean shown, of the types shown."""
+    orders = pa.table(
+        {
+            "user": ["a", "a", "a"],
+            "ts": [0, 60_000, 120_000],
+            "amount": pa.array(
+                [Decimal("19.99"), Decimal("5.00"), Decimal("0.01")], pa.decimal128(10, 2)
+            ),
+        }
+    )
+    out = ws.session_windows(
+        orders, key="user", time="ts", gap="5m", aggs=[agg.sum("amount"), agg.mean("amount")]
+    )
+    assert out["sum_amount"].type == pa.decimal128(20, 2)
+    assert out["sum_amount"].to_pylist() == [Decimal("25.00")]
+    assert out["mean_amount"].type == pa.decimal128(14, 6)
+    assert out["mean_amount"].to_pylist() == [Decimal("8.333333")]
