@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import windowstore as ws
-from windowstore import SchemaError, WindowStoreError, agg
+from windowstore import SchemaError, WindowStoreError, _core, agg
 
 TYPE = pa.decimal128(10, 2)
 AGGS = [
@@ -213,3 +213,37 @@ def test_the_money_example_of_the_windows_page() -> None:
     assert out["sum_amount"].to_pylist() == [Decimal("25.00")]
     assert out["mean_amount"].type == pa.decimal128(14, 6)
     assert out["mean_amount"].to_pylist() == [Decimal("8.333333")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows_strategy, st.integers(1, 4), st.randoms(use_true_random=False))
+def test_map_side_partials_merge_into_complete_sessions(
+    rows: list[tuple[str, int, int | None]], parts: int, rng: Any
+) -> None:
+    """What the Spark batch adapter runs: each part's partial sessions (states of decimals),
+    merged after the shuffle, are complete mode's sessions. Times are made unique: records of
+    one time in different parts have no arrival order between them."""
+    ordered = sorted(rows, key=lambda r: r[1])
+    rows = [(k, 3 * i + t % 3, c) for i, (k, t, c) in enumerate(ordered)]
+    data = table(rows)
+    where = [rng.randrange(parts) for _ in rows]
+    aggs = [a.to_core() for a in AGGS]
+    args: dict[str, Any] = {
+        "key": ["k"],
+        "time": "t",
+        "time_unit": None,
+        "gap": ("ticks", 3),
+        "gap_column": None,
+        "max_gap": None,
+        "aggs": aggs,
+        "on_invalid": "error",
+    }
+    pieces = [data.filter(pa.array([w == i for w in where])) for i in range(parts)]
+    partials = [_core.session_partials(p, **args)[0] for p in pieces]
+    got = _core.merge_session_partials(
+        pa.concat_tables(partials), input=data.schema.empty_table(), key=["k"], aggs=aggs
+    )
+    want = ws.session_windows(data, key="k", time="t", gap=3, aggs=AGGS)
+    order = [("k", "ascending"), ("session_start", "ascending")]
+    assert got.sort_by(order) == want.sort_by(order)
+    check(got, rows, ("session_start", "session_end"))
