@@ -247,3 +247,21 @@ def test_map_side_partials_merge_into_complete_sessions(
     order = [("k", "ascending"), ("session_start", "ascending")]
     assert got.sort_by(order) == want.sort_by(order)
     check(got, rows, ("session_start", "session_end"))
+
+
+def test_a_udf_receives_decimal_values_in_event_time_order() -> None:
+    """A udf's inputs are a collect_all of its columns: decimals reach it as decimals."""
+    rows = [("a", 2, 150), ("a", 1, -25), ("a", 3, None)]
+
+    def spread(v: pa.Array) -> Decimal:
+        values = [x for x in v.to_pylist() if x is not None]
+        assert v.type == TYPE
+        assert v.to_pylist() == [Decimal("-0.25"), Decimal("1.50"), None]
+        return Decimal(max(values) - min(values))
+
+    udf = agg.udf(spread, "v", returns=pa.decimal128(11, 2))
+    complete = ws.session_windows(table(rows), key="k", time="t", gap=5, aggs=[udf])
+    assert complete["udf_v"].to_pylist() == [Decimal("1.75")]
+    p = ws.SessionWindowProcessor(key="k", time="t", gap=5, grace=0, aggs=[udf])
+    assert p.process(table(rows)).num_rows == 0
+    assert p.flush()["udf_v"].to_pylist() == [Decimal("1.75")]
