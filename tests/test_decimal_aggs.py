@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pytest
@@ -185,6 +185,23 @@ def test_a_sum_beyond_38_digits_raises_and_leaves_the_processor_unchanged() -> N
     for complete in completes:
         with pytest.raises(WindowStoreError, match=r"sum\(v\) overflows .* of key k=a"):
             complete(table([("a", 1, near), ("a", 2, near)], dtype))
+
+
+@pytest.mark.parametrize("emit", ["final", "updates"])
+def test_a_sliding_processor_refuses_the_overflowing_record_unchanged(
+    emit: Literal["final", "updates"],
+) -> None:
+    dtype = pa.decimal128(38, 0)
+    near = 6 * 10**37
+    p = ws.SlidingWindowProcessor(
+        key="k", time="t", time_difference=5, grace=0, aggs=[agg.sum("v")], emit=emit
+    )
+    p.process(table([("a", 1, near)], dtype))
+    before = p.to_bytes()
+    with pytest.raises(WindowStoreError, match=r"sum\(v\) overflows in the window .* of key k=a"):
+        p.process(table([("a", 2, near)], dtype))
+    assert p.to_bytes() == before
+    p.process(table([("a", 20, 1)], dtype))
 
 
 def test_decimal256_is_refused_naming_the_column_and_the_cast() -> None:
