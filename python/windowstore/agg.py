@@ -131,7 +131,8 @@ def count() -> Agg:
 
 
 def sum(column: str) -> Agg:
-    """Sum of the non-null values (integers: exact Int64; floats: Float64)."""
+    """Sum of the non-null values (integers: exact Int64; floats: Float64; decimal(p, s): exact
+    decimal(min(38, p + 10), s), an error if it does not fit)."""
     return _column("sum", column)
 
 
@@ -146,7 +147,8 @@ def max(column: str) -> Agg:
 
 
 def mean(column: str) -> Agg:
-    """Mean of the non-null values (Float64)."""
+    """Mean of the non-null values (Float64; decimal(p, s): decimal(min(38, p + 4), min(38, s + 4)),
+    rounded half away from zero)."""
     return _column("mean", column)
 
 

@@ -36,6 +36,23 @@ pub enum Error {
         /// The bound that was exceeded.
         max_size: usize,
     },
+    /// An aggregate's exact value does not fit its output type: a decimal `sum` or `mean`
+    /// beyond the output's precision (never wrapped or truncated).
+    #[error("{aggregate} overflows{}: {reason}", window_text(.key, *.start, *.end))]
+    AggregateOverflow {
+        /// The aggregate, as `sum(column)`.
+        aggregate: String,
+        /// The aggregated column.
+        column: String,
+        /// The key, rendered for people; empty where the layer that failed does not know it.
+        key: String,
+        /// The window start (with `key`).
+        start: i64,
+        /// The window end (with `key`).
+        end: i64,
+        /// The exact value and the output type it does not fit.
+        reason: String,
+    },
     /// A record could not be processed under `on_invalid="error"`.
     #[error("invalid record {row} of the input: {reason}")]
     InvalidRecord {
@@ -118,6 +135,15 @@ impl Error {
             path: path.into(),
             reason: reason.into(),
         }
+    }
+}
+
+/// `" in the window [start, end] of key key"`, or nothing without a key.
+fn window_text(key: &str, start: i64, end: i64) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!(" in the window [{start}, {end}] of key {key}")
     }
 }
 

@@ -40,13 +40,15 @@ impl Overflow {
 pub enum AggFunc {
     /// Number of records (rows, nulls included) → Int64.
     Count,
-    /// Sum of the non-null values → Int64 (integer input) or Float64 (floating input).
+    /// Sum of the non-null values → Int64 (integer input), Float64 (floating input) or
+    /// Decimal128(min(38, p + 10), s) (Decimal128(p, s) input).
     Sum,
     /// Smallest non-null value → the input type.
     Min,
     /// Largest non-null value → the input type.
     Max,
-    /// Mean of the non-null values → Float64.
+    /// Mean of the non-null values → Float64, or Decimal128(min(38, p + 4), min(38, s + 4))
+    /// rounded half away from zero (Decimal128(p, s) input).
     Mean,
     /// Value of the non-null record with the smallest `(time, seq)` → the input type.
     First,

@@ -144,6 +144,7 @@ fn element_width(kind: Kind, nulls: bool) -> Option<usize> {
     match (kind, nulls) {
         (_, true) | (Kind::Bytes, _) => None,
         (Kind::Bool, false) => Some(17),
+        (Kind::Dec128, false) => Some(32),
         (_, false) => Some(24),
     }
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, LargeBinaryArray, LargeStringArray, PrimitiveArray,
-    StringArray,
+    ArrayRef, BinaryArray, BooleanArray, Decimal128Array, LargeBinaryArray, LargeStringArray,
+    PrimitiveArray, StringArray,
 };
 use arrow_schema::DataType;
 
@@ -54,6 +54,16 @@ pub(crate) fn build(data_type: &DataType, values: &[Value<'_>], canon: bool) -> 
         DataType::LargeUtf8 => Arc::new(LargeStringArray::from(strings()?)),
         DataType::Binary => Arc::new(values.iter().map(bytes).collect::<BinaryArray>()),
         DataType::LargeBinary => Arc::new(values.iter().map(bytes).collect::<LargeBinaryArray>()),
+        DataType::Decimal128(_, _) => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    Value::Wide(x) => Some(*x),
+                    _ => None,
+                })
+                .collect::<Decimal128Array>()
+                .with_data_type(data_type.clone()),
+        ),
         dt => return build_words(dt, values.iter().map(word), canon),
     })
 }

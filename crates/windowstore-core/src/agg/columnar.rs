@@ -19,16 +19,18 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{ArrowPrimitiveType, Float64Type, Int64Type};
-use arrow_array::{Array, ArrayRef, Int64Array, PrimitiveArray, UInt32Array};
-use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_array::types::{ArrowPrimitiveType, Decimal128Type, Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, Decimal128Array, Int64Array, PrimitiveArray, UInt32Array};
+use arrow_buffer::{i256, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
 use super::agg_spec::Overflow;
-use super::finish::{list_array, list_offset, sum_overflow};
+use super::decimal;
+use super::finish::{decimals, list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
 use super::slot::{Op, Slot};
 use super::state_layout::overflow_error;
+use super::value_kind::Kind;
 use super::window_values::WindowValues;
 use crate::{Error, Result};
 
@@ -188,6 +190,74 @@ where
     Arc::new(out.finish::<Float64Type>())
 }
 
+/// Each window's `sum` (`mean: false`) or `mean` of a Decimal128 column, by running sums exact
+/// in `i256`, each checked against the sum's precision as a merge checks it; the first window
+/// that overflows, with its error, stops the values there.
+fn decimal_windows(
+    slot: &Slot,
+    a: &Decimal128Array,
+    ranges: Ranges<'_>,
+    mean: bool,
+) -> (Vec<Option<i128>>, Option<(usize, Error)>) {
+    let (values, nulls) = (a.values(), validity(a));
+    let mut out = Vec::with_capacity(ranges.len());
+    let mut failed = None;
+    let window = |(s, n): (i256, u64)| -> Result<Option<i128>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let sum = match s.to_i128() {
+            Some(sum) => decimal::checked_sum(slot, sum)?,
+            None => return Err(decimal::sum_overflow(slot, s)),
+        };
+        if mean {
+            decimal::mean(slot, sum, n)
+        } else {
+            Ok(Some(sum))
+        }
+    };
+    // Fewer than 2^63 terms below 2^127 each: the running i256 sum cannot wrap.
+    with_rows!(nulls, |rows| {
+        let term = |i: u32| match rows.valid(i) {
+            true => (i256::from_i128(values[i as usize]), 1u64),
+            false => (i256::ZERO, 0),
+        };
+        running(
+            ranges,
+            (i256::ZERO, 0u64),
+            |(s, n), i| {
+                let (v, c) = term(i);
+                (s.wrapping_add(v), n + c)
+            },
+            |(s, n), i| {
+                let (v, c) = term(i);
+                (s.wrapping_sub(v), n - c)
+            },
+            |acc| {
+                if failed.is_some() {
+                    return;
+                }
+                match window(acc) {
+                    Ok(v) => out.push(v),
+                    Err(e) => failed = Some((out.len(), e)),
+                }
+            },
+        )
+    });
+    (out, failed)
+}
+
+/// `sum` or `mean` of a Decimal128 column ([`decimal_windows`]), or the first overflow.
+fn sum_decimal(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, mean: bool) -> Result<ArrayRef> {
+    let a = array
+        .as_primitive_opt::<Decimal128Type>()
+        .ok_or_else(|| type_mismatch(slot, array))?;
+    match decimal_windows(slot, a, ranges, mean) {
+        (_, Some((_, e))) => Err(e),
+        (values, None) => decimals(slot, values),
+    }
+}
+
 /// The best valid row of each window (`None` for windows without valid rows), as take
 /// indices: a monotonic deque of the window's candidates, best first. `better(x, y)` says that
 /// row `x` strictly beats row `y`; of equal rows the earliest wins.
@@ -308,7 +378,7 @@ fn take(array: &dyn Array, indices: &UInt32Array) -> Result<ArrayRef> {
         .map_err(Error::arrow("gathering aggregate values"))
 }
 
-/// `min` or `max` of a boolean or bytes column: the chosen rows, taken.
+/// `min` or `max` of a boolean, bytes or decimal column: the chosen rows, taken.
 fn best_other(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, max: bool) -> Result<ArrayRef> {
     fn by<'a, F: Fn(u32) -> V + 'a, V: PartialOrd>(
         value: F,
@@ -345,10 +415,14 @@ fn best_other(slot: &Slot, array: &dyn Array, ranges: Ranges<'_>, max: bool) -> 
             let a = array.as_binary::<i64>();
             best_rows(nulls, ranges, by(|i| a.value(i as usize), max))
         }
+        DataType::Decimal128(_, _) => {
+            let a = array.as_primitive::<Decimal128Type>();
+            best_rows(nulls, ranges, by(|i| a.value(i as usize), max))
+        }
         dt => {
             return Err(Error::schema(
                 slot.column.clone(),
-                format!("type {dt} in min/max of bytes"),
+                format!("type {dt} in min/max of booleans, bytes or decimals"),
             ))
         }
     };
@@ -467,6 +541,8 @@ pub(crate) fn range_slot(
     let nulls = validity(array);
     match slot.op {
         Op::Count => Ok(count(ranges)),
+        Op::Sum(Kind::Dec128) => sum_decimal(slot, array, ranges, false),
+        Op::Mean(Kind::Dec128) => sum_decimal(slot, array, ranges, true),
         Op::Sum(kind) | Op::Mean(kind) => {
             let mean = matches!(slot.op, Op::Mean(_));
             dispatch_numeric!(
@@ -515,12 +591,18 @@ pub(crate) fn range_slot(
     }
 }
 
-/// The first window in which a `collect` under [`Overflow::Fail`] holds more than its bound.
+/// The first window in which a `collect` under [`Overflow::Fail`] holds more than its bound,
+/// or a decimal `sum` or `mean` overflows.
 pub(crate) fn first_range_overflow(
     slot: &Slot,
     array: Option<&ArrayRef>,
     ranges: Ranges<'_>,
 ) -> Option<usize> {
+    if let Op::Sum(Kind::Dec128) | Op::Mean(Kind::Dec128) = slot.op {
+        let a = array?.as_primitive_opt::<Decimal128Type>()?;
+        let mean = matches!(slot.op, Op::Mean(_));
+        return decimal_windows(slot, a, ranges, mean).1.map(|(w, _)| w);
+    }
     let Op::Collect {
         max_size: Some(n),
         overflow: Overflow::Fail,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, ListArray};
+use arrow_array::{ArrayRef, Decimal128Array, Float64Array, Int64Array, ListArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field};
 
@@ -75,6 +75,23 @@ pub(crate) fn finish_slot(slot: &Slot, segments: &[&[u8]]) -> Result<ArrayRef> {
             }
             Arc::new(Int64Array::from(counts))
         }
+        Op::Sum(Kind::Dec128) => {
+            let mut sums = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                let (flags, sum) = (r.u8()?, r.i128()?);
+                let sum = super::decimal::checked_sum(slot, sum)?;
+                sums.push((flags & SEEN != 0).then_some(sum));
+            }
+            decimals(slot, sums)?
+        }
+        Op::Mean(Kind::Dec128) => {
+            let mut means = Vec::with_capacity(segments.len());
+            for mut r in readers() {
+                let (sum, n) = (r.i128()?, r.u64()?);
+                means.push(super::decimal::mean(slot, sum, n)?);
+            }
+            decimals(slot, means)?
+        }
         Op::Sum(kind) if kind.is_integer() => {
             let mut sums = Vec::with_capacity(segments.len());
             for mut r in readers() {
@@ -134,6 +151,12 @@ pub(crate) fn finish_slot(slot: &Slot, segments: &[&[u8]]) -> Result<ArrayRef> {
         }
         Op::Collect { kind, nulls, .. } => finish_lists(slot, kind, nulls, segments)?,
     })
+}
+
+/// The Decimal128 array of `values`, of `slot`'s output type.
+pub(crate) fn decimals(slot: &Slot, values: Vec<Option<i128>>) -> Result<ArrayRef> {
+    let array = Decimal128Array::from(values).with_data_type(slot.field.data_type().clone());
+    Ok(Arc::new(array))
 }
 
 /// The List array of `collect` states (`collect_all` with `nulls`).

@@ -15,7 +15,7 @@
 
 use super::aggregator::Aggregator;
 use super::inputs::Inputs;
-use super::slot::Op;
+use super::slot::{Op, Slot};
 use super::state_layout::{
     add_f64, encode, float_term, int_term, keeps_second, OVERFLOWED, SEEN, VERSION,
 };
@@ -27,13 +27,15 @@ use crate::Result;
 pub(crate) fn fixed_width(op: &Op) -> Option<usize> {
     match *op {
         Op::Count => Some(8),
-        Op::Sum(k) => Some(if k.is_integer() { 17 } else { 9 }),
-        Op::Mean(k) => Some(if k.is_integer() { 24 } else { 16 }),
+        Op::Sum(k) => Some(if k.sums_exactly() { 17 } else { 9 }),
+        Op::Mean(k) => Some(if k.sums_exactly() { 24 } else { 16 }),
         Op::Min(Kind::Bytes) | Op::Max(Kind::Bytes) => None,
         Op::Min(Kind::Bool) | Op::Max(Kind::Bool) => Some(2),
+        Op::Min(Kind::Dec128) | Op::Max(Kind::Dec128) => Some(17),
         Op::Min(_) | Op::Max(_) => Some(9),
         Op::First(Kind::Bytes) | Op::Last(Kind::Bytes) => None,
         Op::First(Kind::Bool) | Op::Last(Kind::Bool) => Some(18),
+        Op::First(Kind::Dec128) | Op::Last(Kind::Dec128) => Some(33),
         Op::First(_) | Op::Last(_) => Some(25),
         Op::CountDistinct(_) | Op::Collect { .. } => None,
     }
@@ -55,7 +57,8 @@ enum FoldOp {
         max: bool,
         kind: Kind,
     },
-    /// Any other fixed-width function (`mean`, `min`/`max` of booleans, `first`, `last`).
+    /// Any other fixed-width function (`mean`, decimal sums, `min`/`max` of booleans and
+    /// decimals, `first`, `last`).
     Other,
 }
 
@@ -73,13 +76,12 @@ impl Fixed {
         let op = match *op {
             Op::Count => FoldOp::Count,
             Op::Sum(kind) if kind.is_integer() => FoldOp::SumInt(kind),
+            Op::Sum(Kind::Dec128) => FoldOp::Other,
             Op::Sum(kind) => FoldOp::SumFloat(kind),
-            Op::Min(kind) | Op::Max(kind) if !matches!(kind, Kind::Bool | Kind::Bytes) => {
-                FoldOp::Best {
-                    max: matches!(op, Op::Max(_)),
-                    kind,
-                }
-            }
+            Op::Min(kind) | Op::Max(kind) if kind.is_word() => FoldOp::Best {
+                max: matches!(op, Op::Max(_)),
+                kind,
+            },
             _ => FoldOp::Other,
         };
         Some(Fixed { op, width })
@@ -172,7 +174,7 @@ impl Aggregator {
                 }
                 FoldOp::Other => {
                     let value = inputs.value(i, row);
-                    fold_segment(&slot.op, value, stamp, seg, scratch, order)?;
+                    fold_segment(slot, value, stamp, seg, scratch, order)?;
                 }
             }
         }
@@ -192,23 +194,40 @@ pub(crate) enum Order {
     StateFirst,
 }
 
-/// Folds one record (value `value`, stamp `(time, seq)`) into `seg`, a segment of `op` of
-/// fixed width that [`FoldOp`] has no arm for (`mean`, `min`/`max` of booleans, `first`,
-/// `last`), in place, with `merge`'s arithmetic in `order`; `record` is a reused buffer.
+/// Folds one record (value `value`, stamp `(time, seq)`) into `seg`, a segment of `slot`'s op
+/// of fixed width that [`FoldOp`] has no arm for (`mean`, decimal sums, `min`/`max` of
+/// booleans and decimals, `first`, `last`), in place, with `merge`'s arithmetic in `order`;
+/// `record` is a reused buffer.
 fn fold_segment(
-    op: &Op,
+    slot: &Slot,
     value: Value<'_>,
     (time, seq): (i64, u64),
     seg: &mut [u8],
     record: &mut Vec<u8>,
     order: Order,
 ) -> Result<()> {
+    let op = &slot.op;
     let state_first = order == Order::StateFirst;
     let word = match value {
         Value::Word(w) => Some(w),
         _ => None,
     };
+    let wide = match value {
+        Value::Wide(x) => Some(x),
+        _ => None,
+    };
     match *op {
+        Op::Sum(Kind::Dec128) => {
+            let sum = super::decimal::add(slot, wide.unwrap_or(0), i128_at(seg, 1)?)?;
+            seg[0] = (u8::from(wide.is_some()) | seg[0]) & SEEN;
+            seg[1..17].copy_from_slice(&sum.to_le_bytes());
+        }
+        Op::Mean(Kind::Dec128) => {
+            let sum = super::decimal::add(slot, wide.unwrap_or(0), i128_at(seg, 0)?)?;
+            let n = u64::from(wide.is_some()).saturating_add(u64_at(seg, 16)?);
+            seg[..16].copy_from_slice(&sum.to_le_bytes());
+            seg[16..24].copy_from_slice(&n.to_le_bytes());
+        }
         Op::Mean(kind) if kind.is_integer() => {
             let sa = word.map_or(0, |w| int_term(kind, w));
             let (sb, nb) = (i128_at(seg, 0)?, u64_at(seg, 16)?);

@@ -37,10 +37,12 @@ enum Input {
         values: BooleanBuffer,
         nulls: Option<NullBuffer>,
     },
-    /// A bytes-kind column, read through [`Value::of_row`] (a borrowed slice per row).
-    Bytes {
+    /// A bytes-kind or decimal column, read through [`Value::of_row`] (a borrowed slice or
+    /// a decimal per row).
+    Dynamic {
         array: ArrayRef,
         data_type: DataType,
+        kind: Kind,
     },
 }
 
@@ -84,9 +86,11 @@ impl Inputs {
                     Value::Bool(values.value(row))
                 }
             }
-            Some(Input::Bytes { array, data_type }) => {
-                Value::of_row(array.as_ref(), data_type, Kind::Bytes, row)
-            }
+            Some(Input::Dynamic {
+                array,
+                data_type,
+                kind,
+            }) => Value::of_row(array.as_ref(), data_type, *kind, row),
         }
     }
 }
@@ -137,9 +141,10 @@ fn resolve(column: &ArrayRef, data_type: &DataType, kind: Kind) -> Input {
             },
             None => Input::Null,
         },
-        Kind::Bytes => Input::Bytes {
+        Kind::Bytes | Kind::Dec128 => Input::Dynamic {
             array: column.clone(),
             data_type: data_type.clone(),
+            kind,
         },
     }
 }

@@ -15,10 +15,12 @@
 //! - `first`/`last`/`collect` order records by `(time, seq)`, `seq` being the arrival number;
 //! - strings compare byte-wise (code point order), as Arrow sorts them;
 //! - integer sums are exact (`i128`); one that does not fit the Int64 output is an error;
-//!   float sums add in `f64`, so their last bits depend on the merge grouping.
+//!   float sums add in `f64`, so their last bits depend on the merge grouping;
+//! - `Decimal128` values aggregate exactly on their unscaled `i128`, with Spark's result types
+//!   (`decimal` module); a sum beyond its precision is an error at the merge that reaches it.
 //!
 //! Modules: [`agg_spec`] (what is asked), `value_kind` (accepted types), `native` (primitive
-//! order), `slot` (a spec bound to a schema), `value`, `codec` and [`state_layout`] (the state
+//! order), `decimal` (decimal result types and arithmetic), `slot` (a spec bound to a schema), `value`, `codec` and [`state_layout`] (the state
 //! layout, public for its documentation: states are stored in snapshots), `build` and `finish`
 //! (states to arrays), `columnar` (complete mode's engine), [`aggregator`],
 //! [`overflow`].
@@ -29,6 +31,7 @@ pub mod append;
 pub(crate) mod build;
 pub(crate) mod codec;
 pub(crate) mod columnar;
+pub(crate) mod decimal;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;

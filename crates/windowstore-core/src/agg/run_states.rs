@@ -3,7 +3,7 @@
 //! rows (with `seq` = row index), at the cost of the fast path instead of one merge per row.
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::types::{Decimal128Type, Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 
 use super::agg_spec::Overflow;
@@ -13,6 +13,7 @@ use super::columnar::{range_slot, run_bounds, Ranges};
 use super::slot::{Op, Slot};
 use super::state_layout::{encode, overflow_error, SEEN, VERSION};
 use super::value::Value;
+use super::value_kind::Kind;
 use crate::{Error, Result};
 
 /// One slot's segment of every run, back to back, with the offsets of each run's segment.
@@ -111,6 +112,25 @@ fn segments(
         Op::Count => {
             for w in 0..runs {
                 put_u64(&mut out.bytes, run_rows(w).len() as u64);
+                out.end();
+            }
+        }
+        Op::Sum(Kind::Dec128) | Op::Mean(Kind::Dec128) => {
+            // Each run's sum, checked as merges check it (a mean's sum has the sum's type).
+            let sums = fast(Op::Sum(Kind::Dec128))?;
+            let sums = sums.as_primitive::<Decimal128Type>();
+            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
+            for w in 0..runs {
+                let seen = sums.is_valid(w);
+                let sum = if seen { sums.value(w) } else { 0 };
+                let b = &mut out.bytes;
+                if matches!(slot.op, Op::Sum(_)) {
+                    b.push(if seen { SEEN } else { 0 });
+                    put_i128(b, sum);
+                } else {
+                    put_i128(b, sum);
+                    put_u64(b, valid_rows(column.as_ref(), run_rows(w)).count() as u64);
+                }
                 out.end();
             }
         }
@@ -220,7 +240,7 @@ fn segments(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 mod tests {
-    use arrow_array::{Float64Array, Int64Array, StringArray};
+    use arrow_array::{Decimal128Array, Float64Array, Int64Array, StringArray};
 
     use super::*;
     use crate::agg::tests::{a, agg_specs, batch, fold};
@@ -238,12 +258,25 @@ mod tests {
         let strings: StringArray = (0..n)
             .map(|i| (i % 4 != 1).then(|| format!("v{}", i * 13 % 9)))
             .collect();
-        let batch = batch(vec![("i", a(ints)), ("f", a(floats)), ("s", a(strings))]);
+        let decimals = Decimal128Array::from(
+            (0..n)
+                .map(|i| (i % 6 != 2).then_some(i128::from(i * 37 % 23 - 11)))
+                .collect::<Vec<_>>(),
+        )
+        .with_data_type(arrow_schema::DataType::Decimal128(12, 3));
+        let batch = batch(vec![
+            ("i", a(ints)),
+            ("f", a(floats)),
+            ("s", a(strings)),
+            ("d", a(decimals)),
+        ]);
         let specs = agg_specs!(
             count sum(i) sum(f) mean(i) mean(f) min(s) max(f) first(s) last(i)
             collect(s, Some(3), Overflow::DropOldest) collect(i, Some(2), Overflow::DropNewest)
             collect(f, None, Overflow::Fail) count_distinct(f) count_distinct(s)
             collect_all(s, Some(3), Overflow::DropOldest) collect_all(i, None, Overflow::Fail)
+            sum(d) mean(d) min(d) max(d) first(d) last(d) count_distinct(d)
+            collect(d, Some(2), Overflow::DropOldest) collect_all(d, None, Overflow::Fail)
         );
         let aggregator = Aggregator::try_new(specs, &batch.schema()).unwrap();
         let times: Vec<i64> = (0..n).map(|i| i / 3).collect();

@@ -109,8 +109,9 @@ impl Slot {
                 Error::schema(
                     column,
                     format!(
-                        "type {data_type} {what}; {} takes {NUMERIC_TYPES}",
-                        func.name()
+                        "type {data_type} {what}; {} takes {NUMERIC_TYPES}{}",
+                        func.name(),
+                        wide_decimal_hint(&data_type)
                     ),
                 )
             })
@@ -120,8 +121,9 @@ impl Slot {
                 Error::schema(
                     column,
                     format!(
-                        "type {data_type} is not supported by {0}; {0} takes {ORDERABLE_TYPES}",
-                        func.name()
+                        "type {data_type} is not supported by {0}; {0} takes {ORDERABLE_TYPES}{1}",
+                        func.name(),
+                        wide_decimal_hint(&data_type)
                     ),
                 )
             })
@@ -130,14 +132,21 @@ impl Slot {
             AggFunc::Count => (Op::Count, DataType::Int64), // returned above
             AggFunc::Sum => {
                 let kind = numeric()?;
-                let out = if kind.is_integer() {
-                    DataType::Int64
-                } else {
-                    DataType::Float64
+                let out = match kind {
+                    Kind::Dec128 => super::decimal::sum_type(&data_type),
+                    k if k.is_integer() => DataType::Int64,
+                    _ => DataType::Float64,
                 };
                 (Op::Sum(kind), out)
             }
-            AggFunc::Mean => (Op::Mean(numeric()?), DataType::Float64),
+            AggFunc::Mean => {
+                let kind = numeric()?;
+                let out = match kind {
+                    Kind::Dec128 => super::decimal::mean_type(&data_type),
+                    _ => DataType::Float64,
+                };
+                (Op::Mean(kind), out)
+            }
             AggFunc::Min => (Op::Min(orderable()?), data_type.clone()),
             AggFunc::Max => (Op::Max(orderable()?), data_type.clone()),
             AggFunc::First => (Op::First(orderable()?), data_type.clone()),
@@ -165,5 +174,15 @@ impl Slot {
                 !matches!(op, Op::CountDistinct(_)),
             )),
         })
+    }
+}
+
+/// For a Decimal256 column, how to aggregate it anyway (the aggregates take Decimal128).
+fn wide_decimal_hint(data_type: &DataType) -> &'static str {
+    match data_type {
+        DataType::Decimal256(_, _) => {
+            " (Decimal256 is not supported: cast the column to Decimal128, precision at most 38)"
+        }
+        _ => "",
     }
 }

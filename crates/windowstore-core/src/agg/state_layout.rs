@@ -4,7 +4,7 @@
 //! All integers are little-endian; `varint` is unsigned LEB128; `value` is one value of the
 //! input column: an 8-byte word for integers, floats and temporal types (signed integers and
 //! temporal values as `i64`, unsigned as `u64`, `Float64` as its bits, `Float32` as its bits in
-//! the low half), 1 byte for Boolean, a varint length and the bytes for strings (UTF-8) and
+//! the low half), 16 bytes for Decimal128 (the unscaled `i128`), 1 byte for Boolean, a varint length and the bytes for strings (UTF-8) and
 //! binaries.
 //!
 //! | function             | segment                                                        | bytes |
@@ -14,6 +14,8 @@
 //! | sum (float input)    | `u8` flags (1 = a value was seen), `f64`                       | 9     |
 //! | mean (integer input) | `i128` sum, `u64` values                                       | 24    |
 //! | mean (float input)   | `f64` sum, `u64` values                                        | 16    |
+//! | sum (decimal input)  | `u8` flags (1 = a value was seen), `i128` unscaled sum         | 17    |
+//! | mean (decimal input) | `i128` unscaled sum, `u64` values                              | 24    |
 //! | min, max             | `u8` present, `value` (zeros if absent; nothing for bytes)     | 9 / 2 / var |
 //! | first, last          | `u8` present, `i64` time, `u64` seq, `value` (as min)          | 25 / 18 / var |
 //! | collect              | `varint` n, then n × (`i64` time, `u64` seq, `value`), in (time, seq) order | var |
@@ -23,7 +25,8 @@
 //! Fixed-kind segments never change size, so a state whose specs are all of fixed kinds has one
 //! size for the aggregator's lifetime (in-place overwrites in the store). Float sums start from
 //! `-0.0`, the exact additive identity. The `i128` mean sum cannot overflow for fewer than 2^63
-//! records; it saturates rather than wraps.
+//! records; it saturates rather than wraps. Decimal sums never leave their output precision
+//! (see `decimal`): a merge that would is an error.
 //!
 //! Decoding is checked: bytes that did not come from `encode_row`/`merge` give garbage values
 //! or an [`crate::Error::InvalidWindowSpec`] with parameter `state`, never a panic.
@@ -70,8 +73,20 @@ pub(crate) fn encode(op: &Op, v: Value<'_>, time: i64, seq: u64, out: &mut Vec<u
         Value::Word(w) => Some(w),
         _ => None,
     };
+    let wide = match v {
+        Value::Wide(x) => Some(x),
+        _ => None,
+    };
     match *op {
         Op::Count => put_u64(out, 1),
+        Op::Sum(Kind::Dec128) => {
+            out.push(if wide.is_some() { SEEN } else { 0 });
+            put_i128(out, wide.unwrap_or(0));
+        }
+        Op::Mean(Kind::Dec128) => {
+            put_i128(out, wide.unwrap_or(0));
+            put_u64(out, u64::from(wide.is_some()));
+        }
         Op::Sum(kind) if kind.is_integer() => {
             out.push(if word.is_some() { SEEN } else { 0 });
             put_i128(out, word.map_or(0, |w| int_term(kind, w)));
@@ -228,10 +243,10 @@ pub(crate) fn skip(op: &Op, r: &mut Reader<'_>) -> Result<()> {
             r.u64()?;
         }
         Op::Sum(kind) => {
-            r.take(if kind.is_integer() { 17 } else { 9 })?;
+            r.take(if kind.sums_exactly() { 17 } else { 9 })?;
         }
         Op::Mean(kind) => {
-            r.take(if kind.is_integer() { 24 } else { 16 })?;
+            r.take(if kind.sums_exactly() { 24 } else { 16 })?;
         }
         Op::Min(kind) | Op::Max(kind) => {
             read_best(kind, r)?;
@@ -325,6 +340,19 @@ pub(crate) fn merge<'a>(
 ) -> Result<()> {
     match slot.op {
         Op::Count => put_u64(out, a.u64()?.saturating_add(b.u64()?)),
+        Op::Sum(Kind::Dec128) => {
+            let (fa, sa) = (a.u8()?, a.i128()?);
+            let (fb, sb) = (b.u8()?, b.i128()?);
+            let sum = super::decimal::add(slot, sa, sb)?;
+            out.push((fa | fb) & SEEN);
+            put_i128(out, sum);
+        }
+        Op::Mean(Kind::Dec128) => {
+            let (sa, na) = (a.i128()?, a.u64()?);
+            let (sb, nb) = (b.i128()?, b.u64()?);
+            put_i128(out, super::decimal::add(slot, sa, sb)?);
+            put_u64(out, na.saturating_add(nb));
+        }
         Op::Sum(kind) if kind.is_integer() => {
             let (fa, sa) = (a.u8()?, a.i128()?);
             let (fb, sb) = (b.u8()?, b.i128()?);

@@ -1,10 +1,11 @@
 //! One value of a column: read from a row of an Arrow array, written to and read from a state.
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::Decimal128Type;
 use arrow_array::Array;
 use arrow_schema::DataType;
 
-use super::codec::{put_u64, put_var_bytes, Reader};
+use super::codec::{put_i128, put_u64, put_var_bytes, Reader};
 use super::native::{dispatch_word, Num};
 use super::value_kind::Kind;
 use crate::Result;
@@ -20,6 +21,8 @@ pub(crate) enum Value<'a> {
     Bool(bool),
     /// A string's UTF-8 bytes or a binary value.
     Bytes(&'a [u8]),
+    /// A decimal's unscaled value.
+    Wide(i128),
 }
 
 impl<'a> Value<'a> {
@@ -61,11 +64,14 @@ impl<'a> Value<'a> {
                 };
                 bytes.map_or(Self::Null, Self::Bytes)
             }
+            Kind::Dec128 => array
+                .as_primitive_opt::<Decimal128Type>()
+                .map_or(Self::Null, |a| Self::Wide(a.value(row))),
         }
     }
 
-    /// Appends the value's state encoding: 8 bytes for a word, 1 for a bool, varint length and
-    /// bytes for bytes. A null (or a value of the wrong variant) of a fixed kind writes zeros,
+    /// Appends the value's state encoding: 8 bytes for a word, 1 for a bool, 16 for a decimal,
+    /// varint length and bytes for bytes. A null (or a value of the wrong variant) of a fixed kind writes zeros,
     /// so that fixed-kind states keep one size; a null of kind `Bytes` writes nothing.
     pub(crate) fn write(self, kind: Kind, out: &mut Vec<u8>) {
         match (kind, self) {
@@ -73,6 +79,8 @@ impl<'a> Value<'a> {
             (Kind::Bool, _) => out.push(0),
             (Kind::Bytes, Self::Bytes(bytes)) => put_var_bytes(out, bytes),
             (Kind::Bytes, _) => {}
+            (Kind::Dec128, Self::Wide(x)) => put_i128(out, x),
+            (Kind::Dec128, _) => put_i128(out, 0),
             (_, Self::Word(w)) => put_u64(out, w),
             (_, _) => put_u64(out, 0),
         }
@@ -83,6 +91,7 @@ impl<'a> Value<'a> {
         Ok(match kind {
             Kind::Bool => Self::Bool(r.u8()? != 0),
             Kind::Bytes => Self::Bytes(r.var_bytes()?),
+            Kind::Dec128 => Self::Wide(r.i128()?),
             _ => Self::Word(r.u64()?),
         })
     }
@@ -94,6 +103,7 @@ impl<'a> Value<'a> {
             (Self::Word(a), Self::Word(b)) => word_less(a, b, kind),
             (Self::Bool(a), Self::Bool(b)) => !a & b,
             (Self::Bytes(a), Self::Bytes(b)) => a < b,
+            (Self::Wide(a), Self::Wide(b)) => a < b,
             (Self::Null, _) => false,
             (_, Self::Null) => true,
             _ => false,

@@ -26,12 +26,17 @@ pub(super) struct Data {
     pub(super) b: Vec<Option<bool>>,
     pub(super) t: Vec<Option<i64>>,
     pub(super) bin: Vec<Option<Vec<u8>>>,
+    /// Decimal128(10, 2), unscaled.
+    pub(super) d: Vec<Option<i128>>,
 }
 
 const TZ: &str = "America/New_York";
 
 /// The value columns, in the order [`specs`] lists them.
-pub(super) const COLUMNS: [&str; 8] = ["i", "u", "f", "g", "s", "b", "t", "bin"];
+pub(super) const COLUMNS: [&str; 9] = ["i", "u", "f", "g", "s", "b", "t", "bin", "d"];
+
+/// The type of column `d`.
+pub(super) const DEC: arrow_schema::DataType = arrow_schema::DataType::Decimal128(10, 2);
 
 /// `Some` with probability `p` (always when `p` is 1).
 fn opt<T: std::fmt::Debug + 'static>(
@@ -74,9 +79,20 @@ pub(super) fn data(rows: std::ops::Range<usize>) -> impl Strategy<Value = Data> 
                 proptest::collection::vec(opt(p, any::<bool>()), n),
                 proptest::collection::vec(opt(p, -5i64..5), n),
                 proptest::collection::vec(opt(p, bin), n),
+                proptest::collection::vec(
+                    opt(
+                        p,
+                        prop_oneof![
+                            -5000i128..5000,
+                            Just(9_999_999_999i128),
+                            Just(-9_999_999_999i128)
+                        ],
+                    ),
+                    n,
+                ),
             )
         })
-        .prop_map(|(times, i, u, f, g, s, b, t, bin)| Data {
+        .prop_map(|(times, i, u, f, g, s, b, t, bin, d)| Data {
             times,
             i,
             u,
@@ -86,6 +102,7 @@ pub(super) fn data(rows: std::ops::Range<usize>) -> impl Strategy<Value = Data> 
             b,
             t,
             bin,
+            d,
         })
 }
 
@@ -112,6 +129,7 @@ impl Data {
                     self.bin.iter().map(|v| v.as_deref()),
                 ))),
             ),
+            ("d", a(Arc::new(decimals(self.d.clone())))),
         ])
     }
 }
@@ -121,7 +139,7 @@ impl Data {
 /// newest 2).
 pub(super) fn specs() -> Vec<AggSpec> {
     let mut specs = vec![AggSpec::count()];
-    for c in ["i", "u", "f", "g"] {
+    for c in ["i", "u", "f", "g", "d"] {
         specs.extend([AggSpec::sum(c), AggSpec::mean(c)]);
     }
     for c in COLUMNS {
@@ -298,6 +316,7 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
     out.extend(numeric_outputs(&d.u, windows, Some(i128::from), f64::from));
     out.extend(numeric_outputs(&d.f, windows, None, |v| v));
     out.extend(numeric_outputs(&d.g, windows, None, f64::from));
+    out.extend(decimal_outputs(&d.d, windows));
     out.extend(ordered_outputs(&d.i, windows, |v| {
         Arc::new(Int64Array::from(v))
     }));
@@ -344,5 +363,35 @@ pub(super) fn expected(d: &Data, windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
     out.extend(ordered_outputs(&d.bin, windows, |v| {
         Arc::new(LargeBinaryArray::from_iter(v.iter().map(|x| x.as_deref())))
     }));
+    out.extend(ordered_outputs(&d.d, windows, |v| Arc::new(decimals(v))));
     out
+}
+
+/// A Decimal128(10, 2) array of unscaled values.
+fn decimals(values: Vec<Option<i128>>) -> Decimal128Array {
+    Decimal128Array::from(values).with_data_type(DEC)
+}
+
+/// The model's sum (Decimal128(20, 2)) and mean (Decimal128(14, 6): the sum over the count,
+/// rounded half away from zero) of a Decimal128(10, 2) column, in `i128`.
+fn decimal_outputs(values: &[Option<i128>], windows: &[Vec<Rec>]) -> Vec<ArrayRef> {
+    let mut sums = Vec::new();
+    let mut means = Vec::new();
+    for w in windows {
+        let vals = present(values, w);
+        let n = vals.len() as i128;
+        let s: i128 = vals.iter().sum();
+        sums.push((n > 0).then_some(s));
+        // mean * 10^4 = s * 10^4 / n; half away from zero: (2|x| + n) / 2n with x's sign.
+        let x = s * 10_000;
+        means.push((n > 0).then(|| x.signum() * ((2 * x.abs() + n) / (2 * n))));
+    }
+    vec![
+        Arc::new(
+            Decimal128Array::from(sums).with_data_type(arrow_schema::DataType::Decimal128(20, 2)),
+        ),
+        Arc::new(
+            Decimal128Array::from(means).with_data_type(arrow_schema::DataType::Decimal128(14, 6)),
+        ),
+    ]
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array};
+use arrow_array::{ArrayRef, Decimal128Array, Int64Array};
 use proptest::prelude::*;
 
 use super::model::{data, expected, specs, Data, Rec};
@@ -200,6 +200,64 @@ proptest! {
                     prop_assert!(!fits);
                     prop_assert_eq!(column.as_str(), "x");
                     prop_assert!(reason.contains("sum overflows Int64"));
+                }
+                Err(other) => prop_assert!(false, "{:?}", other),
+            }
+        }
+    }
+
+    /// Non-negative decimal(38, 0) values, so that every partial sum is at most the window's:
+    /// merges in any grouping and the fast path fail exactly when the window's sum has more
+    /// than 38 digits, with an error naming the aggregate and column, never a wrapped value.
+    #[test]
+    fn decimal_sums_fail_exactly_when_the_window_sum_leaves_the_precision(
+        values in proptest::collection::vec(
+            proptest::option::of(prop_oneof![0i128..3, Just(4 * 10i128.pow(37)), Just(10i128.pow(38) - 1)]),
+            1..8,
+        ),
+        seed in 1u64..,
+    ) {
+        let n = values.len();
+        let dt = arrow_schema::DataType::Decimal128(38, 0);
+        let array = Decimal128Array::from(values.clone()).with_data_type(dt.clone());
+        let b = batch(vec![("x", Arc::new(array) as ArrayRef)]);
+        // (A mean of decimal(38, 0) is decimal(38, 4), whose own bound is tested in `decimal`.)
+        let agg = Aggregator::try_new(vec![AggSpec::sum("x")], &b.schema()).expect("specs");
+        let times = vec![0; n];
+        let windows = vec![(0..n).collect::<Vec<_>>(), (0..n).rev().step_by(2).collect()];
+        let limit = 10i128.pow(38);
+        let mut want = Vec::new();
+        let mut fits = true;
+        for w in &windows {
+            let vals: Vec<i128> = w.iter().filter_map(|&r| values[r]).collect();
+            let sum = vals.iter().try_fold(0i128, |acc, &v| acc.checked_add(v)).filter(|&s| s < limit);
+            fits &= sum.is_some();
+            want.push((!vals.is_empty()).then(|| sum.unwrap_or(0)));
+        }
+        let mut rng = Rng(seed);
+        let merged: crate::Result<Vec<Vec<u8>>> = windows
+            .iter()
+            .map(|w| {
+                let recs: Vec<Rec> = w.iter().map(|&r| (r, 0, r as u64)).collect();
+                random_merge(&agg, &b, &recs, &mut rng)
+            })
+            .collect();
+        let finished = merged.and_then(|states| {
+            let refs: Vec<&[u8]> = states.iter().map(Vec::as_slice).collect();
+            agg.finish(&refs)
+        });
+        for result in [finished, fast(&agg, &b, &times, &windows)] {
+            match result {
+                Ok(out) => {
+                    prop_assert!(fits);
+                    let want: ArrayRef = Arc::new(Decimal128Array::from(want.clone()).with_data_type(dt.clone()));
+                    assert_same(&out[0], &want, "sum");
+                }
+                Err(Error::AggregateOverflow { aggregate, column, reason, .. }) => {
+                    prop_assert!(!fits);
+                    prop_assert_eq!(column.as_str(), "x");
+                    prop_assert_eq!(aggregate.as_str(), "sum(x)");
+                    prop_assert!(reason.contains("does not fit the output type Decimal128(38, 0)"), "{}", reason);
                 }
                 Err(other) => prop_assert!(false, "{:?}", other),
             }

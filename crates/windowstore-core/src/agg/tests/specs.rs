@@ -16,7 +16,7 @@ fn schema() -> Schema {
             DataType::Timestamp(TimeUnit::Millisecond, Some(Arc::from("UTC"))),
             true,
         ),
-        Field::new("dec", DataType::Decimal128(10, 2), true),
+        Field::new("wide", DataType::Decimal256(40, 2), true),
         Field::new(
             "list",
             DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))),
@@ -77,11 +77,11 @@ fn unsupported_types_name_the_type_found_and_the_types_accepted() {
     assert_eq!(column, "ts");
     assert!(reason.contains("sum takes"), "{reason}");
     for spec in [
-        AggSpec::min("dec"),
+        AggSpec::min("wide"),
         AggSpec::max("list"),
-        AggSpec::first("dec"),
+        AggSpec::first("wide"),
         AggSpec::last("list"),
-        AggSpec::collect("dec", Some(2), Overflow::DropOldest),
+        AggSpec::collect("wide", Some(2), Overflow::DropOldest),
     ] {
         let name = spec.func.name();
         let col = spec.column.clone().expect("column");
@@ -92,11 +92,28 @@ fn unsupported_types_name_the_type_found_and_the_types_accepted() {
             "{reason}"
         );
         assert!(
-            reason.contains("Decimal128") || reason.contains("List"),
+            reason.contains("Decimal256") || reason.contains("List"),
             "{reason}"
         );
         assert!(
             reason.contains("Timestamp") && reason.contains("Utf8"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn decimal256_is_refused_with_the_cast_to_make() {
+    for spec in [
+        AggSpec::sum("wide"),
+        AggSpec::mean("wide"),
+        AggSpec::max("wide"),
+    ] {
+        let (column, reason) = schema_error(vec![spec]);
+        assert_eq!(column, "wide");
+        assert!(
+            reason.contains("Decimal256(40, 2)")
+                && reason.contains("cast the column to Decimal128"),
             "{reason}"
         );
     }

@@ -1,7 +1,9 @@
 //! The state layout: version byte, fixed sizes, pinned bytes, and corrupted input that errors
 //! (or gives garbage) without panicking.
 
-use arrow_array::{BooleanArray, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array};
+use arrow_array::{
+    BooleanArray, Decimal128Array, Float32Array, Float64Array, Int64Array, StringArray, UInt16Array,
+};
 use proptest::prelude::*;
 
 use super::{a, agg_specs, aggregator, batch, fold, ordered_specs};
@@ -204,9 +206,11 @@ proptest! {
             ("g", a(Float32Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>()))),
             ("u", a(UInt16Array::from(rows.iter().map(|r| r.3).collect::<Vec<_>>()))),
             ("b", a(BooleanArray::from(rows.iter().map(|r| r.4).collect::<Vec<_>>()))),
+            ("d", a(Decimal128Array::from(rows.iter().map(|r| r.0.map(i128::from)).collect::<Vec<_>>())
+                .with_data_type(arrow_schema::DataType::Decimal128(38, 3)))),
         ]);
         let mut specs = vec![AggSpec::count()];
-        for col in ["x", "f", "g", "u", "b"] {
+        for col in ["x", "f", "g", "u", "b", "d"] {
             let named = |spec: AggSpec, what: &str| spec.with_alias(format!("{what}_{col}"));
             if col != "b" {
                 specs.push(named(AggSpec::sum(col), "sum"));
