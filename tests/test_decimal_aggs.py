@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import windowstore as ws
-from windowstore import SchemaError, WindowStoreError, _core, agg
+from windowstore import AggregateOverflowError, SchemaError, _core, agg
 
 TYPE = pa.decimal128(10, 2)
 AGGS = [
@@ -168,9 +168,17 @@ def test_a_sum_beyond_38_digits_raises_and_leaves_the_processor_unchanged() -> N
     )
     p.process(table([("a", 1, near)], dtype))
     before = p.to_bytes()
-    with pytest.raises(WindowStoreError) as raised:
+    with pytest.raises(AggregateOverflowError) as raised:
         p.process(table([("b", 1, 1), ("a", 2, near)], dtype))
-    message = str(raised.value)
+    error = raised.value
+    assert (error.aggregate, error.column, error.key, error.start, error.end) == (
+        "sum(v)",
+        "v",
+        "k=a",
+        1,
+        2,
+    )
+    message = str(error)
     assert message.startswith("sum(v) overflows in the window [1, 2] of key k=a: ")
     assert "does not fit the output type Decimal128(38, 0)" in message
     assert "120000000000000000000000000000000000000" in message
@@ -183,7 +191,7 @@ def test_a_sum_beyond_38_digits_raises_and_leaves_the_processor_unchanged() -> N
         lambda d: ws.sliding_windows(d, key="k", time="t", time_difference=5, aggs=[agg.sum("v")]),
     ]
     for complete in completes:
-        with pytest.raises(WindowStoreError, match=r"sum\(v\) overflows .* of key k=a"):
+        with pytest.raises(AggregateOverflowError, match=r"sum\(v\) overflows .* of key k=a"):
             complete(table([("a", 1, near), ("a", 2, near)], dtype))
 
 
@@ -198,7 +206,7 @@ def test_a_sliding_processor_refuses_the_overflowing_record_unchanged(
     )
     p.process(table([("a", 1, near)], dtype))
     before = p.to_bytes()
-    with pytest.raises(WindowStoreError, match=r"sum\(v\) overflows in the window .* of key k=a"):
+    with pytest.raises(AggregateOverflowError, match=r"sum\(v\) overflows in the window .* of key k=a"):
         p.process(table([("a", 2, near)], dtype))
     assert p.to_bytes() == before
     p.process(table([("a", 20, 1)], dtype))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = [
     "AggregateFunctionError",
+    "AggregateOverflowError",
     "ArrowError",
     "BatchTooLargeError",
     "InternalError",
@@ -119,6 +120,35 @@ class SchemaError(WindowStoreError, ValueError):
     def __init__(self, message: str, column: str | None = None) -> None:
         super().__init__(message)
         self.column = column
+
+
+class AggregateOverflowError(WindowStoreError, ArithmeticError):
+    """An aggregate's exact value does not fit its output type (a decimal ``sum`` or ``mean``
+    beyond 38 digits): raised, never wrapped or rounded away.
+
+    Attributes:
+        aggregate: The aggregate, as ``sum(column)``.
+        column: The aggregated column.
+        key: The key, rendered as ``column=value`` (None where the failing layer does not know it).
+        start: The window start in ticks (with ``key``).
+        end: The window end in ticks (with ``key``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        aggregate: str | None = None,
+        column: str | None = None,
+        key: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.aggregate = aggregate
+        self.column = column
+        self.key = key
+        self.start = start
+        self.end = end
 
 
 class SessionOverflowError(WindowStoreError):

@@ -13,6 +13,7 @@ mod py {
     pyo3::import_exception!(windowstore.exceptions, StoreCapacityError);
     pyo3::import_exception!(windowstore.exceptions, SchemaError);
     pyo3::import_exception!(windowstore.exceptions, SessionOverflowError);
+    pyo3::import_exception!(windowstore.exceptions, AggregateOverflowError);
     pyo3::import_exception!(windowstore.exceptions, InvalidRecordError);
     pyo3::import_exception!(windowstore.exceptions, BatchTooLargeError);
     pyo3::import_exception!(windowstore.exceptions, ArrowError);
@@ -28,6 +29,7 @@ mod py {
 /// | `Schema`            | `SchemaError` (a `ValueError`)                 |
 /// | `InvalidRecord`     | `InvalidRecordError` (a `ValueError`)          |
 /// | `SessionOverflow`   | `SessionOverflowError`                         |
+/// | `AggregateOverflow` | `AggregateOverflowError` (an `ArithmeticError`)|
 /// | `ProcessorClosed`   | `ProcessorClosedError`                         |
 /// | `Snapshot`          | `SnapshotError`                                |
 /// | `Capacity`          | `StoreCapacityError`                           |
@@ -58,6 +60,22 @@ pub fn to_py(err: Error) -> PyErr {
         Error::SessionOverflow {
             key, start, end, ..
         } => py::SessionOverflowError::new_err((message, key, start, end)),
+        Error::AggregateOverflow {
+            aggregate,
+            column,
+            key,
+            start,
+            end,
+            ..
+        } => {
+            // An empty key: the failing layer did not know the window.
+            let window = (!key.is_empty()).then_some((key, start, end));
+            let (key, start, end) = match window {
+                Some((k, s, e)) => (Some(k), Some(s), Some(e)),
+                None => (None, None, None),
+            };
+            py::AggregateOverflowError::new_err((message, aggregate, column, key, start, end))
+        }
         Error::InvalidRecord { row, reason } => {
             py::InvalidRecordError::new_err((message, row, reason))
         }
