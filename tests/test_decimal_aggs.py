@@ -206,7 +206,9 @@ def test_a_sliding_processor_refuses_the_overflowing_record_unchanged(
     )
     p.process(table([("a", 1, near)], dtype))
     before = p.to_bytes()
-    with pytest.raises(AggregateOverflowError, match=r"sum\(v\) overflows in the window .* of key k=a"):
+    with pytest.raises(
+        AggregateOverflowError, match=r"sum\(v\) overflows in the window .* of key k=a"
+    ):
         p.process(table([("a", 2, near)], dtype))
     assert p.to_bytes() == before
     p.process(table([("a", 20, 1)], dtype))
