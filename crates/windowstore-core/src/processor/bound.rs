@@ -6,12 +6,28 @@ use arrow_schema::SchemaRef;
 
 use super::kind::WindowKind;
 use super::records;
+use super::Clock;
 use crate::agg::inputs::Inputs;
 use crate::agg::{AggSpec, Aggregator};
 use crate::emit::{EmitMode, Rows};
+use crate::input::time::TimeColumn;
 use crate::input::{plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
 use crate::{Error, Result, SessionStore};
+
+/// The kind's durations and the clock's idle timeout in ticks of the time column `time`: the
+/// one check of every duration against the column (docs/semantics.md section 1), which
+/// binding runs and [`super::check_durations`] offers the other layers.
+pub(crate) fn resolve_durations<K: WindowKind>(
+    kind: &K,
+    clock: Clock,
+    time: &TimeColumn,
+) -> Result<K::Ticks> {
+    let base = time.base();
+    let ticks = kind.resolve(&base)?;
+    clock.check(&base)?;
+    Ok(ticks)
+}
 
 /// A processor's parts that exist once the input schema is known.
 #[derive(Debug)]
@@ -26,19 +42,19 @@ pub(crate) struct Bound<K: WindowKind> {
 }
 
 impl<K: WindowKind> Bound<K> {
-    /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind`; with
-    /// `arrival`, record times are arrival times (a processing-time clock).
+    /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind` and
+    /// `clock` (a processing-time clock's record times are arrival times).
     pub fn try_new(
         kind: &K,
         input: &InputSpec,
         aggs: &[AggSpec],
         schema: &SchemaRef,
-        arrival: bool,
+        clock: Clock,
         records: bool,
     ) -> Result<Self> {
         let schema = plain_schema(schema);
-        let input = BoundInput::bind(input, schema.clone(), arrival)?;
-        let ticks = kind.resolve(input.time.unit())?;
+        let input = BoundInput::bind(input, schema.clone(), clock == Clock::Processing)?;
+        let ticks = resolve_durations(kind, clock, &input.time)?;
         let (aggs, records) = if records {
             let tagged = records::tagged_schema(input.schema(), &input.time.output_type())?;
             let numbered = records::with_row_field(input.schema());

@@ -149,10 +149,45 @@ struct Chunk<P> {
     inputs: Inputs,
 }
 
+/// Checks `kind`'s durations and `clock`'s idle timeout as a processor of `input` would
+/// against a time column of type `time_type` (`None` with a processing-time clock, which reads
+/// no column): the errors construction and the first call would raise, raised now, for layers
+/// that know the column's type before any data (a Spark plan, the CLI's file). Complete mode
+/// checks as a processor does (grace and retention at their defaults).
+pub fn check_durations<K: WindowKind>(
+    kind: K,
+    clock: Clock,
+    input: InputSpec,
+    time_type: Option<&arrow_schema::DataType>,
+) -> Result<()> {
+    let p = Processor::new(kind, input, Vec::new())?.with_clock(clock)?;
+    let time = match (time_type, clock) {
+        (None, Clock::Processing) => crate::input::time::TimeColumn::arrival(),
+        (Some(t), clock) if clock != Clock::Processing => {
+            let field = arrow_schema::Field::new(&p.input.time, t.clone(), true);
+            let schema = arrow_schema::Schema::new(vec![field]);
+            crate::input::time::TimeColumn::try_new(&p.input.time, p.input.time_unit, &schema)?
+        }
+        (Some(_), _) => {
+            return Err(Error::invalid(
+                "time_type",
+                "a processing-time processor reads no time column; give no type",
+            ))
+        }
+        (None, _) => {
+            return Err(Error::invalid(
+                "time_type",
+                "an event-time processor needs the type of its time column",
+            ))
+        }
+    };
+    bound::resolve_durations(&p.kind, p.clock, &time).map(drop)
+}
+
 impl<K: WindowKind> Processor<K> {
     /// A processor of window kind `kind` over input columns `input`, computing `aggs`.
     pub fn new(kind: K, input: InputSpec, aggs: Vec<AggSpec>) -> Result<Self> {
-        kind.validate()?;
+        kind.validate(input.time_unit)?;
         let input = InputSpec {
             gap: kind.gap_column().map(str::to_string),
             ..input
@@ -245,7 +280,7 @@ impl<K: WindowKind> Processor<K> {
                 &self.input,
                 &self.agg_specs,
                 &schema,
-                self.clock == Clock::Processing,
+                self.clock,
                 self.held.is_some(),
             )?);
         }
