@@ -85,11 +85,11 @@ _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*", re.IGNORECASE)
 def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
     """Converts a duration argument into ``("ticks", n)`` or ``("nanos", n)``.
 
-    Integers (Python's or numpy's) are ticks of the time column; ``timedelta``,
-    ``numpy.timedelta64`` and strings are wall-clock lengths, converted into ticks exactly once
-    the time unit is known. Strings are one or more ``<number><unit>`` parts (``"90s"``,
-    ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``); ``d``/``day`` is 86,400 s and ``w``/``week``
-    604,800 s, whatever the date.
+    Integers (Python's or numpy's) are ticks of the time column, which the core accepts only
+    on an integer column or with processing time; ``timedelta``, ``numpy.timedelta64`` and
+    strings are wall-clock lengths, converted into ticks exactly once the time unit is known.
+    Strings are one or more ``<number><unit>`` parts (``"90s"``, ``"1h30m"``, ``"5 minutes"``,
+    ``"1.5s"``); ``d``/``day`` is 86,400 s and ``w``/``week`` 604,800 s, whatever the date.
 
     Raises:
         InvalidWindowSpec: the value cannot be read as a duration, or is out of the 64-bit
