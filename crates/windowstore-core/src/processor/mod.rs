@@ -37,6 +37,7 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 pub use any::{restore_any, AnyProcessor};
+pub use bound::check_durations;
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use query::WindowQuery;
@@ -149,41 +150,6 @@ struct Chunk<P> {
     inputs: Inputs,
 }
 
-/// Checks `kind`'s durations and `clock`'s idle timeout as a processor of `input` would
-/// against a time column of type `time_type` (`None` with a processing-time clock, which reads
-/// no column): the errors construction and the first call would raise, raised now, for layers
-/// that know the column's type before any data (a Spark plan, the CLI's file). Complete mode
-/// checks as a processor does (grace and retention at their defaults).
-pub fn check_durations<K: WindowKind>(
-    kind: K,
-    clock: Clock,
-    input: InputSpec,
-    time_type: Option<&arrow_schema::DataType>,
-) -> Result<()> {
-    let p = Processor::new(kind, input, Vec::new())?.with_clock(clock)?;
-    let time = match (time_type, clock) {
-        (None, Clock::Processing) => crate::input::time::TimeColumn::arrival(),
-        (Some(t), clock) if clock != Clock::Processing => {
-            let field = arrow_schema::Field::new(&p.input.time, t.clone(), true);
-            let schema = arrow_schema::Schema::new(vec![field]);
-            crate::input::time::TimeColumn::try_new(&p.input.time, p.input.time_unit, &schema)?
-        }
-        (Some(_), _) => {
-            return Err(Error::invalid(
-                "time_type",
-                "a processing-time processor reads no time column; give no type",
-            ))
-        }
-        (None, _) => {
-            return Err(Error::invalid(
-                "time_type",
-                "an event-time processor needs the type of its time column",
-            ))
-        }
-    };
-    bound::resolve_durations(&p.kind, p.clock, &time).map(drop)
-}
-
 impl<K: WindowKind> Processor<K> {
     /// A processor of window kind `kind` over input columns `input`, computing `aggs`.
     pub fn new(kind: K, input: InputSpec, aggs: Vec<AggSpec>) -> Result<Self> {
@@ -274,6 +240,15 @@ impl<K: WindowKind> Processor<K> {
     /// Binds the processor to an input schema now (the first batch does it otherwise). A
     /// processor already bound keeps its schema.
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
+        self.bind_as(schema, false)
+    }
+
+    /// Binds a processor restored from a snapshot (see `Bound::try_new`).
+    fn bind_restored(&mut self, schema: SchemaRef) -> Result<()> {
+        self.bind_as(schema, true)
+    }
+
+    fn bind_as(&mut self, schema: SchemaRef, restored: bool) -> Result<()> {
         if self.bound.is_none() {
             self.bound = Some(Bound::try_new(
                 &self.kind,
@@ -282,6 +257,7 @@ impl<K: WindowKind> Processor<K> {
                 &schema,
                 self.clock,
                 self.held.is_some(),
+                restored,
             )?);
         }
         Ok(())
