@@ -200,9 +200,9 @@ def test_processing_time_streams_equal_complete_mode_over_arrival_times(
         }
     )
     if kind == "sessions":
-        want = session_windows(table, key="k", time="t", gap=20, aggs=aggs)
+        want = session_windows(table, key="k", time="t", gap="20ms", aggs=aggs)
     else:
-        want = sliding_windows(table, key="k", time="t", time_difference=20, aggs=aggs)
+        want = sliding_windows(table, key="k", time="t", time_difference="20ms", aggs=aggs)
     names = ("k", *window, "count", "sum_x")
     merged = [r for t in got for r in rows(t, *names)]
     assert sorted(merged) == rows(want, *names)

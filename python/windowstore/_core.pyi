@@ -12,6 +12,8 @@ __all__ = [
     "SessionStore",
     "__version__",
     "_panic",
+    "check_session_durations",
+    "check_sliding_durations",
     "merge_session_partials",
     "session_partials",
     "session_windows",
@@ -228,6 +230,34 @@ def sliding_windows(
     aggs: list[_Agg],
     on_invalid: str,
 ) -> tuple[pa.Table, pa.Table]: ...
+def check_session_durations(
+    time_type: pa.DataType | None,
+    *,
+    time: str | None,
+    time_unit: str | None,
+    gap: _Duration | None,
+    gap_column: str | None,
+    max_gap: _Duration | None,
+    grace: _Duration,
+    retention: _Duration | None,
+    max_duration: _Duration | None,
+    clock: str,
+    idle_timeout: _Duration | None,
+) -> None:
+    """Checks session durations against a time column of Arrow type ``time_type``."""
+
+def check_sliding_durations(
+    time_type: pa.DataType | None,
+    *,
+    time: str | None,
+    time_unit: str | None,
+    time_difference: _Duration,
+    grace: _Duration,
+    clock: str,
+    idle_timeout: _Duration | None,
+) -> None:
+    """Checks sliding-window durations against a time column of Arrow type ``time_type``."""
+
 def session_partials(data: Any, **spec: Unpack[_SessionSpec]) -> tuple[pa.Table, pa.Table, int]:
     """Map-side partial sessions of one part: (partials, rejected rows, gaps clamped)."""
 

@@ -1,5 +1,12 @@
 """Durations as users write them: ``timedelta``, ``"30s"``, ``"5 minutes"``, or integer ticks.
 
+A bare integer is a count of ticks, accepted only where the caller writes ticks as integers:
+an integer time column (its ``time_unit``, default ms) or processing time (epoch ms). On a
+timestamp column it is refused, naming the column's unit (docs/semantics.md section 1).
+``check_session_durations`` and ``check_sliding_durations`` run that check, and every other
+one the processor runs on its durations, against a time column's Arrow type before any data
+(the Spark adapters at plan time, the CLI before reading its file).
+
 Every unit has a fixed length, as Kafka Streams' durations do: a day (``"1d"``, ``"1 day"``,
 ``timedelta(days=1)``, ``numpy.timedelta64(1, "D")``) is 86,400 s and a week 604,800 s, never a
 calendar day of some time zone. Spark's ``session_window(ts, "1 day")`` adds a calendar day of
@@ -16,10 +23,18 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
+from windowstore import _core
 from windowstore.exceptions import InvalidWindowSpec
 
-__all__ = ["DurationLike", "ticks_arg", "to_duration"]
+__all__ = [
+    "DurationLike",
+    "check_session_durations",
+    "check_sliding_durations",
+    "ticks_arg",
+    "to_duration",
+]
 
 DurationLike = timedelta | str | int | np.integer[Any] | np.timedelta64
 
@@ -70,11 +85,11 @@ _PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*", re.IGNORECASE)
 def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
     """Converts a duration argument into ``("ticks", n)`` or ``("nanos", n)``.
 
-    Integers (Python's or numpy's) are ticks of the time column; ``timedelta``,
-    ``numpy.timedelta64`` and strings are wall-clock lengths, converted into ticks exactly once
-    the time unit is known. Strings are one or more ``<number><unit>`` parts (``"90s"``,
-    ``"1h30m"``, ``"5 minutes"``, ``"1.5s"``); ``d``/``day`` is 86,400 s and ``w``/``week``
-    604,800 s, whatever the date.
+    Integers (Python's or numpy's) are ticks of the time column, which the core accepts only
+    on an integer column or with processing time; ``timedelta``, ``numpy.timedelta64`` and
+    strings are wall-clock lengths, converted into ticks exactly once the time unit is known.
+    Strings are one or more ``<number><unit>`` parts (``"90s"``, ``"1h30m"``, ``"5 minutes"``,
+    ``"1.5s"``); ``d``/``day`` is 86,400 s and ``w``/``week`` 604,800 s, whatever the date.
 
     Raises:
         InvalidWindowSpec: the value cannot be read as a duration, or is out of the 64-bit
@@ -102,6 +117,91 @@ def to_duration(value: DurationLike, parameter: str) -> tuple[str, int]:
     raise TypeError(
         f"{parameter} must be a timedelta, a string like '30s' or int ticks, "
         f"not {type(value).__name__}"
+    )
+
+
+def check_session_durations(
+    time_type: pa.DataType | None,
+    *,
+    time: str | None = None,
+    time_unit: str | None = None,
+    gap: DurationLike | None = None,
+    gap_column: str | None = None,
+    max_gap: DurationLike | None = None,
+    grace: DurationLike = 0,
+    retention: DurationLike | None = None,
+    max_duration: DurationLike | None = None,
+    clock: str = "event",
+    idle_timeout: DurationLike | None = None,
+) -> None:
+    """Checks session durations against a time column of Arrow type ``time_type``.
+
+    Raises what ``SessionWindowProcessor(...)`` and its first ``process()`` would raise about
+    the durations, now: for complete mode (``session_windows``), leave ``grace`` and
+    ``retention`` at their defaults. ``time_type`` is ``None`` only with
+    ``clock="processing"`` (no time column; durations are epoch milliseconds).
+
+    Raises:
+        InvalidWindowSpec: a duration is out of its domain, not a whole number of the column's
+            ticks, or a bare integer on a timestamp column (names the parameter, the column and
+            its unit).
+        SchemaError: ``time_type`` cannot be a time column.
+
+    Examples:
+        >>> check_session_durations(pa.timestamp("us"), time="ts", gap="30m")
+        >>> check_session_durations(pa.timestamp("us"), time="ts", gap=1_800_000)
+        Traceback (most recent call last):
+        ...
+        windowstore.exceptions.InvalidWindowSpec: invalid gap: 1800000 is a bare integer, \
+but the time column "ts" is a timestamp[us]; give a length such as "30m" or \
+timedelta(minutes=30)
+    """
+    _core.check_session_durations(
+        time_type,
+        time=time,
+        time_unit=time_unit,
+        gap=None if gap is None else to_duration(gap, "gap"),
+        gap_column=gap_column,
+        max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
+        grace=to_duration(grace, "grace"),
+        retention=None if retention is None else to_duration(retention, "retention"),
+        max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
+        clock=clock,
+        idle_timeout=None if idle_timeout is None else to_duration(idle_timeout, "idle_timeout"),
+    )
+
+
+def check_sliding_durations(
+    time_type: pa.DataType | None,
+    *,
+    time: str | None = None,
+    time_unit: str | None = None,
+    time_difference: DurationLike,
+    grace: DurationLike = 0,
+    clock: str = "event",
+    idle_timeout: DurationLike | None = None,
+) -> None:
+    """Checks sliding-window durations against a time column of Arrow type ``time_type``.
+
+    As :func:`check_session_durations`, for ``SlidingWindowProcessor`` and
+    ``sliding_windows`` (complete mode: leave ``grace`` at 0).
+
+    Raises:
+        InvalidWindowSpec: as :func:`check_session_durations`.
+        SchemaError: ``time_type`` cannot be a time column.
+
+    Examples:
+        >>> check_sliding_durations(pa.int64(), time="ts", time_difference=10_000)
+        >>> check_sliding_durations(pa.timestamp("ms"), time="ts", time_difference="10s")
+    """
+    _core.check_sliding_durations(
+        time_type,
+        time=time,
+        time_unit=time_unit,
+        time_difference=to_duration(time_difference, "time_difference"),
+        grace=to_duration(grace, "grace"),
+        clock=clock,
+        idle_timeout=None if idle_timeout is None else to_duration(idle_timeout, "idle_timeout"),
     )
 
 

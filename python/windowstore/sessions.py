@@ -82,7 +82,10 @@ class SessionWindowProcessor(WindowProcessor):
         key: Key column name(s): integers, strings, binary, booleans, dates or timestamps.
         time: The time column: a timestamp of any unit, or integer epoch ticks. Required with
             ``clock="event"``; none with ``clock="processing"``.
-        gap: A fixed inactivity gap (``"30m"``, ``timedelta``, or int ticks).
+        gap: A fixed inactivity gap (``"30m"``, ``timedelta``, or int ticks). Every duration
+            is a length; int ticks only on an integer time column (or with
+            ``clock="processing"``: milliseconds), never on a timestamp column, where they
+            raise ``InvalidWindowSpec`` at the first `process()` (``0`` is allowed anywhere).
         gap_column: A column of per-record gaps (integer ticks or durations), with ``max_gap``.
         max_gap: The cap on dynamic gaps; larger ones are clamped and counted.
         max_duration: The longest a session may span from its first to its last record: per
@@ -130,7 +133,7 @@ class SessionWindowProcessor(WindowProcessor):
             ``emit="final"``, emits the windows an idle stream leaves open; records arriving
             after the idle period are judged late or not by the advanced stream time. An
             ``advance(t)`` that raises stream time counts as a record. Needs event times on
-            the wall clock's epoch (a duration, or int ticks of the time column).
+            the wall clock's epoch (a duration, as ``gap``).
 
     Examples:
         >>> import pyarrow as pa

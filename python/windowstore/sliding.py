@@ -65,7 +65,9 @@ class SlidingWindowProcessor(WindowProcessor):
         time: The time column: a timestamp of any unit, or integer epoch ticks. Required with
             ``clock="event"``; none with ``clock="processing"``.
         time_difference: ``D``, the largest time difference between records of one window
-            (``"10s"``, ``timedelta``, or int ticks; 0 allowed).
+            (``"10s"``, ``timedelta``, or int ticks; 0 allowed). Int ticks only on an integer
+            time column (or with ``clock="processing"``: milliseconds), never on a timestamp
+            column, where they raise ``InvalidWindowSpec`` at the first `process()`.
         grace: How long after a window's end late records still update it. Required with
             ``clock="event"``; none (or zero) with ``clock="processing"``.
         emit: ``"final"`` (each window once, when it closes), ``"updates"`` (a changelog

@@ -29,6 +29,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partial::session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(partial::merge_session_partials, m)?)?;
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
+    m.add_function(wrap_pyfunction!(sessions::check_session_durations, m)?)?;
+    m.add_function(wrap_pyfunction!(sliding::check_sliding_durations, m)?)?;
     m.add_function(wrap_pyfunction!(guard::panic_for_tests, m)?)?;
     Ok(())
 }

@@ -24,7 +24,7 @@ use windowstore_core::sliding::SlidingSpec;
 use crate::convert::{batch_table, batches, duration, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
-use crate::sessions::{gap_spec, input_spec};
+use crate::sessions::{clock_arg, gap_spec, input_spec};
 
 /// A streaming window processor (wrapped by windowstore.SessionWindowProcessor and
 /// windowstore.SlidingWindowProcessor).
@@ -457,25 +457,4 @@ impl Then {
 /// `batch` as a pyarrow Table, or None.
 fn maybe_table(py: Python<'_>, batch: Option<RecordBatch>) -> PyResult<Option<Bound<'_, PyAny>>> {
     batch.map(|b| batch_table(py, b)).transpose()
-}
-
-/// The core's clock from the `clock` and `idle_timeout` arguments.
-fn clock_arg(clock: &str, idle_timeout: Option<PyDuration>) -> PyResult<Clock> {
-    match (clock, idle_timeout) {
-        ("event", None) => Ok(Clock::Event),
-        ("event", Some(t)) => Ok(Clock::Idle(duration(t, "idle_timeout")?)),
-        ("processing", None) => Ok(Clock::Processing),
-        ("processing", Some(_)) => Err(crate::errors::to_py(windowstore_core::Error::invalid(
-            "idle_timeout",
-            "a processing-time processor closes windows on the wall clock already (poll()); \
-             idle_timeout is for event time",
-        ))),
-        (other, _) => Err(crate::errors::to_py(windowstore_core::Error::invalid(
-            "clock",
-            format!(
-                "{other:?}; expected \"event\" (a record's time is its time column) or \
-                 \"processing\" (its arrival on the wall clock)"
-            ),
-        ))),
-    }
 }

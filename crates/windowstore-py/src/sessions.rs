@@ -4,45 +4,83 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
+use pyo3_arrow::PyDataType;
 use windowstore_core::agg::AggSpec;
+use windowstore_core::emit::EmitMode;
 use windowstore_core::input::InputSpec;
+use windowstore_core::processor::{check_durations, Clock};
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::GapSpec;
+use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionSpec};
 use windowstore_core::time::parse_unit;
 
 use crate::convert::{batch_table, batches, duration, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
 
+/// Converts the gap arguments (the rule that combines them is [`GapSpec::from_args`]).
 pub(crate) fn gap_spec(
     gap: Option<PyDuration>,
     gap_column: Option<String>,
     max_gap: Option<PyDuration>,
 ) -> PyResult<GapSpec> {
-    use windowstore_core::Error;
-    match (gap, gap_column, max_gap) {
-        (Some(g), None, None) => Ok(GapSpec::Fixed(duration(g, "gap")?)),
-        (None, Some(column), Some(m)) => Ok(GapSpec::Column {
-            column,
-            max_gap: duration(m, "max_gap")?,
-        }),
-        (None, Some(_), None) => Err(crate::errors::to_py(Error::invalid(
-            "max_gap",
-            "a gap column needs max_gap (the largest gap a record may have)",
-        ))),
-        (Some(_), Some(_), _) => Err(crate::errors::to_py(Error::invalid(
-            "gap",
-            "give gap or gap_column, not both",
-        ))),
-        (Some(_), None, Some(_)) => Err(crate::errors::to_py(Error::invalid(
-            "max_gap",
-            "max_gap goes with gap_column, not with a fixed gap",
-        ))),
-        (None, None, _) => Err(crate::errors::to_py(Error::invalid(
-            "gap",
-            "give gap (fixed) or gap_column and max_gap (dynamic)",
-        ))),
-    }
+    GapSpec::from_args(
+        gap.map(|g| duration(g, "gap")).transpose()?,
+        gap_column,
+        max_gap.map(|m| duration(m, "max_gap")).transpose()?,
+    )
+    .py()
+}
+
+/// Checks session durations against a time column of type `time_type` as a processor (or
+/// complete mode, with `grace` 0 and no `retention`) would: raises what construction or the
+/// first call would raise.
+#[pyfunction]
+#[pyo3(signature = (time_type, *, time, time_unit, gap, gap_column, max_gap, grace, retention, max_duration, clock, idle_timeout))]
+#[allow(clippy::too_many_arguments)]
+pub fn check_session_durations(
+    time_type: Option<PyDataType>,
+    time: Option<String>,
+    time_unit: Option<String>,
+    gap: Option<PyDuration>,
+    gap_column: Option<String>,
+    max_gap: Option<PyDuration>,
+    grace: PyDuration,
+    retention: Option<PyDuration>,
+    max_duration: Option<PyDuration>,
+    clock: &str,
+    idle_timeout: Option<PyDuration>,
+) -> PyResult<()> {
+    guard(|| {
+        let spec = SessionSpec {
+            gap: gap_spec(gap, gap_column, max_gap)?,
+            grace: duration(grace, "grace")?,
+            retention: retention.map(|r| duration(r, "retention")).transpose()?,
+            emit: EmitMode::Final,
+            on_invalid: OnInvalid::Drop,
+        };
+        let input = input_spec(Vec::new(), time.unwrap_or_default(), time_unit)?;
+        let clock = clock_arg(clock, idle_timeout)?;
+        let time_type = time_type.map(PyDataType::into_inner);
+        match max_duration {
+            None => check_durations(spec, clock, input, time_type.as_ref()),
+            Some(d) => {
+                let spec = CappedSessionSpec {
+                    session: spec,
+                    max_duration: duration(d, "max_duration")?,
+                };
+                check_durations(spec, clock, input, time_type.as_ref())
+            }
+        }
+        .py()
+    })
+}
+
+/// Converts the clock arguments (the rule that combines them is [`Clock::from_args`]).
+pub(crate) fn clock_arg(clock: &str, idle_timeout: Option<PyDuration>) -> PyResult<Clock> {
+    let idle_timeout = idle_timeout
+        .map(|t| duration(t, "idle_timeout"))
+        .transpose()?;
+    Clock::from_args(clock, idle_timeout).py()
 }
 
 pub(crate) fn input_spec(

@@ -10,6 +10,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::column_index;
+use crate::time::TimeBase;
 use crate::{Error, Result};
 
 /// The time column of the input and the unit of its ticks.
@@ -113,6 +114,15 @@ impl TimeColumn {
     /// The unit of a tick.
     pub fn unit(&self) -> TimeUnit {
         self.unit
+    }
+
+    /// What durations resolve into on this column: a timestamp's ticks take lengths only;
+    /// an integer column's ticks (and arrival times', epoch ms) take integers too.
+    pub fn base(&self) -> TimeBase {
+        match (&self.data_type, self.index) {
+            (DataType::Timestamp(..), Some(_)) => TimeBase::timestamp(&self.name, self.unit),
+            _ => TimeBase::integer(self.unit),
+        }
     }
 
     /// The column's name.

@@ -18,7 +18,8 @@ use arrow_array::RecordBatch;
 use arrow_schema::TimeUnit;
 
 use super::{Processor, Then, WindowKind};
-use crate::time::{nanos_per_tick, Duration};
+use crate::input::time::TimeColumn;
+use crate::time::{nanos_per_tick, Duration, TimeBase};
 use crate::{Error, Result};
 
 /// What gives a record its time, and what else moves stream time.
@@ -49,6 +50,28 @@ impl Clock {
         }
     }
 
+    /// The clock from the caller's arguments: `"event"` (with `idle_timeout`, the idle
+    /// clock) or `"processing"`.
+    pub fn from_args(name: &str, idle_timeout: Option<Duration>) -> Result<Self> {
+        match (name, idle_timeout) {
+            ("event", None) => Ok(Clock::Event),
+            ("event", Some(t)) => Ok(Clock::Idle(t)),
+            ("processing", None) => Ok(Clock::Processing),
+            ("processing", Some(_)) => Err(Error::invalid(
+                "idle_timeout",
+                "a processing-time processor closes windows on the wall clock already (poll()); \
+                 idle_timeout is for event time",
+            )),
+            (other, _) => Err(Error::invalid(
+                "clock",
+                format!(
+                    "{other:?}; expected \"event\" (a record's time is its time column) or \
+                     \"processing\" (its arrival on the wall clock)"
+                ),
+            )),
+        }
+    }
+
     /// Refuses an idle timeout that is not positive.
     pub(crate) fn validate(self) -> Result<()> {
         match self {
@@ -57,6 +80,15 @@ impl Clock {
             ),
             _ => Ok(()),
         }
+    }
+
+    /// Checks the idle timeout against the time column's `base` as every other duration is
+    /// checked (a whole number of ticks; no bare integer on a timestamp column).
+    pub(crate) fn check(self, base: &TimeBase) -> Result<()> {
+        if let Clock::Idle(timeout) = self {
+            timeout.to_ticks(base, "idle_timeout")?;
+        }
+        Ok(())
     }
 }
 
@@ -135,6 +167,8 @@ impl<K: WindowKind> Processor<K> {
                      latest reading), so there is no grace; leave it out",
                 ));
             }
+            // Arrival times are epoch milliseconds: every duration is known in ticks now.
+            self.kind.resolve(&TimeColumn::arrival().base())?;
         } else if self.input.time.is_empty() {
             return Err(Error::invalid(
                 "time",

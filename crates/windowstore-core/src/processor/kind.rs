@@ -12,7 +12,7 @@ use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
 use crate::store::session_store::Reads;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{KeyedSession, Result};
 
 /// A record's fields that decide whether it can be used at all, before any state is read.
@@ -87,16 +87,17 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     fn emit(&self) -> EmitMode;
     /// What to do with unusable records.
     fn on_invalid(&self) -> OnInvalid;
-    /// Checks what can be checked before the time unit is known.
-    fn validate(&self) -> Result<()>;
+    /// Checks what can be checked before the time column is known, for an integer column of
+    /// `time_unit` (see `TimeBase::before_binding`).
+    fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()>;
     /// The dynamic-gap column the kind reads, if any.
     fn gap_column(&self) -> Option<&str> {
         None
     }
     /// The grace as the caller gave it (a processing-time clock takes none).
     fn grace_spec(&self) -> Duration;
-    /// The parameters in ticks of `unit`.
-    fn resolve(&self, unit: TimeUnit) -> Result<Self::Ticks>;
+    /// The parameters in ticks of `base` (the time column's).
+    fn resolve(&self, base: &TimeBase) -> Result<Self::Ticks>;
     /// The store's retention: every window a non-late record can reach stays in the store.
     fn retention(ticks: &Self::Ticks) -> i64;
     /// Grace in ticks.

@@ -37,6 +37,7 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
 pub use any::{restore_any, AnyProcessor};
+pub use bound::check_durations;
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use query::WindowQuery;
@@ -152,7 +153,7 @@ struct Chunk<P> {
 impl<K: WindowKind> Processor<K> {
     /// A processor of window kind `kind` over input columns `input`, computing `aggs`.
     pub fn new(kind: K, input: InputSpec, aggs: Vec<AggSpec>) -> Result<Self> {
-        kind.validate()?;
+        kind.validate(input.time_unit)?;
         let input = InputSpec {
             gap: kind.gap_column().map(str::to_string),
             ..input
@@ -240,6 +241,15 @@ impl<K: WindowKind> Processor<K> {
     /// processor already bound keeps its schema, and refuses a `schema` whose batches it could
     /// not read (an empty input is checked as a batch with rows would be).
     pub fn bind(&mut self, schema: SchemaRef) -> Result<()> {
+        self.bind_as(schema, false)
+    }
+
+    /// Binds a processor restored from a snapshot (see `Bound::try_new`).
+    fn bind_restored(&mut self, schema: SchemaRef) -> Result<()> {
+        self.bind_as(schema, true)
+    }
+
+    fn bind_as(&mut self, schema: SchemaRef, restored: bool) -> Result<()> {
         if let Some(bound) = self.bound.as_ref() {
             bound.input.check_schema(schema)?;
         } else {
@@ -248,8 +258,9 @@ impl<K: WindowKind> Processor<K> {
                 &self.input,
                 &self.agg_specs,
                 &schema,
-                self.clock == Clock::Processing,
+                self.clock,
                 self.held.is_some(),
+                restored,
             )?);
         }
         Ok(())

@@ -170,7 +170,7 @@ impl<K: WindowKind> Processor<K> {
             }
         }
         if let Some(schema) = schema {
-            p.bind(schema.clone()).map_err(rebuild)?;
+            p.bind_restored(schema.clone()).map_err(rebuild)?;
             let bound = p.bound.as_mut().ok_or_else(|| r.bad("no schema"))?;
             bound.restore_store(store).map_err(rebuild)?;
             if let Some(kept) = tables.remove(REJECTED) {

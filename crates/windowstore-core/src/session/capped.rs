@@ -44,7 +44,7 @@ use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::Reason;
 use crate::store::session_store::PutOutcome;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{Error, KeyedSession, Result};
 
 /// Session windows whose sessions span at most `max_duration` from first to last record.
@@ -257,11 +257,10 @@ impl WindowKind for CappedSessionSpec {
         self.session.on_invalid
     }
 
-    fn validate(&self) -> Result<()> {
-        self.session.validate()?;
-        if let Duration::Ticks(_) = self.max_duration {
-            capped_ticks(self.max_duration, TimeUnit::Millisecond)?;
-        }
+    fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
+        let mut durations = self.session.durations();
+        durations.push(self.max_duration);
+        self.resolve(&TimeBase::before_binding(&durations, time_unit))?;
         Ok(())
     }
 
@@ -273,10 +272,10 @@ impl WindowKind for CappedSessionSpec {
         self.session.grace
     }
 
-    fn resolve(&self, unit: TimeUnit) -> Result<CappedTicks> {
+    fn resolve(&self, base: &TimeBase) -> Result<CappedTicks> {
         Ok(CappedTicks {
-            session: self.session.resolve(unit)?,
-            max_duration: capped_ticks(self.max_duration, unit)?,
+            session: self.session.resolve(base)?,
+            max_duration: capped_ticks(self.max_duration, base)?,
         })
     }
 

@@ -20,7 +20,7 @@ use crate::input::{BoundInput, InputSpec};
 use crate::output::OutputBuilder;
 use crate::processor::WindowKind;
 use crate::reject::Rejections;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{Error, Result};
 
 /// Sessions of bounded input, and the rows that could not be used.
@@ -270,14 +270,8 @@ pub(crate) fn cut(
     };
     let bound = BoundInput::try_new(&input, schema)?;
     let schema = bound.schema().clone();
-    let unit = bound.time.unit();
-    let (fixed_gap, max_gap) = match &gap {
-        GapSpec::Fixed(g) => {
-            let g = g.to_ticks(unit, "gap")?;
-            (Some(g), g)
-        }
-        GapSpec::Column { max_gap, .. } => (None, max_gap.to_ticks(unit, "max_gap")?),
-    };
+    let base = bound.time.base();
+    let (fixed_gap, max_gap) = gap.to_ticks(&base)?;
     if max_gap <= 0 {
         let name = if fixed_gap.is_some() {
             "gap"
@@ -287,7 +281,7 @@ pub(crate) fn cut(
         return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
     }
     let max_duration = match max_duration {
-        Some(d) => capped_ticks(d, unit)?,
+        Some(d) => capped_ticks(d, &base)?,
         None => i64::MAX,
     };
     let aggregator = Aggregator::try_new(aggs, &schema)?;
@@ -385,13 +379,13 @@ pub(crate) fn cut(
     })
 }
 
-/// `max_duration` in ticks of `unit`; it must be > 0.
-pub(crate) fn capped_ticks(max_duration: Duration, unit: arrow_schema::TimeUnit) -> Result<i64> {
+/// `max_duration` in ticks of `base`; it must be > 0.
+pub(crate) fn capped_ticks(max_duration: Duration, base: &TimeBase) -> Result<i64> {
     if max_duration.is_negative() || max_duration.is_zero() {
         return Err(Error::invalid(
             "max_duration",
             format!("must be > 0, got {max_duration:?}"),
         ));
     }
-    max_duration.to_ticks(unit, "max_duration")
+    max_duration.to_ticks(base, "max_duration")
 }

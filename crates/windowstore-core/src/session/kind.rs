@@ -19,7 +19,7 @@ use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKi
 use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::Reads;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{KeyedSession, Result};
 
 /// The counters of session processors, beyond the processor's own.
@@ -67,8 +67,8 @@ impl WindowKind for SessionSpec {
         self.on_invalid
     }
 
-    fn validate(&self) -> Result<()> {
-        SessionSpec::validate(self)
+    fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
+        SessionSpec::validate(self, time_unit)
     }
 
     fn gap_column(&self) -> Option<&str> {
@@ -79,8 +79,8 @@ impl WindowKind for SessionSpec {
         self.grace
     }
 
-    fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
-        SessionSpec::resolve(self, unit)
+    fn resolve(&self, base: &TimeBase) -> Result<Resolved> {
+        SessionSpec::resolve(self, base)
     }
 
     fn retention(ticks: &Resolved) -> i64 {

@@ -3,7 +3,7 @@
 use arrow_schema::TimeUnit;
 
 use crate::emit::EmitMode;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 
 pub use crate::reject::OnInvalid;
 use crate::{Error, Result};
@@ -20,6 +20,53 @@ pub enum GapSpec {
         /// The cap; gaps above it are clamped (and counted).
         max_gap: Duration,
     },
+}
+
+impl GapSpec {
+    /// The gap from the caller's arguments: `gap` alone (fixed), or `gap_column` with
+    /// `max_gap` (dynamic).
+    pub fn from_args(
+        gap: Option<Duration>,
+        gap_column: Option<String>,
+        max_gap: Option<Duration>,
+    ) -> Result<Self> {
+        match (gap, gap_column, max_gap) {
+            (Some(g), None, None) => Ok(GapSpec::Fixed(g)),
+            (None, Some(column), Some(max_gap)) => Ok(GapSpec::Column { column, max_gap }),
+            (None, Some(_), None) => Err(Error::invalid(
+                "max_gap",
+                "a gap column needs max_gap (the largest gap a record may have)",
+            )),
+            (Some(_), Some(_), _) => Err(Error::invalid("gap", "give gap or gap_column, not both")),
+            (Some(_), None, Some(_)) => Err(Error::invalid(
+                "max_gap",
+                "max_gap goes with gap_column, not with a fixed gap",
+            )),
+            (None, None, _) => Err(Error::invalid(
+                "gap",
+                "give gap (fixed) or gap_column and max_gap (dynamic)",
+            )),
+        }
+    }
+
+    /// In ticks of `base`: the fixed gap (`None` for a gap column) and the largest gap a
+    /// record can have.
+    pub fn to_ticks(&self, base: &TimeBase) -> Result<(Option<i64>, i64)> {
+        Ok(match self {
+            GapSpec::Fixed(g) => {
+                let g = g.to_ticks(base, "gap")?;
+                (Some(g), g)
+            }
+            GapSpec::Column { max_gap, .. } => (None, max_gap.to_ticks(base, "max_gap")?),
+        })
+    }
+
+    /// The fixed gap or `max_gap`: the largest gap a record can have.
+    pub fn max_gap(&self) -> Duration {
+        match self {
+            GapSpec::Fixed(g) | GapSpec::Column { max_gap: g, .. } => *g,
+        }
+    }
 }
 
 /// The parameters of a session window.
@@ -51,8 +98,15 @@ pub struct Resolved {
 }
 
 impl SessionSpec {
-    /// Checks what can be checked before the time unit is known.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks what can be checked before the time column is known: signs, and, in the base
+    /// [`TimeBase::before_binding`] gives for an integer column of `time_unit`, the retention
+    /// minimum and overflows.
+    pub fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
+        self.resolve(&TimeBase::before_binding(&self.durations(), time_unit))?;
+        Ok(())
+    }
+
+    fn check_signs(&self) -> Result<()> {
         let positive = |d: Duration, name: &'static str| {
             if d.is_negative() || d.is_zero() {
                 Err(Error::invalid(name, format!("must be > 0, got {d:?}")))
@@ -73,46 +127,42 @@ impl SessionSpec {
         if let Some(r) = self.retention {
             positive(r, "retention")?;
         }
-        // With every duration in ticks the unit does not matter: check the retention minimum
-        // now rather than at the first batch.
-        let ticks = |d: Duration| matches!(d, Duration::Ticks(_));
-        let gap = match &self.gap {
-            GapSpec::Fixed(g) | GapSpec::Column { max_gap: g, .. } => *g,
-        };
-        if ticks(gap) && ticks(self.grace) && self.retention.is_none_or(ticks) {
-            self.resolve_ticks(TimeUnit::Millisecond)?;
-        }
         Ok(())
     }
 
-    /// The parameters in ticks of `unit`; checks retention against its minimum.
-    pub fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
-        self.validate()?;
-        self.resolve_ticks(unit)
+    /// Every duration of the spec.
+    pub fn durations(&self) -> Vec<Duration> {
+        let mut all = vec![self.gap.max_gap(), self.grace];
+        all.extend(self.retention);
+        all
     }
 
-    fn resolve_ticks(&self, unit: TimeUnit) -> Result<Resolved> {
-        let (fixed_gap, max_gap) = match &self.gap {
-            GapSpec::Fixed(g) => {
-                let g = g.to_ticks(unit, "gap")?;
-                (Some(g), g)
-            }
-            GapSpec::Column { max_gap, .. } => (None, max_gap.to_ticks(unit, "max_gap")?),
-        };
-        let grace = self.grace.to_ticks(unit, "grace")?;
+    /// The parameters in ticks of `base`; checks retention against its minimum.
+    pub fn resolve(&self, base: &TimeBase) -> Result<Resolved> {
+        self.check_signs()?;
+        self.resolve_ticks(base)
+    }
+
+    fn resolve_ticks(&self, base: &TimeBase) -> Result<Resolved> {
+        let (fixed_gap, max_gap) = self.gap.to_ticks(base)?;
+        let grace = self.grace.to_ticks(base, "grace")?;
         let minimum = max_gap.checked_add(grace).ok_or_else(|| {
             Error::invalid("grace", "gap + grace overflows 64-bit ticks".to_string())
         })?;
         let retention = match self.retention {
             None => minimum,
             Some(r) => {
-                let r = r.to_ticks(unit, "retention")?;
+                let r = r.to_ticks(base, "retention")?;
                 if r < minimum {
                     return Err(Error::invalid(
                         "retention",
                         format!(
-                            "{r} ticks is below the minimum {minimum} (max gap {max_gap} + \
-                             grace {grace}); closed sessions must stay findable that long"
+                            "{} is below the minimum {} (max gap {} + grace {}); closed \
+                             sessions must stay findable that long",
+                            in_unit(r, base),
+                            in_unit(minimum, base),
+                            in_unit(max_gap, base),
+                            in_unit(grace, base)
                         ),
                     ));
                 }
@@ -134,6 +184,12 @@ impl SessionSpec {
             GapSpec::Fixed(_) => None,
         }
     }
+}
+
+/// `ticks` for a message: with its unit, which is not the caller's own where durations were
+/// lengths resolved before binding.
+fn in_unit(ticks: i64, base: &TimeBase) -> String {
+    format!("{ticks} {}", crate::time::unit_name(base.unit()))
 }
 
 #[cfg(test)]
@@ -159,7 +215,7 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_named() {
-        let ms = TimeUnit::Millisecond;
+        let ms = &TimeBase::integer(TimeUnit::Millisecond);
         assert_eq!(parameter(spec(0, 0, None).resolve(ms)), "gap");
         assert_eq!(parameter(spec(-1, 0, None).resolve(ms)), "gap");
         assert_eq!(parameter(spec(10, -1, None).resolve(ms)), "grace");
@@ -171,5 +227,64 @@ mod tests {
             (Some(10), 10, 5, 15)
         );
         assert_eq!(spec(10, 5, Some(100)).resolve(ms).unwrap().retention, 100);
+    }
+
+    fn lengths(gap_s: i128, grace_s: i128, retention_s: i128) -> SessionSpec {
+        let s = |n: i128| Duration::Nanos(n * 1_000_000_000);
+        SessionSpec {
+            gap: GapSpec::Fixed(s(gap_s)),
+            grace: s(grace_s),
+            retention: Some(s(retention_s)),
+            emit: EmitMode::Final,
+            on_invalid: OnInvalid::Drop,
+        }
+    }
+
+    #[test]
+    fn retention_below_its_minimum_is_refused_before_binding() {
+        let err = lengths(30, 10, 20).validate(None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid retention: 20 s is below the minimum 40 s (max gap 30 s + grace 10 s); \
+             closed sessions must stay findable that long"
+        );
+        assert!(lengths(30, 10, 40).validate(None).is_ok());
+        // A bare integer makes the column an integer column of time_unit.
+        let mixed = SessionSpec {
+            retention: Some(Duration::Ticks(40)),
+            ..lengths(30, 10, 0)
+        };
+        assert!(mixed.validate(Some(TimeUnit::Second)).is_ok());
+        let err = mixed.validate(None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("40 ms is below the minimum 40000 ms"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_duration_refuses_a_bare_integer_on_a_timestamp_column() {
+        let ts = TimeBase::timestamp("ts", TimeUnit::Microsecond);
+        assert_eq!(parameter(spec(10, 0, None).resolve(&ts)), "gap");
+        let grace = SessionSpec {
+            grace: Duration::Ticks(5),
+            ..lengths(30, 0, 40)
+        };
+        assert_eq!(parameter(grace.resolve(&ts)), "grace");
+        let retention = SessionSpec {
+            retention: Some(Duration::Ticks(50_000_000)),
+            ..lengths(30, 0, 0)
+        };
+        assert_eq!(parameter(retention.resolve(&ts)), "retention");
+        let max_gap = SessionSpec {
+            gap: GapSpec::Column {
+                column: "g".into(),
+                max_gap: Duration::Ticks(10),
+            },
+            ..lengths(30, 0, 40)
+        };
+        assert_eq!(parameter(max_gap.resolve(&ts)), "max_gap");
+        assert!(lengths(30, 0, 40).resolve(&ts).is_ok());
     }
 }

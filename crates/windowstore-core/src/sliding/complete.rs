@@ -125,7 +125,7 @@ pub fn sliding_windows(
     let input = InputSpec { gap: None, ..input };
     let bound = BoundInput::try_new(&input, schema)?;
     let schema = bound.schema().clone();
-    let d = time_difference.to_ticks(bound.time.unit(), "time_difference")?;
+    let d = time_difference.to_ticks(&bound.time.base(), "time_difference")?;
     let aggregator = Aggregator::try_new(aggs, &schema)?;
     let output = OutputBuilder::try_new(&bound.keys, &bound.time, &aggregator, super::LAYOUT)?;
     let batch = one_batch(&bound, batches)?;

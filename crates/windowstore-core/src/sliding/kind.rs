@@ -49,7 +49,7 @@ use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKi
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::store::session_store::Reads;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{KeyedSession, Result};
 
 /// The counters of sliding processors, beyond the processor's own.
@@ -91,16 +91,16 @@ impl WindowKind for SlidingSpec {
         self.on_invalid
     }
 
-    fn validate(&self) -> Result<()> {
-        SlidingSpec::validate(self)
+    fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
+        SlidingSpec::validate(self, time_unit)
     }
 
     fn grace_spec(&self) -> Duration {
         self.grace
     }
 
-    fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
-        SlidingSpec::resolve(self, unit)
+    fn resolve(&self, base: &TimeBase) -> Result<Resolved> {
+        SlidingSpec::resolve(self, base)
     }
 
     fn retention(ticks: &Resolved) -> i64 {

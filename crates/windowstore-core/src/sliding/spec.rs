@@ -4,7 +4,7 @@ use arrow_schema::TimeUnit;
 
 use crate::emit::EmitMode;
 use crate::reject::OnInvalid;
-use crate::time::Duration;
+use crate::time::{Duration, TimeBase};
 use crate::{Error, Result};
 
 /// The parameters of a sliding window (docs/semantics.md section 4).
@@ -34,8 +34,14 @@ pub struct Resolved {
 }
 
 impl SlidingSpec {
-    /// Checks what can be checked before the time unit is known.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks what can be checked before the time column is known: signs, and overflows in
+    /// the base [`TimeBase::before_binding`] gives for an integer column of `time_unit`.
+    pub fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
+        self.resolve(&TimeBase::before_binding(&self.durations(), time_unit))?;
+        Ok(())
+    }
+
+    fn check_signs(&self) -> Result<()> {
         for (d, name) in [
             (self.time_difference, "time_difference"),
             (self.grace, "grace"),
@@ -44,22 +50,23 @@ impl SlidingSpec {
                 return Err(Error::invalid(name, format!("must be >= 0, got {d:?}")));
             }
         }
-        let ticks = |d: Duration| matches!(d, Duration::Ticks(_));
-        if ticks(self.time_difference) && ticks(self.grace) {
-            self.resolve_ticks(TimeUnit::Millisecond)?;
-        }
         Ok(())
     }
 
-    /// The parameters in ticks of `unit`.
-    pub fn resolve(&self, unit: TimeUnit) -> Result<Resolved> {
-        self.validate()?;
-        self.resolve_ticks(unit)
+    /// Every duration of the spec.
+    pub fn durations(&self) -> Vec<Duration> {
+        vec![self.time_difference, self.grace]
     }
 
-    fn resolve_ticks(&self, unit: TimeUnit) -> Result<Resolved> {
-        let d = self.time_difference.to_ticks(unit, "time_difference")?;
-        let grace = self.grace.to_ticks(unit, "grace")?;
+    /// The parameters in ticks of `base`.
+    pub fn resolve(&self, base: &TimeBase) -> Result<Resolved> {
+        self.check_signs()?;
+        self.resolve_ticks(base)
+    }
+
+    fn resolve_ticks(&self, base: &TimeBase) -> Result<Resolved> {
+        let d = self.time_difference.to_ticks(base, "time_difference")?;
+        let grace = self.grace.to_ticks(base, "grace")?;
         // The store keeps windows 3 × time_difference + grace (+ 2) ticks: blame the
         // parameter that makes that overflow.
         let tripled = d.checked_mul(3).and_then(|r| r.checked_add(2));
@@ -97,7 +104,7 @@ mod tests {
     #[test]
     fn negative_durations_name_their_parameter() {
         let err = spec(Duration::Ticks(-1), Duration::Ticks(0))
-            .validate()
+            .validate(None)
             .unwrap_err();
         assert!(matches!(
             err,
@@ -107,7 +114,7 @@ mod tests {
             }
         ));
         let err = spec(Duration::Ticks(0), Duration::Nanos(-1))
-            .validate()
+            .validate(None)
             .unwrap_err();
         assert!(matches!(
             err,
@@ -121,15 +128,33 @@ mod tests {
     #[test]
     fn zero_is_valid_and_overflow_is_refused() {
         let r = spec(Duration::Ticks(0), Duration::Ticks(0))
-            .resolve(TimeUnit::Millisecond)
+            .resolve(&TimeBase::integer(TimeUnit::Millisecond))
             .unwrap();
         assert_eq!((r.time_difference, r.grace, r.retention), (0, 0, 2));
         assert!(spec(Duration::Ticks(i64::MAX / 2), Duration::Ticks(0))
-            .validate()
+            .validate(None)
             .is_err());
         let err = spec(Duration::Nanos(1_500_000), Duration::Ticks(0))
-            .resolve(TimeUnit::Millisecond)
+            .resolve(&TimeBase::integer(TimeUnit::Millisecond))
             .unwrap_err();
         assert!(err.to_string().contains("time_difference"), "{err}");
+    }
+
+    #[test]
+    fn a_bare_integer_is_refused_on_a_timestamp_column() {
+        let ts = TimeBase::timestamp("ts", TimeUnit::Millisecond);
+        let ten_s = Duration::Nanos(10_000_000_000);
+        for (spec, name) in [
+            (spec(Duration::Ticks(10), ten_s), "time_difference"),
+            (spec(ten_s, Duration::Ticks(10)), "grace"),
+        ] {
+            let err = spec.resolve(&ts).unwrap_err();
+            assert!(
+                matches!(err, Error::InvalidWindowSpec { parameter, .. } if parameter == name),
+                "{err}"
+            );
+            assert!(spec.validate(None).is_ok());
+        }
+        assert!(spec(ten_s, Duration::Ticks(0)).resolve(&ts).is_ok());
     }
 }

@@ -620,7 +620,8 @@ fn duration_gaps_beyond_the_tick_range_are_clamped_to_max_gap() {
     ));
     let gap = GapSpec::Column {
         column: "g".into(),
-        max_gap: Duration::Ticks(10 * S),
+        // A length: a bare integer is refused on a timestamp column.
+        max_gap: Duration::Nanos(10 * i128::from(S)),
     };
     for engine in [
         Engine::SessionStream,
