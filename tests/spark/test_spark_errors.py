@@ -109,3 +109,42 @@ def test_the_root_cause_of_a_driver_error_is_its_message(
     cause = root_cause(e.value)
     assert cause.startswith("Path does not exist: "), cause
     assert "\n" not in cause
+
+
+#: A bare integer duration per parameter (grace only in streams: a batch has none).
+_BARE = [
+    (session_windows, {"gap": 1_800_000}, "gap", False),
+    (session_windows, {"gap": "30m", "max_duration": 5}, "max_duration", False),
+    (sliding_windows, {"time_difference": 60_000}, "time_difference", False),
+    (session_windows, {"gap": 1_800_000, "grace": "1m"}, "gap", True),
+    (session_windows, {"gap": "30m", "grace": 60_000_000}, "grace", True),
+    (session_windows, {"gap": "30m", "max_duration": 5, "grace": "1m"}, "max_duration", True),
+    (sliding_windows, {"time_difference": 60_000, "grace": "1m"}, "time_difference", True),
+]
+
+
+@pytest.mark.parametrize(("adapter", "kwargs", "parameter", "streaming"), _BARE)
+def test_a_bare_integer_duration_on_a_timestamp_is_refused_before_any_job(
+    spark: SparkSession,
+    tmp_path: Path,
+    adapter: Any,
+    kwargs: dict[str, Any],
+    parameter: str,
+    streaming: bool,
+) -> None:
+    """A Spark timestamp counts microseconds: gap=1_800_000 would be 1.8 s, not 30 minutes.
+    Refused when the DataFrame is defined, batch and stream alike."""
+    schema = "k string, ts timestamp, x long"
+    if streaming:
+        write_files([], tmp_path / "in")
+        df = read_stream(spark, tmp_path / "in", schema)
+    else:
+        df = spark.createDataFrame([], schema)
+    with pytest.raises(InvalidWindowSpec) as e:
+        adapter(df, key="k", time="ts", aggs=[agg.count()], **kwargs)
+    assert e.value.parameter == parameter
+    message = str(e.value)
+    assert "bare integer" in message
+    assert '"ts"' in message
+    assert "timestamp" in message
+    assert '"30m"' in message

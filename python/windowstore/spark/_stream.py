@@ -36,7 +36,12 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, TimestampType
 
 from windowstore import _records
-from windowstore._durations import DurationLike, to_duration
+from windowstore._durations import (
+    DurationLike,
+    check_session_durations,
+    check_sliding_durations,
+    to_duration,
+)
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _bucket_log, _schema
@@ -115,6 +120,8 @@ def stream_windows(
                 "time",
             )
         _check_stream_time(df, time)
+    _check_durations(df, kind, time, params, grace, clock, idle_timeout)
+    if time is not None:  # event time (a processing-time stream has none, checked above)
         df, delay_ms = _event_time(df, time, grace)
     partitions = _local_partitions(df.sparkSession)
     n = _buckets(df, buckets, partitions)
@@ -316,6 +323,38 @@ def _check_stream_time(df: DataFrame, time: str) -> None:
             f"not {dt.simpleString()}{hint}",
             time,
         )
+
+
+def _check_durations(
+    df: DataFrame,
+    kind: str,
+    time: str | None,
+    params: dict[str, Any],
+    grace: DurationLike | None,
+    clock: str,
+    idle_timeout: DurationLike | None,
+) -> None:
+    """The core's duration rules against the time column's Spark type, before the query is
+    defined: a bare integer on a timestamp column is refused here, as in a batch job (the
+    workers see epoch microseconds, an integer column, and could not tell)."""
+    time_type = None if time is None else _schema.arrow_schema(df, [time]).field(time).type
+    common: dict[str, Any] = {
+        "time": time,
+        "grace": 0 if grace is None else grace,
+        "clock": clock,
+        "idle_timeout": idle_timeout,
+    }
+    if kind == "sessions":
+        check_session_durations(
+            time_type,
+            gap=params["gap"],
+            gap_column=params["gap_column"],
+            max_gap=params["max_gap"],
+            max_duration=params["max_duration"],
+            **common,
+        )
+    else:
+        check_sliding_durations(time_type, time_difference=params["time_difference"], **common)
 
 
 def _event_time(df: DataFrame, time: str, grace: DurationLike | None) -> tuple[DataFrame, int]:
