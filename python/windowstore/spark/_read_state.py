@@ -27,6 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from windowstore._durations import to_duration
 from windowstore._processor import WindowProcessor
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SnapshotError
@@ -314,11 +315,22 @@ class _Query:
             kind=kind,
             key=list(value["key"]),
             time=value["time"],
-            delay_ms=(value["grace"] or 0) // 1000,
+            delay_ms=_delay_ms(value["grace"]),
             wall="processing" if processing else ("idle" if idle else None),
             records=value["output"] == "records",
             aggs=aggs,
         )
+
+
+def _delay_ms(grace: object) -> int:
+    """The watermark delay in ms from a query's ``grace`` parameter: integer microseconds (the
+    time column read as epoch microseconds) or, in records mode, a length such as ``"30000ms"``."""
+    if grace is None:
+        return 0
+    if isinstance(grace, int):
+        return grace // 1000
+    _, nanos = to_duration(str(grace), "grace")
+    return nanos // 1_000_000
 
 
 def _check_aggs(given: Sequence[Agg], text: str) -> list[Agg]:

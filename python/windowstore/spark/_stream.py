@@ -159,7 +159,10 @@ def stream_windows(
     if processing:
         engine_params["clock"] = "processing"
     else:
-        engine_params.update(time=time, time_unit="us", grace=delay_ms * 1000)
+        # Without records the engine reads the time column as epoch microseconds (an integer
+        # column, so integer ticks); with records, as a timestamp, which takes a length only.
+        grace_param: int | str = f"{delay_ms}ms" if records else delay_ms * 1000
+        engine_params.update(time=time, time_unit="us", grace=grace_param)
         if clock != "event":
             engine_params["clock"] = clock  # the engine refuses it, naming clock
     if idle_timeout is not None:
