@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from windowstore import agg
+from windowstore._durations import check_session_durations, check_sliding_durations
 from windowstore.cli.flags import (
     FLAGS,
     BadArgument,
@@ -89,9 +90,8 @@ def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-#: The duration flags of each command, by the Python API's parameter.
-_DURATION_FLAGS = {"gap": "--gap", "max_gap": "--max-gap", "max_duration": "--max-duration",
-                   "time_difference": "--time-difference"}  # fmt: skip
+#: The duration parameters of the two commands (their flags: ``FLAGS``).
+_DURATIONS = ("gap", "max_gap", "max_duration", "time_difference")
 
 
 def _type_words(t: pa.DataType) -> str:
@@ -103,29 +103,32 @@ def _type_words(t: pa.DataType) -> str:
 
 
 def check_units(job: WindowJob, time_type: pa.DataType) -> None:
-    """The job's durations and ``--time-unit`` against its time column's type: a bare integer
-    counts ticks of an integer time column, so on a timestamp (or date) column it is refused,
-    as ``--time-unit`` is.
+    """The job's durations and ``--time-unit`` against its time column's type, by the core's
+    rule (``check_session_durations``): a bare integer counts ticks of an integer time column,
+    so on a timestamp (or date) column it is refused, as ``--time-unit`` is.
 
     Raises:
         BadArgument: naming the flag, the column's type and the accepted forms.
     """
     if not (pa.types.is_timestamp(time_type) or pa.types.is_date(time_type)):
         return
-    column = f'the time column "{job.time}" is a {_type_words(time_type)}'
-    for parameter, flag in _DURATION_FLAGS.items():
-        value = job.windows.get(parameter)
-        if isinstance(value, int):
-            raise BadArgument(
-                flag,
-                f"{value} is a bare integer, but {column}; give a length such as 30m, 90s or "
-                f"1h30m (a bare integer counts ticks of an integer time column only)",
-            )
     if job.common.get("time_unit") is not None:
         raise BadArgument(
             "--time-unit",
-            f"is the tick of an integer time column, but {column}; leave --time-unit out",
+            f'is the tick of an integer time column, but the time column "{job.time}" is a '
+            f"{_type_words(time_type)}; leave --time-unit out",
         )
+    durations = {p: job.windows[p] for p in _DURATIONS if job.windows.get(p) is not None}
+    # Spark reads a date as a day's first instant: its lengths are those of a timestamp.
+    as_time = pa.timestamp("us") if pa.types.is_date(time_type) else time_type
+    try:
+        if job.command == "sessions":
+            gap_column = job.windows.get("gap_column")
+            check_session_durations(as_time, time=job.time, gap_column=gap_column, **durations)
+        else:
+            check_sliding_durations(as_time, time=job.time, **durations)
+    except InvalidWindowSpec as e:
+        raise BadArgument(FLAGS.get(e.parameter or ""), cli_words(without_name(str(e)))) from e
 
 
 def _where(path: str) -> str:

@@ -119,6 +119,8 @@ _HINTS = [
      "give --gap (fixed) or --gap-column and --max-gap (dynamic)"),
     (re.compile(r"give gap or gap_column, not both"), "give --gap or --gap-column, not both"),
     (re.compile(r"a gap column needs max_gap"), "--gap-column needs --max-gap"),
+    (re.compile(r'give a length such as "30m" or timedelta\(minutes=30\)'),
+     "give a length such as 30m, 90s or 1h30m"),
     (re.compile(r"parse it into a timestamp first \([^)]*\)( or give integer epoch ticks)?"),
      "give its format with --time-format (a Spark datetime pattern such as "
      "'yyyy-MM-dd HH:mm:ss'), or use integer epoch ticks"),
