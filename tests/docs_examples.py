@@ -1,8 +1,10 @@
 """The Python examples of README.md and docs/, read as a new user pastes them: page by page.
 
 A page's ```python blocks run in order in one namespace, as one pasted session would run them,
-in a fresh working directory. A block followed by a Markdown table (after at most a blank line)
-promises that table: its last expression's value, a pyarrow Table, must have exactly those rows.
+in a fresh working directory, except a block right after an HTML comment
+``<!-- not run: WHY -->`` (an illustration that needs what no test has, such as a server). A
+block followed by a Markdown table (after at most a blank line) promises that table: its last
+expression's value, a pyarrow Table, must have exactly those rows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 _BLOCK = re.compile(r"^```python\n(.*?)^```\n((?:\n?\|[^\n]*\n)*)", re.MULTILINE | re.DOTALL)
+_NOT_RUN = re.compile(r"<!-- not run: [^\n]*-->\n\Z")
 
 
 @dataclass
@@ -32,10 +35,12 @@ class Example:
 
 
 def examples(page: Path) -> list[Example]:
-    """The ```python blocks of ``page`` in order."""
+    """The ```python blocks of ``page`` in order, less those marked ``<!-- not run: ... -->``."""
     text = page.read_text()
     found = []
     for match in _BLOCK.finditer(text):
+        if _NOT_RUN.search(text, 0, match.start()):
+            continue
         line = text.count("\n", 0, match.start()) + 2
         rows = [r.strip() for r in match.group(2).strip().splitlines() if r.strip()]
         table = None

@@ -241,6 +241,20 @@ class KafkaBroker:
                     raise
                 time.sleep(1)
 
+    def produce(self, topic: str, values: list[str]) -> None:
+        """Writes ``values`` (one line each, no key) to ``topic`` in order, with Kafka's console
+        producer."""
+        proc = subprocess.run(
+            [_require("java"), *TOOL_JVM, "-cp", self.classpath,
+             "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", self.bootstrap,
+             "--topic", topic],
+            input="".join(v + "\n" for v in values), capture_output=True, text=True,
+            timeout=self.START_TIMEOUT_S, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise KafkaError(f"the console producer failed (exit {proc.returncode}):\n"
+                             f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")  # fmt: skip
+
     def stop(self) -> None:
         """Stops the broker: SIGTERM, then SIGKILL of its process group if it has not exited
         within ``STOP_TIMEOUT_S``. Does nothing when it is not running."""
