@@ -80,8 +80,9 @@ pub(crate) struct Bound<K: WindowKind> {
 impl<K: WindowKind> Bound<K> {
     /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind` and
     /// `clock` (a processing-time clock's record times are arrival times). A `restored`
-    /// processor keeps bare integer durations as ticks of a timestamp column: a snapshot
-    /// written before they were refused there ran with them, and its windows depend on it.
+    /// processor keeps bare integer durations and integer gaps as ticks of a timestamp column,
+    /// and a `time_unit` given with one: a snapshot written before they were refused there ran
+    /// with them, and its windows depend on it.
     pub fn try_new(
         kind: &K,
         input: &InputSpec,
@@ -92,7 +93,8 @@ impl<K: WindowKind> Bound<K> {
         restored: bool,
     ) -> Result<Self> {
         let schema = plain_schema(schema);
-        let input = BoundInput::bind(input, schema.clone(), clock == Clock::Processing)?;
+        let arrival = clock == Clock::Processing;
+        let input = BoundInput::bind(input, schema.clone(), arrival, restored)?;
         let base = if restored {
             TimeBase::integer(input.time.unit())
         } else {
