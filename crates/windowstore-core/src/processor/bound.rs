@@ -214,4 +214,35 @@ mod tests {
         // Gap 10 us: the session [0, 5] closes at stream time 100.
         assert_eq!(restored.process(&batch(vec![100])).unwrap().num_rows(), 1);
     }
+
+    #[test]
+    fn a_time_unit_with_a_timestamp_is_refused_fresh_and_kept_restored() {
+        let with_unit = || {
+            let mut p = processor();
+            p.input.time_unit = Some(TimeUnit::Second);
+            p.kind.gap = GapSpec::Fixed(Duration::Nanos(10_000));
+            p
+        };
+        let mut fresh = with_unit();
+        let before = fresh.to_bytes().unwrap();
+        let err = fresh.process(&batch(vec![0, 5])).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidWindowSpec {
+                    parameter: "time_unit",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(fresh.to_bytes().unwrap(), before);
+        // A snapshot written before the rule (Spark records mode gave time_unit="us").
+        let mut old = with_unit();
+        old.bind_restored(batch(vec![]).schema()).unwrap();
+        old.process(&batch(vec![0, 5])).unwrap();
+        let bytes = old.to_bytes().unwrap();
+        let mut restored = Processor::<SessionSpec>::from_bytes(&bytes).unwrap();
+        assert_eq!(restored.process(&batch(vec![100])).unwrap().num_rows(), 1);
+    }
 }
