@@ -260,3 +260,76 @@ def test_check_sliding_durations() -> None:
     _refused(info, "grace")
     check_sliding_durations(pa.timestamp("us"), time="ts", time_difference="1m", grace="5s")
     check_sliding_durations(pa.int64(), time="ts", time_difference=10, grace=5)
+
+
+# time_unit is the tick of an integer time column: with a timestamp column it is refused, not
+# silently ignored.
+
+TIME_UNIT_MESSAGE = (
+    'invalid time_unit: time_unit="s" is the tick of an integer time column only; the time '
+    'column "ts" is a timestamp[us], which has its own unit: leave time_unit out'
+)
+
+
+def test_complete_mode_refuses_a_time_unit_with_a_timestamp_column() -> None:
+    with pytest.raises(InvalidWindowSpec) as info:
+        session_windows(_stamps(), key="k", time="ts", gap="30m", time_unit="s")
+    assert (info.value.parameter, str(info.value)) == ("time_unit", TIME_UNIT_MESSAGE)
+    with pytest.raises(InvalidWindowSpec) as info:
+        sliding_windows(_stamps(), key="k", time="ts", time_difference="30m", time_unit="s")
+    assert (info.value.parameter, str(info.value)) == ("time_unit", TIME_UNIT_MESSAGE)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: _sessions(time_unit="s"), lambda: _sliding(time_unit="s")]
+)
+def test_a_processor_refuses_a_time_unit_with_a_timestamp_at_its_first_call(make: Any) -> None:
+    p = make()
+    before = p.to_bytes()
+    with pytest.raises(InvalidWindowSpec) as info:
+        p.process(_stamps(), now=0)
+    assert (info.value.parameter, str(info.value)) == ("time_unit", TIME_UNIT_MESSAGE)
+    assert p.to_bytes() == before
+    assert p.process(_ints()).num_rows >= 0  # still usable: an integer column takes it
+
+
+def test_check_durations_refuse_a_time_unit_with_a_timestamp() -> None:
+    with pytest.raises(InvalidWindowSpec, match="time_unit") as info:
+        check_session_durations(pa.timestamp("us"), time="ts", gap="30m", time_unit="s")
+    assert str(info.value) == TIME_UNIT_MESSAGE
+    with pytest.raises(InvalidWindowSpec) as info:
+        check_sliding_durations(pa.timestamp("us"), time="ts", time_difference="1m", time_unit="s")
+    assert str(info.value) == TIME_UNIT_MESSAGE
+    check_session_durations(pa.int64(), time="ts", gap="30m", time_unit="s")
+
+
+# An integer gap column next to a timestamp would silently be ticks of its unit: refused.
+
+
+def test_an_integer_gap_column_on_a_timestamp_is_refused_naming_it() -> None:
+    table = _stamps().set_column(1, "g", pa.array([1_800_000_000] * 3, pa.int64()))
+    expected = (
+        'column "g": type Int64 cannot be a gap column next to the time column "ts", a '
+        "timestamp[us]: its integers would silently be us ticks; give gaps as an Arrow duration "
+        "(Spark: interval day to second), or use an integer time column"
+    )
+    with pytest.raises(SchemaError) as info:
+        session_windows(table, key="k", time="ts", gap_column="g", max_gap="1h", aggs=[agg.count()])
+    assert (info.value.column, str(info.value)) == ("g", expected)
+    p = _sessions(gap=None, gap_column="g", max_gap="1h")
+    before = p.to_bytes()
+    with pytest.raises(SchemaError) as info:
+        p.process(table)
+    assert (info.value.column, str(info.value)) == ("g", expected)
+    assert p.to_bytes() == before
+
+
+def test_gap_columns_accepted_where_their_unit_is_known() -> None:
+    """A duration column on a timestamp, integer ticks on an integer time column."""
+    out = session_windows(
+        _stamps(), key="k", time="ts", gap_column="g", max_gap="1h", aggs=[agg.count()]
+    )
+    assert out.column("count").to_pylist() == [2, 1]
+    ints = _ints().append_column("g", pa.array([30, 30, 30], pa.int64()))
+    out = session_windows(ints, key="k", time="ts", gap_column="g", max_gap=60, aggs=[agg.count()])
+    assert out.column("count").to_pylist() == [2, 1]

@@ -86,7 +86,8 @@ class SessionWindowProcessor(WindowProcessor):
             is a length; int ticks only on an integer time column (or with
             ``clock="processing"``: milliseconds), never on a timestamp column, where they
             raise ``InvalidWindowSpec`` at the first `process()` (``0`` is allowed anywhere).
-        gap_column: A column of per-record gaps (integer ticks or durations), with ``max_gap``.
+        gap_column: A column of per-record gaps, with ``max_gap``: Arrow durations, or integer
+            ticks with an integer time column (refused next to a timestamp column).
         max_gap: The cap on dynamic gaps; larger ones are clamped and counted.
         max_duration: The longest a session may span from its first to its last record: per
             key in event-time order, a record joins its session by the gap rule only if it is

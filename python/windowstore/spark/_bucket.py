@@ -154,7 +154,8 @@ class BucketArgs:
 
     #: ``"sessions"`` or ``"sliding"``.
     kind: str
-    #: Keyword arguments of the processor class (time in microseconds: ``time_unit="us"``).
+    #: Keyword arguments of the processor class (time in microseconds: ``time_unit="us"``;
+    #: in records mode, a timestamp column: no ``time_unit``).
     params: dict[str, Any]
     #: The time column (epoch microseconds in the engine's input); none in processing time.
     time: str | None

@@ -160,9 +160,12 @@ def stream_windows(
         engine_params["clock"] = "processing"
     else:
         # Without records the engine reads the time column as epoch microseconds (an integer
-        # column, so integer ticks); with records, as a timestamp, which takes a length only.
-        grace_param: int | str = f"{delay_ms}ms" if records else delay_ms * 1000
-        engine_params.update(time=time, time_unit="us", grace=grace_param)
+        # column of time_unit "us", so integer ticks); with records, as a timestamp, which has
+        # its own unit (a time_unit is refused there) and takes a length only.
+        if records:
+            engine_params.update(time=time, grace=f"{delay_ms}ms")
+        else:
+            engine_params.update(time=time, time_unit="us", grace=delay_ms * 1000)
         if clock != "event":
             engine_params["clock"] = clock  # the engine refuses it, naming clock
     if idle_timeout is not None:

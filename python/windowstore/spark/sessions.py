@@ -92,8 +92,9 @@ def session_windows(
             ``clock="processing"``.
         gap: A fixed gap: ``"30m"``, ``timedelta`` or integer ticks of the time column
             (microseconds for timestamps).
-        gap_column: A column of per-record gaps (integer ticks or day-time intervals), with
-            ``max_gap``.
+        gap_column: A column of per-record gaps, with ``max_gap``: ``interval day to second``,
+            or integer ticks with an integer time column (a batch next to a timestamp refuses
+            integers).
         max_gap: The cap on dynamic gaps.
         max_duration: The longest a session may span from its first to its last record (see
             [`windowstore.session_windows`][]). A cut depends on every earlier record of the

@@ -6,10 +6,12 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::column_index;
-use crate::time::{convert_ticks, nanos_per_tick};
+use super::TimeColumn;
+use crate::time::{convert_ticks, nanos_per_tick, unit_name};
 use crate::{Error, Result};
 
-/// The gap column: integer ticks, or an Arrow duration converted into ticks.
+/// The gap column: an Arrow duration converted into ticks, or integer ticks of an integer
+/// time column.
 #[derive(Debug, Clone)]
 pub struct GapColumn {
     index: usize,
@@ -18,18 +20,36 @@ pub struct GapColumn {
 }
 
 impl GapColumn {
-    /// Binds column `name`, whose gaps are converted into ticks of `time_unit`.
-    pub fn try_new(name: &str, time_unit: TimeUnit, schema: &Schema) -> Result<Self> {
+    /// Binds column `name`, whose gaps are converted into ticks of the time column `time`.
+    /// Integer gaps are ticks, taken only next to an integer time column (whose ticks the
+    /// caller writes): next to a timestamp they would silently be ticks of its unit (a Spark
+    /// `bigint` next to a Spark timestamp, microseconds), unless `restored` (a snapshot written
+    /// before they were refused ran with them; see `Bound::try_new`).
+    pub fn try_new(name: &str, time: &TimeColumn, schema: &Schema, restored: bool) -> Result<Self> {
         let index = column_index(schema, name)?;
         match schema.field(index).data_type() {
+            t if t.is_integer() && time.is_timestamp() && !restored => {
+                return Err(Error::schema(
+                    name,
+                    format!(
+                        "type {t} cannot be a gap column next to the time column {:?}, a \
+                         timestamp[{}]: its integers would silently be {} ticks; give gaps as \
+                         an Arrow duration (Spark: interval day to second), or use an integer \
+                         time column",
+                        time.name(),
+                        unit_name(time.unit()),
+                        unit_name(time.unit()),
+                    ),
+                ))
+            }
             t if t.is_integer() => {}
             DataType::Duration(_) => {}
             other => {
                 return Err(Error::schema(
                     name,
                     format!(
-                        "type {other} cannot be a gap column; use integer ticks or an Arrow \
-                         duration"
+                        "type {other} cannot be a gap column; use an Arrow duration (Spark: \
+                         interval day to second), or integer ticks with an integer time column"
                     ),
                 ))
             }
@@ -37,7 +57,7 @@ impl GapColumn {
         Ok(Self {
             index,
             name: name.to_string(),
-            time_unit,
+            time_unit: time.unit(),
         })
     }
 
@@ -113,16 +133,50 @@ mod tests {
     use arrow_schema::Field;
     use std::sync::Arc;
 
+    fn schema(gap: &DataType, time: DataType) -> Arc<Schema> {
+        Arc::new(Schema::new(vec![
+            Field::new("g", gap.clone(), true),
+            Field::new("t", time, true),
+        ]))
+    }
+
+    /// The gaps of `column` next to an integer time column of `time_unit`.
     fn gaps(column: ArrayRef, time_unit: TimeUnit) -> Vec<Option<i64>> {
-        let schema = Arc::new(Schema::new(vec![Field::new(
-            "g",
-            column.data_type().clone(),
-            true,
-        )]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
-        GapColumn::try_new("g", time_unit, &schema)
+        let schema = schema(column.data_type(), DataType::Int64);
+        let time = TimeColumn::try_new("t", Some(time_unit), &schema).unwrap();
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                column.clone(),
+                Arc::new(Int64Array::from(vec![0; column.len()])),
+            ],
+        )
+        .unwrap();
+        GapColumn::try_new("g", &time, &schema, false)
             .unwrap()
             .read(&batch)
+    }
+
+    #[test]
+    fn integer_gaps_are_refused_next_to_a_timestamp_naming_its_unit() {
+        let ts = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let schema = schema(&DataType::Int64, ts.clone());
+        let time = TimeColumn::try_new("t", None, &schema).unwrap();
+        let err = GapColumn::try_new("g", &time, &schema, false).unwrap_err();
+        assert!(
+            matches!(&err, Error::Schema { column, .. } if column == "g"),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "column \"g\": type Int64 cannot be a gap column next to the time column \"t\", \
+             a timestamp[us]: its integers would silently be us ticks; give gaps as an Arrow \
+             duration (Spark: interval day to second), or use an integer time column"
+        );
+        // A snapshot that ran with them keeps them; durations are taken.
+        assert!(GapColumn::try_new("g", &time, &schema, true).is_ok());
+        let durations = self::schema(&DataType::Duration(TimeUnit::Second), ts);
+        assert!(GapColumn::try_new("g", &time, &durations, false).is_ok());
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub(crate) mod order;
 pub mod time;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Schema, SchemaRef, TimeUnit};
 
 use crate::{Error, Result};
 
@@ -27,7 +27,8 @@ pub struct InputSpec {
     pub key: Vec<String>,
     /// The time column.
     pub time: String,
-    /// The tick of an integer time column (ignored for timestamp columns); default milliseconds.
+    /// The tick of an integer time column (refused for a timestamp column); default
+    /// milliseconds.
     pub time_unit: Option<TimeUnit>,
     /// The dynamic-gap column, if any.
     pub gap: Option<String>,
@@ -50,12 +51,19 @@ impl BoundInput {
     /// type, and no column name appears twice. The bound schema is `schema` decoded (see
     /// [`plain_schema`]) with every column nullable.
     pub fn try_new(spec: &InputSpec, schema: SchemaRef) -> Result<Self> {
-        Self::bind(spec, schema, false)
+        Self::bind(spec, schema, false, false)
     }
 
     /// [`Self::try_new`]; with `arrival`, the records' times are their arrival times
-    /// ([`TimeColumn::arrival`]) and `spec.time` names no column.
-    pub(crate) fn bind(spec: &InputSpec, schema: SchemaRef, arrival: bool) -> Result<Self> {
+    /// ([`TimeColumn::arrival`]) and `spec.time` names no column. A `restored` processor's
+    /// input keeps what a snapshot written before they were refused ran with: a `time_unit`
+    /// with a timestamp column (it was ignored) and integer gaps next to one (ticks of it).
+    pub(crate) fn bind(
+        spec: &InputSpec,
+        schema: SchemaRef,
+        arrival: bool,
+        restored: bool,
+    ) -> Result<Self> {
         if spec.key.is_empty() {
             return Err(Error::invalid("key", "at least one key column is required"));
         }
@@ -64,12 +72,20 @@ impl BoundInput {
         let time = if arrival {
             TimeColumn::arrival()
         } else {
-            TimeColumn::try_new(&spec.time, spec.time_unit, &schema)?
+            let timestamp = schema
+                .field_with_name(&spec.time)
+                .is_ok_and(|f| matches!(f.data_type(), DataType::Timestamp(..)));
+            let unit = if restored && timestamp {
+                None
+            } else {
+                spec.time_unit
+            };
+            TimeColumn::try_new(&spec.time, unit, &schema)?
         };
         let gap = spec
             .gap
             .as_deref()
-            .map(|name| GapColumn::try_new(name, time.unit(), &schema))
+            .map(|name| GapColumn::try_new(name, &time, &schema, restored))
             .transpose()?;
         Ok(Self {
             schema,

@@ -10,7 +10,7 @@ use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::column_index;
-use crate::time::TimeBase;
+use crate::time::{unit_name, TimeBase};
 use crate::{Error, Result};
 
 /// The time column of the input and the unit of its ticks.
@@ -65,12 +65,28 @@ pub enum TimeProblem {
 }
 
 impl TimeColumn {
-    /// Binds column `name`; `unit` is the tick of an integer column (default milliseconds).
+    /// Binds column `name`; `unit` is the tick of an integer column (default milliseconds),
+    /// refused for a timestamp column, which has its own unit: silently ignoring it would let
+    /// a caller believe durations or times are read in the unit they gave.
     pub fn try_new(name: &str, unit: Option<TimeUnit>, schema: &Schema) -> Result<Self> {
         let index = column_index(schema, name)?;
         let data_type = schema.field(index).data_type().clone();
         let unit = match &data_type {
-            DataType::Timestamp(u, _) => *u,
+            DataType::Timestamp(own, _) => match unit {
+                Some(given) => {
+                    return Err(Error::invalid(
+                        "time_unit",
+                        format!(
+                            "time_unit={:?} is the tick of an integer time column only; the \
+                             time column {name:?} is a timestamp[{}], which has its own unit: \
+                             leave time_unit out",
+                            unit_name(given),
+                            unit_name(*own)
+                        ),
+                    ))
+                }
+                None => *own,
+            },
             t if t.is_integer() => unit.unwrap_or(TimeUnit::Millisecond),
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
                 return Err(Error::schema(
@@ -119,10 +135,16 @@ impl TimeColumn {
     /// What durations resolve into on this column: a timestamp's ticks take lengths only;
     /// an integer column's ticks (and arrival times', epoch ms) take integers too.
     pub fn base(&self) -> TimeBase {
-        match (&self.data_type, self.index) {
-            (DataType::Timestamp(..), Some(_)) => TimeBase::timestamp(&self.name, self.unit),
-            _ => TimeBase::integer(self.unit),
+        if self.is_timestamp() {
+            TimeBase::timestamp(&self.name, self.unit)
+        } else {
+            TimeBase::integer(self.unit)
         }
+    }
+
+    /// Whether the column is a timestamp (not integer ticks, nor arrival times).
+    pub fn is_timestamp(&self) -> bool {
+        self.index.is_some() && matches!(self.data_type, DataType::Timestamp(..))
     }
 
     /// The column's name.
@@ -265,6 +287,29 @@ mod tests {
         let t = TimeColumn::try_new("ts", None, &b.schema()).unwrap();
         assert_eq!(t.read(&b).problem(0), Some(TimeProblem::Overflow));
         assert_eq!(t.read(&b).problem(1), None);
+    }
+
+    #[test]
+    fn a_time_unit_is_refused_for_a_timestamp_column_naming_its_unit() {
+        let col: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![5]));
+        let b = one(col);
+        let err = TimeColumn::try_new("ts", Some(TimeUnit::Second), &b.schema()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidWindowSpec {
+                    parameter: "time_unit",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "invalid time_unit: time_unit=\"s\" is the tick of an integer time column only; \
+             the time column \"ts\" is a timestamp[us], which has its own unit: leave \
+             time_unit out"
+        );
     }
 
     #[test]

@@ -80,8 +80,9 @@ pub(crate) struct Bound<K: WindowKind> {
 impl<K: WindowKind> Bound<K> {
     /// Binds `input` and `aggs` to `schema` (view types read as plain types) for `kind` and
     /// `clock` (a processing-time clock's record times are arrival times). A `restored`
-    /// processor keeps bare integer durations as ticks of a timestamp column: a snapshot
-    /// written before they were refused there ran with them, and its windows depend on it.
+    /// processor keeps bare integer durations and integer gaps as ticks of a timestamp column,
+    /// and a `time_unit` given with one: a snapshot written before they were refused there ran
+    /// with them, and its windows depend on it.
     pub fn try_new(
         kind: &K,
         input: &InputSpec,
@@ -92,7 +93,8 @@ impl<K: WindowKind> Bound<K> {
         restored: bool,
     ) -> Result<Self> {
         let schema = plain_schema(schema);
-        let input = BoundInput::bind(input, schema.clone(), clock == Clock::Processing)?;
+        let arrival = clock == Clock::Processing;
+        let input = BoundInput::bind(input, schema.clone(), arrival, restored)?;
         let base = if restored {
             TimeBase::integer(input.time.unit())
         } else {
@@ -210,6 +212,37 @@ mod tests {
         let mut restored = Processor::<SessionSpec>::from_bytes(&bytes).unwrap();
         assert_eq!(restored.to_bytes().unwrap(), bytes);
         // Gap 10 us: the session [0, 5] closes at stream time 100.
+        assert_eq!(restored.process(&batch(vec![100])).unwrap().num_rows(), 1);
+    }
+
+    #[test]
+    fn a_time_unit_with_a_timestamp_is_refused_fresh_and_kept_restored() {
+        let with_unit = || {
+            let mut p = processor();
+            p.input.time_unit = Some(TimeUnit::Second);
+            p.kind.gap = GapSpec::Fixed(Duration::Nanos(10_000));
+            p
+        };
+        let mut fresh = with_unit();
+        let before = fresh.to_bytes().unwrap();
+        let err = fresh.process(&batch(vec![0, 5])).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidWindowSpec {
+                    parameter: "time_unit",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(fresh.to_bytes().unwrap(), before);
+        // A snapshot written before the rule (Spark records mode gave time_unit="us").
+        let mut old = with_unit();
+        old.bind_restored(batch(vec![]).schema()).unwrap();
+        old.process(&batch(vec![0, 5])).unwrap();
+        let bytes = old.to_bytes().unwrap();
+        let mut restored = Processor::<SessionSpec>::from_bytes(&bytes).unwrap();
         assert_eq!(restored.process(&batch(vec![100])).unwrap().num_rows(), 1);
     }
 }
