@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from windowstore import agg
 from windowstore.spark import session_windows, sliding_windows
@@ -46,6 +47,10 @@ class Kind:
 
     def windows(self, df: DataFrame, **extra: Any) -> Any:
         fn = sliding_windows if "time_difference" in self.kwargs else session_windows
+        if "gap_column" in self.kwargs:
+            # The files hold gaps as integer microseconds; next to a timestamp a gap column
+            # must say its unit: Spark's day-time interval.
+            df = df.withColumn("g", F.expr("g * INTERVAL 1 MICROSECOND"))
         return fn(df, key="k", time="ts", aggs=AGGS, **self.kwargs, **extra)
 
     @property
