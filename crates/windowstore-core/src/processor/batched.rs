@@ -61,6 +61,7 @@ use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
 use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
+use crate::store::WindowStore;
 use crate::{Error, Result};
 
 /// Calls with fewer usable records than this take the record path: grouping them costs about
@@ -194,7 +195,7 @@ impl<K: WindowKind> Processor<K> {
         counters.accepted += records.len() as u64;
 
         let ticks = bound.ticks;
-        let before = bound.store.counters();
+        let before = bound.store.change_counts();
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
@@ -226,7 +227,7 @@ impl<K: WindowKind> Processor<K> {
                 max_end = max_end.max(outcome.max_end);
             }
             step.store
-                .set_change_counts(before.puts + puts, before.removes + removes);
+                .set_change_counts(before.0 + puts, before.1 + removes);
             if mode == EmitMode::Final {
                 step.close = stream_times[to - 1].saturating_sub(K::grace(&ticks));
                 step.emit_closed();

@@ -14,6 +14,7 @@ use crate::emit::{EmitMode, Rows};
 use crate::input::time::TimeColumn;
 use crate::input::{plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
+use crate::store::WindowStore;
 use crate::time::TimeBase;
 use crate::{Error, Result, SessionStore};
 
@@ -71,7 +72,7 @@ pub(crate) struct Bound<K: WindowKind> {
     pub input: BoundInput,
     pub aggs: Aggregator,
     pub output: OutputBuilder,
-    pub store: SessionStore,
+    pub store: K::Store,
     pub ticks: K::Ticks,
     /// Records mode: the schema of the tagged rows it outputs.
     pub records: Option<SchemaRef>,
@@ -113,7 +114,7 @@ impl<K: WindowKind> Bound<K> {
             ..K::LAYOUT
         };
         let output = OutputBuilder::try_new(&input.keys, &input.time, &aggs, layout)?;
-        let store = SessionStore::new(K::retention(&ticks), None)?;
+        let store = kind.new_store(&ticks)?;
         Ok(Self {
             input,
             aggs,
@@ -147,14 +148,7 @@ impl<K: WindowKind> Bound<K> {
 
     /// Replaces the (empty) store with a restored one of the same retention.
     pub fn restore_store(&mut self, store: SessionStore) -> Result<()> {
-        if store.retention() != self.store.retention() {
-            return Err(Error::invalid(
-                "retention",
-                "the snapshot's store retention does not match its parameters",
-            ));
-        }
-        self.store = store;
-        Ok(())
+        self.store.restore_from(store)
     }
 }
 

@@ -12,6 +12,7 @@ use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
 use crate::store::session_store::Reads;
+use crate::store::WindowStore;
 use crate::time::{Duration, TimeBase};
 use crate::{KeyedSession, Result};
 
@@ -70,6 +71,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     type Prepared: Copy + Debug + Default + Send + Sync;
     /// Buffers a kind reuses from record to record within a call.
     type Scratch: Default;
+    /// The store the kind keeps its windows in.
+    type Store: WindowStore;
 
     /// The kind's tag in snapshots (`session-processor/2`, ...).
     const KIND: &'static str;
@@ -102,6 +105,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     fn retention(ticks: &Self::Ticks) -> i64;
     /// Grace in ticks.
     fn grace(ticks: &Self::Ticks) -> i64;
+    /// An empty store for windows of these parameters.
+    fn new_store(&self, ticks: &Self::Ticks) -> Result<Self::Store>;
 
     /// Whether a record can be used at all (never depends on state): what applying it needs,
     /// or why it is rejected. Counts what checking counts (clamped gaps) in `counters`.

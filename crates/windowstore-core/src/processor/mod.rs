@@ -51,7 +51,8 @@ use crate::emit::{EmitMode, Rows};
 use crate::input::key_codec::BatchKeys;
 use crate::input::InputSpec;
 use crate::reject::{OnInvalid, Reason};
-use crate::{Error, Result, SessionStore, StoreMetrics};
+use crate::store::WindowStore;
+use crate::{Error, KeyedSession, Result, StoreMetrics};
 use bound::Bound;
 use clock::IdleMark;
 use held::{Bounds, Held};
@@ -66,14 +67,18 @@ pub type Then<'a> = dyn FnMut(&RecordBatch) -> Result<()> + Send + 'a;
 /// stored end: see [`WindowKind`]) lies in `[emitted_below, latest]`, in (end, start, key)
 /// order.
 pub(crate) fn emit_pending<K: WindowKind>(
-    store: &SessionStore,
+    store: &K::Store,
     emitted_below: i64,
     latest: i64,
     rows: &mut Rows,
 ) {
-    let due = store.held_sessions_by_end(emitted_below, latest);
+    push_finals::<K>(&store.held_sessions_by_end(emitted_below, latest), rows);
+}
+
+/// Appends the held windows `due` to `rows` as final rows.
+pub(crate) fn push_finals<K: WindowKind>(due: &[KeyedSession<'_>], rows: &mut Rows) {
     rows.reserve_for(due.iter());
-    for window in &due {
+    for window in due {
         K::final_row(window, rows);
     }
 }

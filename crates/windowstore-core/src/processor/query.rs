@@ -13,6 +13,7 @@ use arrow_schema::{Schema, SchemaRef};
 
 use super::{held, records, Bounds, Processor, WindowKind};
 use crate::emit::{EmitMode, Rows};
+use crate::store::WindowStore;
 use crate::{Error, Result};
 
 /// Which open windows a query reads.

@@ -16,7 +16,7 @@ use super::records;
 use super::{Counters, KindCounters, Processor, WindowKind};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::reject::{rejected_schema, Reason};
-use crate::store::snapshot;
+use crate::store::{snapshot, WindowStore};
 use crate::{Error, Result, SessionStore};
 
 /// What names snapshot bytes that came from memory in errors (a file's path names a file).
@@ -50,7 +50,7 @@ impl<K: WindowKind> Processor<K> {
         let meta = self.meta()?;
         let tables = self.tables()?;
         match &self.bound {
-            Some(b) => snapshot::encode_tables(&b.store, &meta, &tables),
+            Some(b) => b.store.encode_tables(&meta, &tables),
             None => snapshot::encode_tables(&SessionStore::new(1, None)?, &meta, &tables),
         }
     }

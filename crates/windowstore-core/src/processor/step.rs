@@ -10,6 +10,7 @@ use crate::agg::{fill_overflow, Aggregator};
 use crate::emit::{Changelog, EmitMode, Rows};
 use crate::input::KeyCodec;
 use crate::store::session_store::PutOutcome;
+use crate::store::WindowStore;
 use crate::{Result, SessionStore};
 
 /// One usable record, as a kind's `step` gets it.
@@ -33,7 +34,7 @@ pub struct Record<'a, P> {
 #[derive(Debug)]
 pub struct Step<'a, K: WindowKind> {
     /// The store (journaled: the processor rolls it back if the call fails).
-    pub store: &'a mut SessionStore,
+    pub store: &'a mut K::Store,
     /// The aggregates.
     pub aggs: &'a Aggregator,
     /// The key columns (to name a key in errors).
@@ -78,27 +79,13 @@ impl<'a, K: WindowKind> Step<'a, K> {
         }
     }
 
-    /// Puts window `[start, end]` of `key` with stored `value`. In `final` mode, a put that
-    /// would drop expired segments first emits every window that has closed, so expiry never
-    /// takes a window that was not emitted.
-    pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
-        if self.mode == EmitMode::Final && self.store.put_would_drop_segments(end) {
-            self.emit_closed();
-        }
-        self.store.put(key, start, end, value)
-    }
-
     /// Emits (final mode) every window not emitted yet whose closing bound is below `close`.
     pub fn emit_closed(&mut self) {
         if self.close <= self.emitted_below {
             return;
         }
-        super::emit_pending::<K>(
-            self.store,
-            self.emitted_below,
-            self.close - 1,
-            &mut self.finals,
-        );
+        let due = self.store.take_due(self.emitted_below, self.close - 1);
+        super::push_finals::<K>(&due, &mut self.finals);
         self.emitted_below = self.close;
     }
 
@@ -114,5 +101,17 @@ impl<'a, K: WindowKind> Step<'a, K> {
         self.aggs
             .merge(a, b, out)
             .map_err(|e| fill_overflow(e, self.keys.render(key), start, end))
+    }
+}
+
+impl<K: WindowKind<Store = SessionStore>> Step<'_, K> {
+    /// Puts window `[start, end]` of `key` with stored `value`. In `final` mode, a put that
+    /// would drop expired segments first emits every window that has closed, so expiry never
+    /// takes a window that was not emitted.
+    pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
+        if self.mode == EmitMode::Final && self.store.put_would_drop_segments(end) {
+            self.emit_closed();
+        }
+        self.store.put(key, start, end, value)
     }
 }

@@ -12,6 +12,7 @@ use super::{Processor, WindowKind};
 use crate::agg::state_layout::{open, segment};
 use crate::agg::Aggregator;
 use crate::state;
+use crate::store::WindowStore;
 
 /// Windows checked per round (aggregate states are finished in batches of this size).
 const ROUND: usize = 4096;

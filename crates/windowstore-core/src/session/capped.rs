@@ -45,7 +45,7 @@ use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::Reason;
 use crate::store::session_store::PutOutcome;
 use crate::time::{Duration, TimeBase};
-use crate::{Error, KeyedSession, Result};
+use crate::{Error, KeyedSession, Result, SessionStore};
 
 /// Session windows whose sessions span at most `max_duration` from first to last record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,6 +242,7 @@ impl WindowKind for CappedSessionSpec {
     /// The record's gap in ticks.
     type Prepared = i64;
     type Scratch = Scratch;
+    type Store = SessionStore;
 
     const KIND: &'static str = "capped-session-processor/1";
     const PREFIX: &'static str = <SessionSpec as WindowKind>::PREFIX;
@@ -285,6 +286,10 @@ impl WindowKind for CappedSessionSpec {
 
     fn grace(ticks: &CappedTicks) -> i64 {
         ticks.session.grace
+    }
+
+    fn new_store(&self, ticks: &Self::Ticks) -> Result<SessionStore> {
+        SessionStore::new(Self::retention(ticks), None)
     }
 
     fn check(

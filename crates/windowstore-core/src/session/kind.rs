@@ -20,7 +20,7 @@ use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::Reads;
 use crate::time::{Duration, TimeBase};
-use crate::{KeyedSession, Result};
+use crate::{KeyedSession, Result, SessionStore};
 
 /// The counters of session processors, beyond the processor's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,6 +47,7 @@ impl WindowKind for SessionSpec {
     /// The record's gap in ticks.
     type Prepared = i64;
     type Scratch = super::run::Scratch;
+    type Store = SessionStore;
 
     const KIND: &'static str = "session-processor/2";
     const PREFIX: &'static str = "windowstore.session.";
@@ -96,6 +97,10 @@ impl WindowKind for SessionSpec {
 
     fn grace(ticks: &Resolved) -> i64 {
         ticks.grace
+    }
+
+    fn new_store(&self, ticks: &Self::Ticks) -> Result<SessionStore> {
+        SessionStore::new(Self::retention(ticks), None)
     }
 
     fn check(

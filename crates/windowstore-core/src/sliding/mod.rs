@@ -2,21 +2,21 @@
 //! within `time_difference` of each other, both ends inclusive, with grace and emit modes.
 //!
 //! - [`spec`]: the parameters and their checks;
-//! - [`kind`]: sliding windows as a window kind of the streaming processor, KIP-450's
-//!   two-new-windows algorithm over the segmented store;
-//! - `record_step`: what one record does to its key's windows, step by step;
-//! - `run`: one key's records of a call applied at once (the processor's batched path);
+//! - [`kind`]: sliding windows as a window kind of the streaming processor;
+//! - `rule`: KIP-450's two-new-windows rule, what one record does to its key's windows;
+//! - [`store`]: the windows of a stream, each key's together in start order;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
 pub mod kind;
-mod record_step;
-mod run;
+mod rule;
 pub mod spec;
+pub mod store;
 
 pub use complete::sliding_windows;
 pub use kind::{SlidingCounters, SlidingProcessor};
 pub use spec::SlidingSpec;
+pub use store::SlidingStore;
 
 use crate::input::time::TimeProblem;
 use crate::reject::Reason;

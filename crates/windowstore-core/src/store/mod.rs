@@ -9,7 +9,8 @@
 //! - [`session_store`]: the store, which tracks observed time and counts what it drops, with
 //!   an undo log (`journal`) that makes a processor's call all or nothing;
 //! - [`metrics`] and [`snapshot_format`]: layers around the store; [`atomic_file`] writes snapshot
-//!   files atomically.
+//!   files atomically;
+//! - [`window_store`]: what the streaming processor needs of any window kind's store.
 
 pub mod atomic_file;
 pub mod edits;
@@ -21,10 +22,12 @@ pub mod segment;
 pub mod segments;
 pub mod session_store;
 pub mod snapshot_format;
+pub mod window_store;
 
 pub use key_schema::{KeyedSession, Session};
 pub use metrics::StoreMetrics;
 pub use session_store::SessionStore;
+pub use window_store::WindowStore;
 
 // The old paths of the renamed public modules, kept for callers.
 pub use key_table as keys;

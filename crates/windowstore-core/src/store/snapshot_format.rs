@@ -36,6 +36,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 pub use super::atomic_file::{commit, stage};
 use super::metrics::Counters;
+use super::key_schema::KeyedSession;
 use super::session_store::SessionStore;
 use crate::{Error, Result};
 
@@ -87,11 +88,10 @@ pub fn entries_schema() -> Schema {
 
 /// The store's live sessions as record batches of [`entries_schema`], by key, end, start.
 pub fn entries_batches(store: &SessionStore) -> Result<Vec<RecordBatch>> {
-    entries_batches_with(store, Arc::new(entries_schema()))
+    entries_batches_with(&store.entries(), Arc::new(entries_schema()))
 }
 
-fn entries_batches_with(store: &SessionStore, schema: SchemaRef) -> Result<Vec<RecordBatch>> {
-    let entries = store.entries();
+fn entries_batches_with(entries: &[KeyedSession<'_>], schema: SchemaRef) -> Result<Vec<RecordBatch>> {
     let mut batches = Vec::with_capacity(entries.len().div_ceil(BATCH_ROWS).max(1));
     for chunk in entries.chunks(BATCH_ROWS) {
         // Sized once: grown as they filled, the byte buffers were copied again and again.
@@ -135,7 +135,38 @@ pub fn encode_tables(
     extra: &HashMap<String, String>,
     tables: &[Table],
 ) -> Result<Vec<u8>> {
-    let counters = store.counters();
+    let mut counters = store.counters();
+    counters.expired_sessions += store.expired_held();
+    let header = Header {
+        retention: store.retention(),
+        segment_interval: store.segment_interval(),
+        store_time: store.store_time(),
+        counters,
+    };
+    encode_parts(&header, &store.entries(), extra, tables)
+}
+
+/// What a snapshot says of the store beside its windows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header {
+    pub retention: i64,
+    pub segment_interval: i64,
+    pub store_time: Option<i64>,
+    /// The store's counters, with every expired window it still holds counted as expired
+    /// (a snapshot leaves them out).
+    pub counters: Counters,
+}
+
+/// Snapshot bytes of a store that `header` describes and holding the live windows `entries`
+/// (ordered by key, end, start), with the caller's `extra` metadata and `tables`: the one
+/// container of every store layout.
+pub(crate) fn encode_parts(
+    header: &Header,
+    entries: &[KeyedSession<'_>],
+    extra: &HashMap<String, String>,
+    tables: &[Table],
+) -> Result<Vec<u8>> {
+    let counters = header.counters;
     let mut metadata = extra.clone();
     let names: Vec<&str> = tables.iter().map(|(name, _, _)| name.as_str()).collect();
     if !names.is_empty() {
@@ -143,23 +174,20 @@ pub fn encode_tables(
     }
     for (k, v) in [
         (FORMAT, FORMAT_VALUE.to_string()),
-        (RETENTION, store.retention().to_string()),
-        (SEGMENT_INTERVAL, store.segment_interval().to_string()),
+        (RETENTION, header.retention.to_string()),
+        (SEGMENT_INTERVAL, header.segment_interval.to_string()),
         (
             STORE_TIME,
-            store.store_time().map_or(String::new(), |t| t.to_string()),
+            header.store_time.map_or(String::new(), |t| t.to_string()),
         ),
         (PUTS, counters.puts.to_string()),
         (REMOVES, counters.removes.to_string()),
         (EXPIRED_PUTS, counters.expired_puts.to_string()),
-        (
-            EXPIRED_SESSIONS,
-            (counters.expired_sessions + store.expired_held()).to_string(),
-        ),
+        (EXPIRED_SESSIONS, counters.expired_sessions.to_string()),
     ] {
         metadata.insert(k.to_string(), v);
     }
-    let batches = entries_batches_with(store, Arc::new(entries_schema()))?;
+    let batches = entries_batches_with(entries, Arc::new(entries_schema()))?;
     let sessions: usize = batches.iter().map(RecordBatch::num_rows).sum();
     metadata.insert(SESSIONS.to_string(), sessions.to_string());
     let schema = Arc::new(entries_schema().with_metadata(metadata));

@@ -1,5 +1,5 @@
-//! The batched path of the streaming processors (`processor::batched`, issue 13) against its
-//! model, the record-by-record path, for both window kinds (sessions, sliding windows): on
+//! The batched path of the session processors (`processor::batched`, issue 13) against its
+//! model, the record-by-record path (sliding windows have one path: `sliding::rule`): on
 //! random streams with disorder within and beyond the grace, invalid records, fixed and
 //! dynamic gaps, every emit mode, order-sensitive aggregates (float sums, bounded `collect`,
 //! first/last), random call sizes and snapshots at random points, every call gives the same
@@ -19,7 +19,6 @@ use windowstore_core::emit::EmitMode;
 use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
-use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
 use windowstore_core::time::Duration;
 
 /// A record: key, time (None: null), float value, gap (None: null).
@@ -83,24 +82,6 @@ fn processor(
         on_invalid: OnInvalid::Drop,
     };
     let mut p = SessionProcessor::new(spec, input(), aggs(fixed)).unwrap();
-    p.set_batched(batched);
-    p
-}
-
-fn sliding(
-    d: i64,
-    grace: i64,
-    emit: EmitMode,
-    batched: bool,
-    aggs: Vec<AggSpec>,
-) -> SlidingProcessor {
-    let spec = SlidingSpec {
-        time_difference: Duration::Ticks(d),
-        grace: Duration::Ticks(grace),
-        emit,
-        on_invalid: OnInvalid::Drop,
-    };
-    let mut p = SlidingProcessor::new(spec, input(), aggs).unwrap();
     p.set_batched(batched);
     p
 }
@@ -376,115 +357,11 @@ fn an_overflow_in_the_batched_path_fails_the_call_as_the_record_path_does() {
     overflow_fails_alike(make);
 }
 
-/// The aggregates of the sliding tests: of fixed width (folded into a window in place), with
-/// lists (a window's state grows), or both.
-fn sliding_aggs(variant: u8) -> Vec<AggSpec> {
-    match variant {
-        0 => aggs(true),
-        1 => aggs(false),
-        _ => vec![
-            AggSpec::sum("x"),
-            AggSpec::collect("x", Some(4), Overflow::DropNewest),
-            AggSpec::max("x"),
-        ],
-    }
-}
-
-proptest! {
-    #![proptest_config(crate::common::cases(400))]
-
-    #[test]
-    fn the_batched_path_of_sliding_windows_equals_the_record_path(
-        (grace, recs) in graced_stream(),
-        sizes in call_sizes(),
-        d in prop_oneof![1 => Just(0i64), 6 => 1i64..30, 1 => 30i64..80],
-        emit in emit_mode(),
-        variant in 0u8..3,
-        snapshot_at in 0usize..8,
-    ) {
-        let make = |batched: bool| sliding(d, grace, emit, batched, sliding_aggs(variant));
-        compare_kind(&recs, &sizes, make, snapshot_at)?;
-    }
-}
-
-#[test]
-fn sliding_records_in_time_order_take_the_batched_path_and_equal_the_record_path() {
-    let recs = in_order(3_000, 50);
-    for (d, variant) in [(0, 0), (49, 1), (50, 0), (51, 2), (200, 0), (200, 1)] {
-        let make = |batched: bool| sliding(d, 10, EmitMode::Final, batched, sliding_aggs(variant));
-        let batched = compare_kind(&recs, &[500], make, 3).unwrap();
-        assert_eq!(
-            batched, 6,
-            "every call of 500 records in time order is batched (D = {d})"
-        );
-    }
-}
-
-#[test]
-fn sliding_records_out_of_order_within_the_grace_take_the_batched_path() {
-    // Every fourth record of a key 1 to 20 ticks behind: windows updated and created
-    // between existing ones, seeds from the window before, previous right windows.
-    let recs: Vec<Rec> = in_order(2_000, 7)
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut r)| {
-            if i % 4 == 3 {
-                r.1 = r.1.map(|t| t - 1 - (i as i64 % 20));
-            }
-            r
-        })
-        .collect();
-    for (d, variant) in [(0, 0), (3, 1), (6, 2), (7, 0), (8, 1), (30, 0), (30, 2)] {
-        let make = |batched: bool| sliding(d, 25, EmitMode::Final, batched, sliding_aggs(variant));
-        let batched = compare_kind(&recs, &[250], make, 5).unwrap();
-        assert_eq!(batched, 8, "every call is batched (D = {d})");
-    }
-}
-
-#[test]
-fn a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() {
-    let mut recs = in_order(600, 10);
-    // Stream time is about 300: the first is late and dropped whole; the second still lands in
-    // an open window but skips closed ones (`late_window_update`).
-    recs[300].1 = Some(100);
-    recs[450].1 = Some(440);
-    let make = |batched: bool| sliding(20, 5, EmitMode::Final, batched, aggs(true));
-    let batched = compare_kind(&recs, &[200], make, 99).unwrap();
-    assert_eq!(
-        batched, 1,
-        "the first call is batched, the ones with a record beyond the grace are not"
-    );
-    let mut p = make(true);
-    for chunk in recs.chunks(200) {
-        p.process(&batch(chunk)).unwrap();
-    }
-    assert_eq!(p.batched_calls(), 1);
-    let skipped = p.counters().kind.late_window_update;
-    assert!(skipped > 0, "the second record skipped closed windows");
-}
-
-#[test]
-fn an_overflow_in_the_sliding_batched_path_fails_the_call_as_the_record_path_does() {
-    let aggs = vec![AggSpec::collect("x", Some(2), Overflow::Fail)];
-    let make = |batched: bool| sliding(10, 0, EmitMode::Final, batched, aggs.clone());
-    let (mut fast, mut model) = overflow_fails_alike(make);
-    // And the processor goes on as the model does.
-    let shifted: Vec<Rec> = (0..20)
-        .map(|i| ((i % 20) as u8, Some(100 + i), 2.0, None))
-        .collect();
-    assert_eq!(
-        fast.process(&batch(&shifted)).unwrap(),
-        model.process(&batch(&shifted)).unwrap()
-    );
-    assert_eq!(fast.to_bytes().unwrap(), model.to_bytes().unwrap());
-}
-
 /// How many of ten calls of 5,000 records (200 keys, a key's records 200 ticks apart) take the
-/// batched path, for sessions with `gap` and sliding windows with `d`, each call's outcome
-/// compared with the record path's.
-fn batched_of_ten_calls(gap: i64, d: i64) -> (u64, u64) {
+/// batched path, for sessions with `gap`, each call's outcome compared with the record path's.
+fn batched_of_ten_calls(gap: i64) -> u64 {
     let recs = in_order(50_000, 200);
-    let sessions = compare(
+    compare(
         &recs,
         &[5_000],
         GapSpec::Fixed(Duration::Ticks(gap)),
@@ -492,18 +369,15 @@ fn batched_of_ten_calls(gap: i64, d: i64) -> (u64, u64) {
         (EmitMode::Final, true),
         usize::MAX,
     )
-    .unwrap();
-    let make = |batched: bool| sliding(d, 20, EmitMode::Final, batched, aggs(true));
-    let sliding = compare_kind(&recs, &[5_000], make, usize::MAX).unwrap();
-    (sessions, sliding)
+    .unwrap()
 }
 
 #[test]
 fn sparse_keys_send_the_next_calls_down_the_record_path_then_the_batched_path_is_tried_again() {
-    // Each record a window of its own (gap and time difference 10, a key's records 200 apart):
-    // the first call is batched and finds that out, the next seven go record by record, the
-    // ninth is batched again, the tenth record by record.
-    assert_eq!(batched_of_ten_calls(10, 10), (2, 2));
-    // Records that share windows (gap and time difference 1,000): every call is batched.
-    assert_eq!(batched_of_ten_calls(1_000, 1_000), (10, 10));
+    // Each record a session of its own (gap 10, a key's records 200 apart): the first call is
+    // batched and finds that out, the next seven go record by record, the ninth is batched
+    // again, the tenth record by record.
+    assert_eq!(batched_of_ten_calls(10), 2);
+    // Records that share sessions (gap 1,000): every call is batched.
+    assert_eq!(batched_of_ten_calls(1_000), 10);
 }

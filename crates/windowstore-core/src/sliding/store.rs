@@ -1,0 +1,655 @@
+//! The sliding windows' store: each key's windows together, in start order, changed in place.
+//!
+//! A key's windows are one [`Windows`]: their starts (every window is `D` long, so start order
+//! is end order too) and where each window's value lies in the key's one byte buffer. A value
+//! is the window time (the largest record time in it, 8 bytes little-endian) followed by the
+//! aggregate state, the layout every store writes in snapshots. A record reads and changes only
+//! its key's windows (`super::rule`): one hash probe for the key, then a short contiguous run of
+//! windows, whose fixed-width states are folded in place.
+//!
+//! - **Transactions.** [`SlidingStore::begin`] opens an undo log; the first change of a key's
+//!   windows within it saves them whole ([`SlidingStore::windows_mut`]), and a key new to the
+//!   store is noted. A rollback puts the saved windows back and forgets the new keys, so the
+//!   store's snapshot is what it was before the call.
+//! - **Expiry.** Store time is the largest window end put; a window ending before
+//!   `store time - retention + 1` is expired. Commits sweep the expired windows out once store
+//!   time has moved half a retention since the last sweep (as the session store drops a
+//!   segment at a time); until then they are held but never read, and a snapshot leaves them
+//!   out and counts them as expired, as the session store does.
+//! - **Due windows** (`final` mode). A queue holds, per key, the end of its earliest window not
+//!   emitted yet ([`Windows::queued`]); [`SlidingStore::take_due`] pops the keys whose window
+//!   has closed and hands out their closed windows in (end, start, key) order. Pops are undone
+//!   with the rest of a call.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::store::key_schema::{KeyedSession, Session};
+use crate::store::key_table::{KeyId, KeyTable};
+use crate::store::metrics::Counters;
+use crate::store::snapshot_format::{self, Header, Table};
+use crate::store::window_store::{retention_mismatch, WindowStore};
+use crate::store::StoreMetrics;
+use crate::{Error, Result, SessionStore};
+
+/// Garbage below this many bytes of a key's buffer is never worth a compaction.
+const MIN_COMPACTION_BYTES: usize = 256;
+
+/// One window of a key: its start and where its value lies in the key's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Slot {
+    pub start: i64,
+    at: u32,
+    len: u32,
+}
+
+/// The windows of one key, in start order.
+#[derive(Debug, Clone)]
+pub(super) struct Windows {
+    slots: Vec<Slot>,
+    bytes: Vec<u8>,
+    /// Bytes of `bytes` no slot points at.
+    garbage: usize,
+    /// The end of this key's entry in the due queue (`i64::MAX`: none).
+    queued: i64,
+    /// The transaction that last saved these windows for undo.
+    saved_in: u64,
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            bytes: Vec::new(),
+            garbage: 0,
+            queued: i64::MAX,
+            saved_in: 0,
+        }
+    }
+}
+
+impl Windows {
+    /// The windows, in start order.
+    #[inline]
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// The value of window `i`: window time, then aggregate state.
+    #[inline]
+    pub fn value(&self, i: usize) -> &[u8] {
+        let s = self.slots[i];
+        &self.bytes[s.at as usize..(s.at + s.len) as usize]
+    }
+
+    /// The value of window `i`, to change in place.
+    #[inline]
+    pub fn value_mut(&mut self, i: usize) -> &mut [u8] {
+        let s = self.slots[i];
+        &mut self.bytes[s.at as usize..(s.at + s.len) as usize]
+    }
+
+    /// The window time of window `i`.
+    #[inline]
+    pub fn time(&self, i: usize) -> i64 {
+        crate::state::split(self.value(i)).0
+    }
+
+    /// The index of the first window starting at or after `start`.
+    #[inline]
+    pub fn first_from(&self, start: i64) -> usize {
+        self.slots.partition_point(|s| s.start < start)
+    }
+
+    /// Replaces the value of window `i` (in place when the length is the same).
+    pub fn replace(&mut self, i: usize, value: &[u8]) -> Result<()> {
+        let s = self.slots[i];
+        if s.len as usize == value.len() {
+            self.value_mut(i).copy_from_slice(value);
+            return Ok(());
+        }
+        self.garbage += s.len as usize;
+        self.slots[i] = self.append(s.start, value)?;
+        self.compact_if_worth();
+        Ok(())
+    }
+
+    /// Inserts window `start` with `value` at its place in start order, or replaces it if
+    /// there is one; returns whether it was new.
+    pub fn put(&mut self, start: i64, value: &[u8]) -> Result<bool> {
+        let i = self.first_from(start);
+        if self.slots.get(i).is_some_and(|s| s.start == start) {
+            self.replace(i, value)?;
+            return Ok(false);
+        }
+        let slot = self.append(start, value)?;
+        self.slots.insert(i, slot);
+        Ok(true)
+    }
+
+    fn append(&mut self, start: i64, value: &[u8]) -> Result<Slot> {
+        let (Ok(at), Ok(len)) = (u32::try_from(self.bytes.len()), u32::try_from(value.len()))
+        else {
+            return Err(Error::Capacity(
+                "a key's sliding windows hold more than 4 GiB".into(),
+            ));
+        };
+        self.bytes.extend_from_slice(value);
+        Ok(Slot { start, at, len })
+    }
+
+    /// Drops the windows starting before `start`; returns how many.
+    fn drop_before(&mut self, start: i64) -> usize {
+        let n = self.first_from(start);
+        self.garbage += self.slots[..n].iter().map(|s| s.len as usize).sum::<usize>();
+        self.slots.drain(..n);
+        if self.slots.is_empty() {
+            self.bytes.clear();
+            self.garbage = 0;
+        }
+        self.compact_if_worth();
+        n
+    }
+
+    fn compact_if_worth(&mut self) {
+        if self.garbage < MIN_COMPACTION_BYTES || self.garbage < self.bytes.len() / 2 {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(self.bytes.len() - self.garbage);
+        for s in &mut self.slots {
+            let at = bytes.len();
+            bytes.extend_from_slice(&self.bytes[s.at as usize..(s.at + s.len) as usize]);
+            s.at = at as u32;
+        }
+        self.bytes = bytes;
+        self.garbage = 0;
+    }
+
+    fn live_bytes(&self) -> usize {
+        self.bytes.len() - self.garbage
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>() + self.bytes.capacity()
+    }
+}
+
+/// What undoes one change of a transaction.
+#[derive(Debug)]
+enum Undo {
+    /// A key's windows as they were before the transaction changed them.
+    Saved(KeyId, Windows),
+    /// A key the transaction added to the store.
+    NewKey(KeyId),
+    /// A key's place in the due queue before [`SlidingStore::take_due`] moved it.
+    Queued(KeyId, i64),
+}
+
+/// The undo log of the open transaction.
+#[derive(Debug, Default)]
+struct Journal {
+    undo: Vec<Undo>,
+    /// Entries popped from the due queue.
+    popped: Vec<(i64, KeyId)>,
+    store_time: Option<i64>,
+    windows: u64,
+    counters: Counters,
+}
+
+/// The sliding windows of every key (see the module doc).
+#[derive(Debug)]
+pub struct SlidingStore {
+    /// The time difference: a window starting at `s` ends at `s + d`.
+    d: i64,
+    retention: i64,
+    keys: KeyTable,
+    /// Each key's windows, by key id (empty for a free id).
+    by_key: Vec<Windows>,
+    store_time: Option<i64>,
+    /// Windows held, expired ones not swept yet included.
+    windows: u64,
+    counters: Counters,
+    /// Store time at the last sweep of expired windows.
+    swept_at: Option<i64>,
+    /// Whether the due queue is kept (`final` mode).
+    tracks_due: bool,
+    due: BinaryHeap<Reverse<(i64, KeyId)>>,
+    journal: Option<Journal>,
+    /// The number of the open (or last) transaction.
+    transaction: u64,
+    bytes_written: u64,
+    bytes_journaled: u64,
+}
+
+impl SlidingStore {
+    /// An empty store of windows `d` long, kept `retention` ticks past store time; `tracks_due`
+    /// keeps the queue of due windows (`final` mode).
+    pub fn new(d: i64, retention: i64, tracks_due: bool) -> Result<Self> {
+        if retention < 1 || d < 0 {
+            return Err(Error::invalid(
+                "retention",
+                format!("must be positive (got {retention})"),
+            ));
+        }
+        Ok(Self {
+            d,
+            retention,
+            keys: KeyTable::default(),
+            by_key: Vec::new(),
+            store_time: None,
+            windows: 0,
+            counters: Counters::default(),
+            swept_at: None,
+            tracks_due,
+            due: BinaryHeap::new(),
+            journal: None,
+            transaction: 0,
+            bytes_written: 0,
+            bytes_journaled: 0,
+        })
+    }
+
+    /// The time difference.
+    #[inline]
+    pub fn d(&self) -> i64 {
+        self.d
+    }
+
+    /// The smallest window end still visible: `store_time - retention + 1`.
+    #[inline]
+    pub fn min_live_end(&self) -> i64 {
+        self.store_time
+            .map_or(i64::MIN, |t| t.saturating_sub(self.retention - 1))
+    }
+
+    /// The id and windows of `key`, if it has any.
+    #[inline]
+    pub(super) fn windows(&self, key: &[u8]) -> Option<(KeyId, &Windows)> {
+        let id = self.keys.get(key)?;
+        Some((id, &self.by_key[id as usize]))
+    }
+
+    /// The windows of `key` (`id` if the caller looked it up), to change: saved for undo on
+    /// their first change in a transaction; a key new to the store is added.
+    pub(super) fn windows_mut(&mut self, key: &[u8], id: Option<KeyId>) -> Result<KeyId> {
+        let id = match id {
+            Some(id) => id,
+            None => {
+                let id = self.keys.acquire(key)?;
+                if self.by_key.len() <= id as usize {
+                    self.by_key.resize_with(id as usize + 1, Windows::default);
+                }
+                self.by_key[id as usize] = Windows {
+                    saved_in: self.transaction,
+                    ..Windows::default()
+                };
+                if let Some(j) = self.journal.as_mut() {
+                    j.undo.push(Undo::NewKey(id));
+                }
+                return Ok(id);
+            }
+        };
+        let w = &mut self.by_key[id as usize];
+        if let Some(j) = self.journal.as_mut().filter(|_| w.saved_in != self.transaction) {
+            w.saved_in = self.transaction;
+            self.bytes_journaled += w.live_bytes() as u64;
+            j.undo.push(Undo::Saved(id, w.clone()));
+        }
+        Ok(id)
+    }
+
+    /// The windows of key `id`, after [`Self::windows_mut`].
+    #[inline]
+    pub(super) fn by_id(&mut self, id: KeyId) -> &mut Windows {
+        &mut self.by_key[id as usize]
+    }
+
+    /// Counts `n` windows rewritten in place by a record.
+    #[inline]
+    pub(super) fn count_rewrites(&mut self, n: usize, bytes: usize) {
+        self.counters.puts += n as u64;
+        self.bytes_written += bytes as u64;
+    }
+
+    /// Puts window `start` of key `id` (after [`Self::windows_mut`]) with `value`; returns
+    /// whether it is new. `emitted_below`: in `final` mode, the windows ending below it have
+    /// been emitted, and a window put there never will be.
+    pub(super) fn put(
+        &mut self,
+        id: KeyId,
+        start: i64,
+        value: &[u8],
+        emitted_below: i64,
+    ) -> Result<bool> {
+        let end = start + self.d;
+        if end < self.min_live_end() {
+            // Unreachable: retention covers every window a non-late record can reach.
+            return Err(Error::Internal(format!(
+                "window [{start}, {end}] expired in the store although a record reached it"
+            )));
+        }
+        let w = &mut self.by_key[id as usize];
+        let new = w.put(start, value)?;
+        self.counters.puts += 1;
+        self.bytes_written += value.len() as u64;
+        self.windows += u64::from(new);
+        self.store_time = self.store_time.max(Some(end));
+        if self.tracks_due && end >= emitted_below && end < w.queued {
+            w.queued = end;
+            self.due.push(Reverse((end, id)));
+        }
+        Ok(new)
+    }
+
+    /// Drops the expired windows of every key if store time has moved half a retention since
+    /// the last sweep (outside transactions: see the module doc).
+    fn sweep_if_due(&mut self) {
+        let (Some(now), None) = (self.store_time, self.journal.as_ref()) else {
+            return;
+        };
+        if self
+            .swept_at
+            .is_some_and(|at| now.saturating_sub(at) < (self.retention / 2).max(1))
+        {
+            return;
+        }
+        self.swept_at = Some(now);
+        let first_live_start = self.min_live_end().saturating_sub(self.d);
+        for id in 0..self.by_key.len() {
+            let w = &mut self.by_key[id];
+            if w.slots.first().is_none_or(|s| s.start >= first_live_start) {
+                continue;
+            }
+            let n = w.drop_before(first_live_start) as u64;
+            self.windows -= n;
+            self.counters.expired_sessions += n;
+            if w.slots.is_empty() {
+                // The due queue's entry, if any, is stale from now on.
+                w.queued = i64::MAX;
+                self.keys.release(id as KeyId);
+            }
+        }
+    }
+
+    /// Expired windows still held.
+    fn expired_held(&self) -> u64 {
+        let first_live_start = self.min_live_end().saturating_sub(self.d);
+        self.by_key
+            .iter()
+            .map(|w| w.first_from(first_live_start) as u64)
+            .sum()
+    }
+
+    /// The live windows of key `id` whose end lies in `[from, to]`, as keyed windows.
+    fn keyed(&self, id: KeyId, from: i64, to: i64) -> impl Iterator<Item = KeyedSession<'_>> {
+        let w = &self.by_key[id as usize];
+        let from = from.max(self.min_live_end());
+        let first = w.first_from(from.saturating_sub(self.d));
+        let key = self.keys.bytes(id);
+        let d = self.d;
+        w.slots[first..]
+            .iter()
+            .enumerate()
+            .take_while(move |(_, s)| s.start + d <= to)
+            .map(move |(i, s)| KeyedSession {
+                key,
+                session: Session {
+                    start: s.start,
+                    end: s.start + d,
+                    value: w.value(first + i),
+                },
+            })
+    }
+
+    /// The live keys' ids.
+    fn live_ids(&self) -> impl Iterator<Item = KeyId> + '_ {
+        (0..self.by_key.len() as KeyId).filter(|&id| !self.by_key[id as usize].slots.is_empty())
+    }
+
+    /// Every live window, ordered by key, then end, then start (what a snapshot holds).
+    pub fn entries(&self) -> Vec<KeyedSession<'_>> {
+        self.keys
+            .sorted()
+            .into_iter()
+            .flat_map(|id| self.keyed(id, i64::MIN, i64::MAX))
+            .collect()
+    }
+
+    /// Cleans the due queue's top of stale entries (outside transactions), so that its top is
+    /// the earliest due window.
+    fn clean_due(&mut self) {
+        while let Some(&Reverse((end, id))) = self.due.peek() {
+            if self.by_key.get(id as usize).is_some_and(|w| w.queued == end) {
+                return;
+            }
+            self.due.pop();
+        }
+    }
+}
+
+impl WindowStore for SlidingStore {
+    fn retention(&self) -> i64 {
+        self.retention
+    }
+
+    fn restore_from(&mut self, store: SessionStore) -> Result<()> {
+        if store.retention() != self.retention {
+            return Err(retention_mismatch());
+        }
+        let mut counters = store.counters();
+        counters.expired_sessions += store.expired_held();
+        self.store_time = store.store_time();
+        self.counters = counters;
+        self.swept_at = self.store_time;
+        for e in store.entries() {
+            let id = self.windows_mut(e.key, self.keys.get(e.key))?;
+            let s = e.session;
+            if s.end.checked_sub(s.start) != Some(self.d) {
+                // The processor's checks name it (`WindowKind::check_stored`).
+                return Err(Error::invalid(
+                    "snapshot",
+                    format!("window [{}, {}] is not the time difference long", s.start, s.end),
+                ));
+            }
+            self.windows += u64::from(self.by_key[id as usize].put(s.start, s.value)?);
+        }
+        if self.tracks_due {
+            // The processor's `emitted_below` is not known here: each key is queued at its
+            // first window, and `take_due` hands out only what lies above `emitted_below`.
+            for id in 0..self.by_key.len() as KeyId {
+                let w = &mut self.by_key[id as usize];
+                if let Some(first) = w.slots.first() {
+                    w.queued = first.start + self.d;
+                    self.due.push(Reverse((w.queued, id)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self) {
+        self.transaction += 1;
+        self.journal = Some(Journal {
+            store_time: self.store_time,
+            windows: self.windows,
+            counters: self.counters,
+            ..Journal::default()
+        });
+    }
+
+    fn commit(&mut self) {
+        self.journal = None;
+        self.sweep_if_due();
+        self.clean_due();
+    }
+
+    fn rollback(&mut self) -> Result<()> {
+        let Some(journal) = self.journal.take() else {
+            return Ok(());
+        };
+        for undo in journal.undo.into_iter().rev() {
+            match undo {
+                Undo::Saved(id, windows) => self.by_key[id as usize] = windows,
+                Undo::NewKey(id) => {
+                    self.by_key[id as usize] = Windows::default();
+                    self.keys.release(id);
+                }
+                Undo::Queued(id, end) => self.by_key[id as usize].queued = end,
+            }
+        }
+        self.due.extend(journal.popped.into_iter().map(Reverse));
+        self.store_time = journal.store_time;
+        self.windows = journal.windows;
+        self.counters = journal.counters;
+        self.clean_due();
+        Ok(())
+    }
+
+    fn metrics(&self) -> StoreMetrics {
+        let value_bytes: usize = self.by_key.iter().map(Windows::live_bytes).sum();
+        let heap: usize = self.by_key.iter().map(Windows::heap_bytes).sum::<usize>()
+            + self.by_key.capacity() * std::mem::size_of::<Windows>()
+            + self.due.capacity() * std::mem::size_of::<(i64, KeyId)>();
+        StoreMetrics {
+            live_sessions: self.windows,
+            live_keys: self.keys.len() as u64,
+            segments: 0,
+            key_bytes: self.keys.key_bytes() as u64,
+            value_bytes: value_bytes as u64,
+            bytes: (heap + self.keys.heap_bytes()) as u64,
+            puts: self.counters.puts,
+            removes: self.counters.removes,
+            expired_puts: self.counters.expired_puts,
+            expired_sessions: self.counters.expired_sessions,
+            bytes_written: self.bytes_written,
+            bytes_journaled: self.bytes_journaled,
+        }
+    }
+
+    fn held_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
+        let mut found: Vec<KeyedSession<'_>> = self
+            .live_ids()
+            .flat_map(|id| self.keyed_held(id, earliest_end, latest_end))
+            .collect();
+        sort_by_end(&mut found);
+        found
+    }
+
+    fn take_due(&mut self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
+        if !self.tracks_due {
+            return self.held_sessions_by_end(earliest_end, latest_end);
+        }
+        let mut keys = Vec::new();
+        while let Some(&Reverse((end, id))) = self.due.peek() {
+            if end > latest_end {
+                break;
+            }
+            self.due.pop();
+            if let Some(j) = self.journal.as_mut() {
+                j.popped.push((end, id));
+            }
+            let w = &mut self.by_key[id as usize];
+            if w.queued != end {
+                continue;
+            }
+            if let Some(j) = self.journal.as_mut() {
+                j.undo.push(Undo::Queued(id, end));
+            }
+            // The key's next window after those handed out now, if any.
+            let next = w.first_from(latest_end.saturating_sub(self.d).saturating_add(1));
+            w.queued = match w.slots.get(next) {
+                Some(s) => s.start + self.d,
+                None => i64::MAX,
+            };
+            if w.queued != i64::MAX {
+                self.due.push(Reverse((w.queued, id)));
+            }
+            keys.push(id);
+        }
+        let mut found: Vec<KeyedSession<'_>> = keys
+            .into_iter()
+            .flat_map(|id| self.keyed_held(id, earliest_end, latest_end))
+            .collect();
+        sort_by_end(&mut found);
+        found
+    }
+
+    fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
+        if self.tracks_due && self.journal.is_none() {
+            let top = self.due.peek().map(|&Reverse((end, _))| end)?;
+            if top >= earliest_end {
+                return Some(top);
+            }
+        }
+        self.by_key
+            .iter()
+            .filter_map(|w| {
+                let first = w.first_from(earliest_end.saturating_sub(self.d));
+                w.slots.get(first).map(|s| s.start + self.d)
+            })
+            .min()
+    }
+
+    fn held_sessions(
+        &self,
+        keys: Option<(&[u8], &[u8])>,
+        earliest_end: i64,
+    ) -> Vec<KeyedSession<'_>> {
+        let ids: Vec<KeyId> = match keys {
+            None => self.live_ids().collect(),
+            Some((from, to)) if from == to => self.keys.get(from).into_iter().collect(),
+            Some((from, to)) => self.keys.range(from, to),
+        };
+        ids.into_iter()
+            .flat_map(|id| self.keyed_held(id, earliest_end, i64::MAX))
+            .collect()
+    }
+
+    fn entries_unordered(&self) -> Vec<KeyedSession<'_>> {
+        self.live_ids()
+            .flat_map(|id| self.keyed(id, i64::MIN, i64::MAX))
+            .collect()
+    }
+
+    fn encode_tables(&self, extra: &HashMap<String, String>, tables: &[Table]) -> Result<Vec<u8>> {
+        let mut counters = self.counters;
+        counters.expired_sessions += self.expired_held();
+        let header = Header {
+            retention: self.retention,
+            segment_interval: (self.retention / 2).max(1),
+            store_time: self.store_time,
+            counters,
+        };
+        snapshot_format::encode_parts(&header, &self.entries(), extra, tables)
+    }
+}
+
+impl SlidingStore {
+    /// The held windows of key `id` (expired ones not swept yet included) whose end lies in
+    /// `[from, to]`.
+    fn keyed_held(&self, id: KeyId, from: i64, to: i64) -> impl Iterator<Item = KeyedSession<'_>> {
+        let w = &self.by_key[id as usize];
+        let first = w.first_from(from.saturating_sub(self.d));
+        let key = self.keys.bytes(id);
+        let d = self.d;
+        w.slots[first..]
+            .iter()
+            .enumerate()
+            .take_while(move |(_, s)| s.start + d <= to)
+            .map(move |(i, s)| KeyedSession {
+                key,
+                session: Session {
+                    start: s.start,
+                    end: s.start + d,
+                    value: w.value(first + i),
+                },
+            })
+    }
+}
+
+/// Sorts windows by (end, start, key); windows of one end have one start.
+fn sort_by_end(windows: &mut [KeyedSession<'_>]) {
+    windows.sort_unstable_by(|a, b| {
+        (a.session.end, a.key).cmp(&(b.session.end, b.key))
+    });
+}
