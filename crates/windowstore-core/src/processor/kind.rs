@@ -125,6 +125,11 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         record: Record<'_, Self::Prepared>,
     ) -> Result<bool>;
 
+    /// Before a chunk's records are applied one by one: lets the kind look up what they will
+    /// need together (`keys`: each row's encoded key), so that the cache misses of different
+    /// records overlap. Reads only; the default reads nothing.
+    fn read_ahead(_store: &Self::Store, _scratch: &mut Self::Scratch, _keys: &arrow_row::Rows) {}
+
     /// Whether a record at `t`, stream time being `stream_time` once it is looked at, can be
     /// applied together with its key's other records of the call ([`Self::step_run`]): such a
     /// record is never late, and nothing it meets depends on other keys' records. `false`

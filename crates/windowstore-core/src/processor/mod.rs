@@ -611,6 +611,7 @@ impl<K: WindowKind> Processor<K> {
         }
         for chunk in chunks {
             let first = life.seq;
+            K::read_ahead(step.store, &mut scratch, &chunk.keys.rows);
             for (row, checked) in chunk.checked.iter().enumerate() {
                 let seq = life.seq;
                 life.seq += 1;

@@ -103,6 +103,10 @@ impl WindowKind for SlidingSpec {
         super::rule::apply(ticks.time_difference, step, sc, &r)
     }
 
+    fn read_ahead(store: &SlidingStore, sc: &mut Self::Scratch, keys: &arrow_row::Rows) {
+        super::rule::read_ahead(store, sc, keys);
+    }
+
     fn check_stored(
         ticks: &Resolved,
         start: i64,

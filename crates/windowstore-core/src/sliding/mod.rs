@@ -4,10 +4,12 @@
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sliding windows as a window kind of the streaming processor;
 //! - `rule`: KIP-450's two-new-windows rule, what one record does to its key's windows;
-//! - [`store`]: the windows of a stream, each key's together in start order;
+//! - [`store`]: the windows of a stream, each key's together in start order; `due`: those
+//!   not emitted yet, by end;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
+mod due;
 pub mod kind;
 mod rule;
 pub mod spec;

@@ -32,7 +32,8 @@
 use smallvec::SmallVec;
 
 use super::spec::SlidingSpec;
-use super::store::Windows;
+use super::store::{SlidingStore, Windows, NO_KEY};
+use crate::store::key_table::KeyId;
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
 use crate::emit::{Change, EmitMode};
@@ -61,9 +62,16 @@ struct Plan {
     news: SmallVec<[New; 3]>,
 }
 
+/// Records read ahead together ([`SlidingStore::read_ahead`]).
+const READ_AHEAD: usize = 16;
+
 /// Buffers reused from record to record.
 #[derive(Debug, Default)]
 pub struct Scratch {
+    /// The key id of each record of the chunk being applied (see [`read_ahead`]).
+    ids: Vec<KeyId>,
+    /// The rows before this one have been read ahead.
+    read_to: usize,
     /// The record alone, as an aggregate state.
     record: Vec<u8>,
     /// The new windows' values (window time, then state), one after the other.
@@ -89,7 +97,15 @@ pub(super) fn apply(
     step.aggs
         .encode_input(r.inputs, r.row, t, r.seq, &mut sc.record);
     let close = step.close;
-    let found = step.store.windows(r.key);
+    if r.row >= sc.read_to && r.row < sc.ids.len() {
+        sc.read_to = (r.row + READ_AHEAD).min(sc.ids.len());
+        std::hint::black_box(step.store.read_ahead(&sc.ids[r.row..sc.read_to]));
+    }
+    let found = match sc.ids.get(r.row) {
+        Some(&id) if id != NO_KEY => Some((id, step.store.windows_of(id))),
+        // A key new to the store, maybe since the chunk began.
+        _ => step.store.windows(r.key),
+    };
     let empty = Windows::default();
     let w = found.map_or(&empty, |(_, w)| w);
     let plan = plan(w, t, d, step.store.min_live_end());
@@ -119,7 +135,22 @@ pub(super) fn apply(
         // emitted_below and is never emitted.
         step.emit_closed();
     }
-    let id = step.store.windows_mut(r.key, id)?;
+    let drop_below = match step.mode {
+        EmitMode::Final => emitted_below,
+        _ => i64::MAX,
+    };
+    let (id, dropped) = step.store.windows_mut(r.key, id, drop_below)?;
+    // Only windows that end before any window the record reads were dropped.
+    let shifted = |i: usize| {
+        i.checked_sub(dropped).ok_or_else(|| {
+            crate::Error::Internal("a window the record reads had expired".into())
+        })
+    };
+    let plan = Plan {
+        from: shifted(plan.from)?,
+        to: shifted(plan.to)?,
+        ..plan
+    };
     update(d, step, sc, r, &plan, id)?;
     sc.put_new(d, step, r.key, &plan, id)?;
     Ok(true)
@@ -201,7 +232,7 @@ fn update(
     sc: &mut Scratch,
     r: &Record<'_, ()>,
     plan: &Plan,
-    id: crate::store::key_table::KeyId,
+    id: KeyId,
 ) -> Result<()> {
     let Step {
         store,
@@ -312,7 +343,7 @@ impl Scratch {
         step: &mut Step<'_, SlidingSpec>,
         key: &[u8],
         plan: &Plan,
-        id: crate::store::key_table::KeyId,
+        id: KeyId,
     ) -> Result<()> {
         for (n, &(at, to)) in plan.news.iter().zip(&self.fresh_at) {
             let end = n.start + d;
@@ -336,4 +367,11 @@ impl Scratch {
         }
         Ok(())
     }
+}
+
+/// Before a chunk's records are applied: the store's id of each record's key, looked up
+/// together (see [`SlidingStore::key_ids`]), and nothing read ahead yet.
+pub(super) fn read_ahead(store: &SlidingStore, sc: &mut Scratch, keys: &arrow_row::Rows) {
+    store.key_ids(keys, &mut sc.ids);
+    sc.read_to = 0;
 }

@@ -16,13 +16,11 @@
 //!   time has moved half a retention since the last sweep (as the session store drops a
 //!   segment at a time); until then they are held but never read, and a snapshot leaves them
 //!   out and counts them as expired, as the session store does.
-//! - **Due windows** (`final` mode). A queue holds, per key, the end of its earliest window not
-//!   emitted yet ([`Windows::queued`]); [`SlidingStore::take_due`] pops the keys whose window
-//!   has closed and hands out their closed windows in (end, start, key) order. Pops are undone
-//!   with the rest of a call.
+//! - **Due windows** (`final` mode). Every window not emitted yet has an entry in a queue by
+//!   end (`super::due`), from which [`SlidingStore::take_due`] takes the windows that close, in
+//!   (end, start, key) order. A rollback rebuilds the queue from the windows.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use crate::store::key_schema::{KeyedSession, Session};
 use crate::store::key_table::{KeyId, KeyTable};
@@ -30,10 +28,20 @@ use crate::store::metrics::Counters;
 use crate::store::snapshot_format::{self, Header, Table};
 use crate::store::window_store::{retention_mismatch, WindowStore};
 use crate::store::StoreMetrics;
+use smallvec::SmallVec;
+
+use super::due::Due;
 use crate::{Error, Result, SessionStore};
 
 /// Garbage below this many bytes of a key's buffer is never worth a compaction.
 const MIN_COMPACTION_BYTES: usize = 256;
+
+/// The key id of a key the store does not hold ([`SlidingStore::key_ids`]).
+pub(super) const NO_KEY: KeyId = KeyId::MAX;
+
+/// The latest windows of a key that a read ahead brings in ([`SlidingStore::read_ahead`]): a
+/// record in time order reads about twice the windows that a window holds records.
+const TAIL_WINDOWS: usize = 32;
 
 /// One window of a key: its start and where its value lies in the key's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +58,6 @@ pub(super) struct Windows {
     bytes: Vec<u8>,
     /// Bytes of `bytes` no slot points at.
     garbage: usize,
-    /// The end of this key's entry in the due queue (`i64::MAX`: none).
-    queued: i64,
     /// The transaction that last saved these windows for undo.
     saved_in: u64,
 }
@@ -62,7 +68,6 @@ impl Default for Windows {
             slots: Vec::new(),
             bytes: Vec::new(),
             garbage: 0,
-            queued: i64::MAX,
             saved_in: 0,
         }
     }
@@ -95,10 +100,23 @@ impl Windows {
         crate::state::split(self.value(i)).0
     }
 
-    /// The index of the first window starting at or after `start`.
+    /// The index of the first window starting at or after `start`. Searched from the last
+    /// window back, in steps that double: a record's windows are the key's latest, and the
+    /// search then reads only the end of the list, which a read ahead brought in.
     #[inline]
     pub fn first_from(&self, start: i64) -> usize {
-        self.slots.partition_point(|s| s.start < start)
+        let slots = &self.slots;
+        let (mut lo, mut step) = (slots.len(), 1);
+        while lo > 0 && slots[lo - 1].start >= start {
+            let next = lo.saturating_sub(step);
+            if slots[next].start < start {
+                // The answer lies in (next, lo - 1].
+                return next + 1 + slots[next + 1..lo - 1].partition_point(|s| s.start < start);
+            }
+            lo = next;
+            step *= 2;
+        }
+        lo
     }
 
     /// Replaces the value of window `i` (in place when the length is the same).
@@ -181,16 +199,14 @@ enum Undo {
     Saved(KeyId, Windows),
     /// A key the transaction added to the store.
     NewKey(KeyId),
-    /// A key's place in the due queue before [`SlidingStore::take_due`] moved it.
-    Queued(KeyId, i64),
 }
 
 /// The undo log of the open transaction.
 #[derive(Debug, Default)]
 struct Journal {
     undo: Vec<Undo>,
-    /// Entries popped from the due queue.
-    popped: Vec<(i64, KeyId)>,
+    /// The due queue's `due_from`.
+    due_from: i64,
     store_time: Option<i64>,
     windows: u64,
     counters: Counters,
@@ -213,7 +229,10 @@ pub struct SlidingStore {
     swept_at: Option<i64>,
     /// Whether the due queue is kept (`final` mode).
     tracks_due: bool,
-    due: BinaryHeap<Reverse<(i64, KeyId)>>,
+    /// The windows ending at or after `due_from` (`final` mode: the processor's
+    /// `emitted_below`), by end.
+    due: Due,
+    due_from: i64,
     journal: Option<Journal>,
     /// The number of the open (or last) transaction.
     transaction: u64,
@@ -241,7 +260,8 @@ impl SlidingStore {
             counters: Counters::default(),
             swept_at: None,
             tracks_due,
-            due: BinaryHeap::new(),
+            due: Due::new(retention),
+            due_from: i64::MIN,
             journal: None,
             transaction: 0,
             bytes_written: 0,
@@ -270,8 +290,15 @@ impl SlidingStore {
     }
 
     /// The windows of `key` (`id` if the caller looked it up), to change: saved for undo on
-    /// their first change in a transaction; a key new to the store is added.
-    pub(super) fn windows_mut(&mut self, key: &[u8], id: Option<KeyId>) -> Result<KeyId> {
+    /// their first change in a transaction, and those ending before `drop_below` (expired, and
+    /// emitted in `final` mode) dropped; a key new to the store is added. Returns the key's id
+    /// and how many windows were dropped from the front.
+    pub(super) fn windows_mut(
+        &mut self,
+        key: &[u8],
+        id: Option<KeyId>,
+        drop_below: i64,
+    ) -> Result<(KeyId, usize)> {
         let id = match id {
             Some(id) => id,
             None => {
@@ -286,16 +313,67 @@ impl SlidingStore {
                 if let Some(j) = self.journal.as_mut() {
                     j.undo.push(Undo::NewKey(id));
                 }
-                return Ok(id);
+                return Ok((id, 0));
             }
         };
+        let first_kept = drop_below.min(self.min_live_end()).saturating_sub(self.d);
         let w = &mut self.by_key[id as usize];
         if let Some(j) = self.journal.as_mut().filter(|_| w.saved_in != self.transaction) {
             w.saved_in = self.transaction;
             self.bytes_journaled += w.live_bytes() as u64;
             j.undo.push(Undo::Saved(id, w.clone()));
         }
-        Ok(id)
+        let mut dropped = 0;
+        if w.slots.first().is_some_and(|s| s.start < first_kept) {
+            dropped = w.drop_before(first_kept);
+            self.windows -= dropped as u64;
+            self.counters.expired_sessions += dropped as u64;
+        }
+        Ok((id, dropped))
+    }
+
+    /// The id of each key of `keys` in the store, [`NO_KEY`] for a key it does not hold, in
+    /// `ids`. The lookups are independent of one another, so their cache misses overlap.
+    pub(super) fn key_ids(&self, keys: &arrow_row::Rows, ids: &mut Vec<KeyId>) {
+        ids.clear();
+        ids.extend(keys.iter().map(|k| self.keys.get(k.as_ref()).unwrap_or(NO_KEY)));
+    }
+
+    /// The windows of key `id` (from [`Self::key_ids`]).
+    #[inline]
+    pub(super) fn windows_of(&self, id: KeyId) -> &Windows {
+        &self.by_key[id as usize]
+    }
+
+    /// Reads the latest windows of the keys `ids` ([`NO_KEY`]: none), stage by stage across
+    /// the keys (the lists, then their ends, then the values), so that the cache misses of
+    /// different keys overlap; returns a number made of what it read, which means nothing: the
+    /// caller hands it to [`std::hint::black_box`].
+    pub(super) fn read_ahead(&self, ids: &[KeyId]) -> u64 {
+        let mut tails: SmallVec<[&Windows; 32]> = SmallVec::new();
+        let mut sum = 0u64;
+        for &id in ids.iter().filter(|&&id| id != NO_KEY) {
+            let w = &self.by_key[id as usize];
+            sum = sum.wrapping_add(w.slots.len() as u64);
+            tails.push(w);
+        }
+        // Four slots to a cache line.
+        for w in &tails {
+            let from = w.slots.len().saturating_sub(TAIL_WINDOWS);
+            for s in w.slots[from..].iter().step_by(4) {
+                sum = sum.wrapping_add(s.start as u64);
+            }
+        }
+        for w in &tails {
+            let from = w.slots.len().saturating_sub(TAIL_WINDOWS);
+            if let (Some(first), Some(last)) = (w.slots.get(from), w.slots.last()) {
+                let (lo, hi) = (first.at.min(last.at) as usize, (last.at + last.len) as usize);
+                for b in w.bytes[lo..hi.max(lo)].iter().step_by(64) {
+                    sum = sum.wrapping_add(u64::from(*b));
+                }
+            }
+        }
+        sum
     }
 
     /// The windows of key `id`, after [`Self::windows_mut`].
@@ -334,9 +412,8 @@ impl SlidingStore {
         self.bytes_written += value.len() as u64;
         self.windows += u64::from(new);
         self.store_time = self.store_time.max(Some(end));
-        if self.tracks_due && end >= emitted_below && end < w.queued {
-            w.queued = end;
-            self.due.push(Reverse((end, id)));
+        if new && self.tracks_due && end >= emitted_below {
+            self.due.push(end, id);
         }
         Ok(new)
     }
@@ -364,8 +441,6 @@ impl SlidingStore {
             self.windows -= n;
             self.counters.expired_sessions += n;
             if w.slots.is_empty() {
-                // The due queue's entry, if any, is stale from now on.
-                w.queued = i64::MAX;
                 self.keys.release(id as KeyId);
             }
         }
@@ -415,14 +490,17 @@ impl SlidingStore {
             .collect()
     }
 
-    /// Cleans the due queue's top of stale entries (outside transactions), so that its top is
-    /// the earliest due window.
-    fn clean_due(&mut self) {
-        while let Some(&Reverse((end, id))) = self.due.peek() {
-            if self.by_key.get(id as usize).is_some_and(|w| w.queued == end) {
-                return;
+    /// Rebuilds the due queue from the windows ending at or after `due_from`.
+    fn rebuild_due(&mut self) {
+        self.due.clear();
+        if !self.tracks_due {
+            return;
+        }
+        let first = self.due_from.saturating_sub(self.d);
+        for (id, w) in self.by_key.iter().enumerate() {
+            for s in &w.slots[w.first_from(first)..] {
+                self.due.push(s.start + self.d, id as KeyId);
             }
-            self.due.pop();
         }
     }
 }
@@ -442,7 +520,7 @@ impl WindowStore for SlidingStore {
         self.counters = counters;
         self.swept_at = self.store_time;
         for e in store.entries() {
-            let id = self.windows_mut(e.key, self.keys.get(e.key))?;
+            let (id, _) = self.windows_mut(e.key, self.keys.get(e.key), i64::MIN)?;
             let s = e.session;
             if s.end.checked_sub(s.start) != Some(self.d) {
                 // The processor's checks name it (`WindowKind::check_stored`).
@@ -453,17 +531,10 @@ impl WindowStore for SlidingStore {
             }
             self.windows += u64::from(self.by_key[id as usize].put(s.start, s.value)?);
         }
-        if self.tracks_due {
-            // The processor's `emitted_below` is not known here: each key is queued at its
-            // first window, and `take_due` hands out only what lies above `emitted_below`.
-            for id in 0..self.by_key.len() as KeyId {
-                let w = &mut self.by_key[id as usize];
-                if let Some(first) = w.slots.first() {
-                    w.queued = first.start + self.d;
-                    self.due.push(Reverse((w.queued, id)));
-                }
-            }
-        }
+        // The processor's `emitted_below` is not known here: every window is queued, and
+        // `take_due` drops those below it.
+        self.due_from = i64::MIN;
+        self.rebuild_due();
         Ok(())
     }
 
@@ -473,6 +544,7 @@ impl WindowStore for SlidingStore {
             store_time: self.store_time,
             windows: self.windows,
             counters: self.counters,
+            due_from: self.due_from,
             ..Journal::default()
         });
     }
@@ -480,7 +552,6 @@ impl WindowStore for SlidingStore {
     fn commit(&mut self) {
         self.journal = None;
         self.sweep_if_due();
-        self.clean_due();
     }
 
     fn rollback(&mut self) -> Result<()> {
@@ -494,14 +565,13 @@ impl WindowStore for SlidingStore {
                     self.by_key[id as usize] = Windows::default();
                     self.keys.release(id);
                 }
-                Undo::Queued(id, end) => self.by_key[id as usize].queued = end,
             }
         }
-        self.due.extend(journal.popped.into_iter().map(Reverse));
         self.store_time = journal.store_time;
         self.windows = journal.windows;
         self.counters = journal.counters;
-        self.clean_due();
+        self.due_from = journal.due_from;
+        self.rebuild_due();
         Ok(())
     }
 
@@ -509,7 +579,7 @@ impl WindowStore for SlidingStore {
         let value_bytes: usize = self.by_key.iter().map(Windows::live_bytes).sum();
         let heap: usize = self.by_key.iter().map(Windows::heap_bytes).sum::<usize>()
             + self.by_key.capacity() * std::mem::size_of::<Windows>()
-            + self.due.capacity() * std::mem::size_of::<(i64, KeyId)>();
+            + self.due.heap_bytes();
         StoreMetrics {
             live_sessions: self.windows,
             live_keys: self.keys.len() as u64,
@@ -539,47 +609,42 @@ impl WindowStore for SlidingStore {
         if !self.tracks_due {
             return self.held_sessions_by_end(earliest_end, latest_end);
         }
-        let mut keys = Vec::new();
-        while let Some(&Reverse((end, id))) = self.due.peek() {
-            if end > latest_end {
-                break;
+        let mut due = Vec::new();
+        self.due.take(earliest_end, latest_end, &mut due);
+        self.due_from = self.due_from.max(latest_end.saturating_add(1));
+        // By end, then key bytes among windows of one end (and so of one start).
+        due.sort_unstable_by_key(|&(end, _)| end);
+        let mut from = 0;
+        while from < due.len() {
+            let end = due[from].0;
+            let to = from + due[from..].iter().take_while(|e| e.0 == end).count();
+            if to - from > 1 {
+                due[from..to].sort_unstable_by(|a, b| self.keys.bytes(a.1).cmp(self.keys.bytes(b.1)));
             }
-            self.due.pop();
-            if let Some(j) = self.journal.as_mut() {
-                j.popped.push((end, id));
-            }
-            let w = &mut self.by_key[id as usize];
-            if w.queued != end {
-                continue;
-            }
-            if let Some(j) = self.journal.as_mut() {
-                j.undo.push(Undo::Queued(id, end));
-            }
-            // The key's next window after those handed out now, if any.
-            let next = w.first_from(latest_end.saturating_sub(self.d).saturating_add(1));
-            w.queued = match w.slots.get(next) {
-                Some(s) => s.start + self.d,
-                None => i64::MAX,
-            };
-            if w.queued != i64::MAX {
-                self.due.push(Reverse((w.queued, id)));
-            }
-            keys.push(id);
+            from = to;
         }
-        let mut found: Vec<KeyedSession<'_>> = keys
-            .into_iter()
-            .flat_map(|id| self.keyed_held(id, earliest_end, latest_end))
-            .collect();
-        sort_by_end(&mut found);
-        found
+        due.iter()
+            .filter_map(|&(end, id)| {
+                let w = &self.by_key[id as usize];
+                let start = end - self.d;
+                let i = w.first_from(start);
+                let found = w.slots.get(i).filter(|s| s.start == start);
+                debug_assert!(found.is_some(), "a due window [{start}, {end}] is gone");
+                found.map(|_| KeyedSession {
+                    key: self.keys.bytes(id),
+                    session: Session {
+                        start,
+                        end,
+                        value: w.value(i),
+                    },
+                })
+            })
+            .collect()
     }
 
     fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
-        if self.tracks_due && self.journal.is_none() {
-            let top = self.due.peek().map(|&Reverse((end, _))| end)?;
-            if top >= earliest_end {
-                return Some(top);
-            }
+        if self.tracks_due {
+            return self.due.earliest(earliest_end.max(self.due_from));
         }
         self.by_key
             .iter()
