@@ -5,7 +5,7 @@
 //! - [`kind`]: sliding windows as a window kind of the streaming processor;
 //! - `rule`: KIP-450's two-new-windows rule, what one record does to its key's windows;
 //! - [`store`]: the windows of a stream, each key's together in start order; `due`: those
-//!   not emitted yet, by end;
+//!   not emitted yet, by end; `windows`: one key's windows; `undo`: the store's undo log;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
 pub mod complete;
@@ -14,6 +14,8 @@ pub mod kind;
 mod rule;
 pub mod spec;
 pub mod store;
+mod undo;
+mod windows;
 
 pub use complete::sliding_windows;
 pub use kind::{SlidingCounters, SlidingProcessor};

@@ -32,7 +32,8 @@
 use smallvec::SmallVec;
 
 use super::spec::SlidingSpec;
-use super::store::{SlidingStore, Windows, NO_KEY};
+use super::store::{SlidingStore, NO_KEY};
+use super::windows::Windows;
 use crate::store::key_table::KeyId;
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
@@ -139,7 +140,8 @@ pub(super) fn apply(
         EmitMode::Final => emitted_below,
         _ => i64::MAX,
     };
-    let (id, dropped) = step.store.windows_mut(r.key, id, drop_below)?;
+    // The record changes windows starting at t - D or later.
+    let (id, dropped) = step.store.windows_mut(r.key, id, t - d, drop_below)?;
     // Only windows that end before any window the record reads were dropped.
     let shifted = |i: usize| {
         i.checked_sub(dropped).ok_or_else(|| {

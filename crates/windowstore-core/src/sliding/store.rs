@@ -31,10 +31,9 @@ use crate::store::StoreMetrics;
 use smallvec::SmallVec;
 
 use super::due::Due;
+use super::undo::Journal;
+use super::windows::Windows;
 use crate::{Error, Result, SessionStore};
-
-/// Garbage below this many bytes of a key's buffer is never worth a compaction.
-const MIN_COMPACTION_BYTES: usize = 256;
 
 /// The key id of a key the store does not hold ([`SlidingStore::key_ids`]).
 pub(super) const NO_KEY: KeyId = KeyId::MAX;
@@ -42,175 +41,6 @@ pub(super) const NO_KEY: KeyId = KeyId::MAX;
 /// The latest windows of a key that a read ahead brings in ([`SlidingStore::read_ahead`]): a
 /// record in time order reads about twice the windows that a window holds records.
 const TAIL_WINDOWS: usize = 32;
-
-/// One window of a key: its start and where its value lies in the key's buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Slot {
-    pub start: i64,
-    at: u32,
-    len: u32,
-}
-
-/// The windows of one key, in start order.
-#[derive(Debug, Clone)]
-pub(super) struct Windows {
-    slots: Vec<Slot>,
-    bytes: Vec<u8>,
-    /// Bytes of `bytes` no slot points at.
-    garbage: usize,
-    /// The transaction that last saved these windows for undo.
-    saved_in: u64,
-}
-
-impl Default for Windows {
-    fn default() -> Self {
-        Self {
-            slots: Vec::new(),
-            bytes: Vec::new(),
-            garbage: 0,
-            saved_in: 0,
-        }
-    }
-}
-
-impl Windows {
-    /// The windows, in start order.
-    #[inline]
-    pub fn slots(&self) -> &[Slot] {
-        &self.slots
-    }
-
-    /// The value of window `i`: window time, then aggregate state.
-    #[inline]
-    pub fn value(&self, i: usize) -> &[u8] {
-        let s = self.slots[i];
-        &self.bytes[s.at as usize..(s.at + s.len) as usize]
-    }
-
-    /// The value of window `i`, to change in place.
-    #[inline]
-    pub fn value_mut(&mut self, i: usize) -> &mut [u8] {
-        let s = self.slots[i];
-        &mut self.bytes[s.at as usize..(s.at + s.len) as usize]
-    }
-
-    /// The window time of window `i`.
-    #[inline]
-    pub fn time(&self, i: usize) -> i64 {
-        crate::state::split(self.value(i)).0
-    }
-
-    /// The index of the first window starting at or after `start`. Searched from the last
-    /// window back, in steps that double: a record's windows are the key's latest, and the
-    /// search then reads only the end of the list, which a read ahead brought in.
-    #[inline]
-    pub fn first_from(&self, start: i64) -> usize {
-        let slots = &self.slots;
-        let (mut lo, mut step) = (slots.len(), 1);
-        while lo > 0 && slots[lo - 1].start >= start {
-            let next = lo.saturating_sub(step);
-            if slots[next].start < start {
-                // The answer lies in (next, lo - 1].
-                return next + 1 + slots[next + 1..lo - 1].partition_point(|s| s.start < start);
-            }
-            lo = next;
-            step *= 2;
-        }
-        lo
-    }
-
-    /// Replaces the value of window `i` (in place when the length is the same).
-    pub fn replace(&mut self, i: usize, value: &[u8]) -> Result<()> {
-        let s = self.slots[i];
-        if s.len as usize == value.len() {
-            self.value_mut(i).copy_from_slice(value);
-            return Ok(());
-        }
-        self.garbage += s.len as usize;
-        self.slots[i] = self.append(s.start, value)?;
-        self.compact_if_worth();
-        Ok(())
-    }
-
-    /// Inserts window `start` with `value` at its place in start order, or replaces it if
-    /// there is one; returns whether it was new.
-    pub fn put(&mut self, start: i64, value: &[u8]) -> Result<bool> {
-        let i = self.first_from(start);
-        if self.slots.get(i).is_some_and(|s| s.start == start) {
-            self.replace(i, value)?;
-            return Ok(false);
-        }
-        let slot = self.append(start, value)?;
-        self.slots.insert(i, slot);
-        Ok(true)
-    }
-
-    fn append(&mut self, start: i64, value: &[u8]) -> Result<Slot> {
-        let (Ok(at), Ok(len)) = (u32::try_from(self.bytes.len()), u32::try_from(value.len()))
-        else {
-            return Err(Error::Capacity(
-                "a key's sliding windows hold more than 4 GiB".into(),
-            ));
-        };
-        self.bytes.extend_from_slice(value);
-        Ok(Slot { start, at, len })
-    }
-
-    /// Drops the windows starting before `start`; returns how many.
-    fn drop_before(&mut self, start: i64) -> usize {
-        let n = self.first_from(start);
-        self.garbage += self.slots[..n].iter().map(|s| s.len as usize).sum::<usize>();
-        self.slots.drain(..n);
-        if self.slots.is_empty() {
-            self.bytes.clear();
-            self.garbage = 0;
-        }
-        self.compact_if_worth();
-        n
-    }
-
-    fn compact_if_worth(&mut self) {
-        if self.garbage < MIN_COMPACTION_BYTES || self.garbage < self.bytes.len() / 2 {
-            return;
-        }
-        let mut bytes = Vec::with_capacity(self.bytes.len() - self.garbage);
-        for s in &mut self.slots {
-            let at = bytes.len();
-            bytes.extend_from_slice(&self.bytes[s.at as usize..(s.at + s.len) as usize]);
-            s.at = at as u32;
-        }
-        self.bytes = bytes;
-        self.garbage = 0;
-    }
-
-    fn live_bytes(&self) -> usize {
-        self.bytes.len() - self.garbage
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>() + self.bytes.capacity()
-    }
-}
-
-/// What undoes one change of a transaction.
-#[derive(Debug)]
-enum Undo {
-    /// A key's windows as they were before the transaction changed them.
-    Saved(KeyId, Windows),
-    /// A key the transaction added to the store.
-    NewKey(KeyId),
-}
-
-/// The undo log of the open transaction.
-#[derive(Debug, Default)]
-struct Journal {
-    undo: Vec<Undo>,
-    /// The due queue's `due_from`.
-    due_from: i64,
-    store_time: Option<i64>,
-    windows: u64,
-    counters: Counters,
-}
 
 /// The sliding windows of every key (see the module doc).
 #[derive(Debug)]
@@ -233,7 +63,9 @@ pub struct SlidingStore {
     /// `emitted_below`), by end.
     due: Due,
     due_from: i64,
-    journal: Option<Journal>,
+    /// The undo log, kept from call to call; `in_transaction` says whether it is open.
+    journal: Journal,
+    in_transaction: bool,
     /// The number of the open (or last) transaction.
     transaction: u64,
     bytes_written: u64,
@@ -262,7 +94,8 @@ impl SlidingStore {
             tracks_due,
             due: Due::new(retention),
             due_from: i64::MIN,
-            journal: None,
+            journal: Journal::default(),
+            in_transaction: false,
             transaction: 0,
             bytes_written: 0,
             bytes_journaled: 0,
@@ -289,43 +122,44 @@ impl SlidingStore {
         Some((id, &self.by_key[id as usize]))
     }
 
-    /// The windows of `key` (`id` if the caller looked it up), to change: saved for undo on
-    /// their first change in a transaction, and those ending before `drop_below` (expired, and
+    /// The windows of `key` (`id` if the caller looked it up), to change from start `from` on:
+    /// saved for undo as far back as that, and those ending before `drop_below` (expired, and
     /// emitted in `final` mode) dropped; a key new to the store is added. Returns the key's id
     /// and how many windows were dropped from the front.
     pub(super) fn windows_mut(
         &mut self,
         key: &[u8],
         id: Option<KeyId>,
+        from: i64,
         drop_below: i64,
     ) -> Result<(KeyId, usize)> {
-        let id = match id {
-            Some(id) => id,
-            None => {
-                let id = self.keys.acquire(key)?;
-                if self.by_key.len() <= id as usize {
-                    self.by_key.resize_with(id as usize + 1, Windows::default);
-                }
-                self.by_key[id as usize] = Windows {
-                    saved_in: self.transaction,
-                    ..Windows::default()
-                };
-                if let Some(j) = self.journal.as_mut() {
-                    j.undo.push(Undo::NewKey(id));
-                }
-                return Ok((id, 0));
+        let Some(id) = id else {
+            let id = self.keys.acquire(key)?;
+            if self.by_key.len() <= id as usize {
+                self.by_key.resize_with(id as usize + 1, Windows::default);
             }
+            self.by_key[id as usize] = Windows {
+                // Nothing to save: a rollback forgets the key.
+                saved_in: self.transaction,
+                saved_from: i64::MIN,
+                ..Windows::default()
+            };
+            if self.in_transaction {
+                self.journal.new_key(id);
+            }
+            return Ok((id, 0));
         };
         let first_kept = drop_below.min(self.min_live_end()).saturating_sub(self.d);
         let w = &mut self.by_key[id as usize];
-        if let Some(j) = self.journal.as_mut().filter(|_| w.saved_in != self.transaction) {
-            w.saved_in = self.transaction;
-            self.bytes_journaled += w.live_bytes() as u64;
-            j.undo.push(Undo::Saved(id, w.clone()));
+        if self.in_transaction {
+            self.journal.save_from(self.transaction, id, w, from);
         }
-        let mut dropped = 0;
-        if w.slots.first().is_some_and(|s| s.start < first_kept) {
-            dropped = w.drop_before(first_kept);
+        let dropped = w.first_from(first_kept);
+        if dropped > 0 {
+            if self.in_transaction {
+                self.journal.save_front(id, w, dropped);
+            }
+            w.drop_before(first_kept);
             self.windows -= dropped as u64;
             self.counters.expired_sessions += dropped as u64;
         }
@@ -421,7 +255,7 @@ impl SlidingStore {
     /// Drops the expired windows of every key if store time has moved half a retention since
     /// the last sweep (outside transactions: see the module doc).
     fn sweep_if_due(&mut self) {
-        let (Some(now), None) = (self.store_time, self.journal.as_ref()) else {
+        let Some(now) = self.store_time.filter(|_| !self.in_transaction) else {
             return;
         };
         if self
@@ -490,6 +324,11 @@ impl SlidingStore {
             .collect()
     }
 
+    fn end_transaction(&mut self) {
+        self.in_transaction = false;
+        self.bytes_journaled += self.journal.saved_bytes() as u64;
+    }
+
     /// Rebuilds the due queue from the windows ending at or after `due_from`.
     fn rebuild_due(&mut self) {
         self.due.clear();
@@ -520,7 +359,7 @@ impl WindowStore for SlidingStore {
         self.counters = counters;
         self.swept_at = self.store_time;
         for e in store.entries() {
-            let (id, _) = self.windows_mut(e.key, self.keys.get(e.key), i64::MIN)?;
+            let (id, _) = self.windows_mut(e.key, self.keys.get(e.key), i64::MIN, i64::MIN)?;
             let s = e.session;
             if s.end.checked_sub(s.start) != Some(self.d) {
                 // The processor's checks name it (`WindowKind::check_stored`).
@@ -540,37 +379,33 @@ impl WindowStore for SlidingStore {
 
     fn begin(&mut self) {
         self.transaction += 1;
-        self.journal = Some(Journal {
-            store_time: self.store_time,
-            windows: self.windows,
-            counters: self.counters,
-            due_from: self.due_from,
-            ..Journal::default()
-        });
+        self.in_transaction = true;
+        let j = &mut self.journal;
+        j.reopen();
+        j.store_time = self.store_time;
+        j.windows = self.windows;
+        j.counters = self.counters;
+        j.due_from = self.due_from;
     }
 
     fn commit(&mut self) {
-        self.journal = None;
+        self.end_transaction();
         self.sweep_if_due();
     }
 
     fn rollback(&mut self) -> Result<()> {
-        let Some(journal) = self.journal.take() else {
+        if !self.in_transaction {
             return Ok(());
-        };
-        for undo in journal.undo.into_iter().rev() {
-            match undo {
-                Undo::Saved(id, windows) => self.by_key[id as usize] = windows,
-                Undo::NewKey(id) => {
-                    self.by_key[id as usize] = Windows::default();
-                    self.keys.release(id);
-                }
-            }
         }
-        self.store_time = journal.store_time;
-        self.windows = journal.windows;
-        self.counters = journal.counters;
-        self.due_from = journal.due_from;
+        for id in self.journal.rollback(&mut self.by_key) {
+            self.keys.release(id);
+        }
+        let j = &self.journal;
+        self.store_time = j.store_time;
+        self.windows = j.windows;
+        self.counters = j.counters;
+        self.due_from = j.due_from;
+        self.end_transaction();
         self.rebuild_due();
         Ok(())
     }
