@@ -1,8 +1,8 @@
-"""The batched path of the session and sliding window processors (a call whose records are all
-within the grace applies each key's records at once) against the record-by-record path it must
-equal: the same output, rejected rows, metrics and snapshot bytes after every call, on random
-streams with disorder within and beyond the grace, invalid records, fixed and dynamic gaps,
-every emit mode (for sessions, the changelog modes' rows in record order, coalesced per call),
+"""The batched path of the session processors (a call whose records are all within the grace
+applies each key's records at once) against the record-by-record path it must equal (sliding
+windows have one path): the same output, rejected rows, metrics and snapshot bytes after every
+call, on random streams with disorder within and beyond the grace, invalid records, fixed and
+dynamic gaps, every emit mode (the changelog modes' rows in record order, coalesced per call),
 float aggregates whose result depends on the order of addition, and snapshots at random
 points."""
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowstore import SessionWindowProcessor, SlidingWindowProcessor, agg
+from windowstore import SessionWindowProcessor, agg
 from windowstore._processor import Emit
 from windowstore.agg import Agg
 
@@ -40,7 +40,7 @@ AGGS = [
 COSTS = {"store_bytes", "store_bytes_written", "store_bytes_journaled"}
 
 
-def results(p: SessionWindowProcessor | SlidingWindowProcessor) -> dict[str, int | None]:
+def results(p: SessionWindowProcessor) -> dict[str, int | None]:
     return {k: v for k, v in p.metrics().items() if k not in COSTS}
 
 
@@ -53,7 +53,7 @@ def make(
     return p
 
 
-P = TypeVar("P", SessionWindowProcessor, SlidingWindowProcessor)
+P = TypeVar("P", bound=SessionWindowProcessor)
 
 
 def restored(p: P, batched: bool, aggs: list[Agg]) -> P:
@@ -167,56 +167,3 @@ def test_the_batched_path_equals_the_record_path(
 @pytest.mark.parametrize("emit", ["final", "updates", "changes"])
 def test_a_clickstream_in_time_order_is_batched_and_equal(emit: Emit) -> None:
     in_time_order(make(True, False, 600, emit=emit), make(False, False, 600, emit=emit))
-
-
-def make_sliding(batched: bool, d: int, emit: Emit, aggs: list[Agg]) -> SlidingWindowProcessor:
-    p = SlidingWindowProcessor(
-        key="user", time="ts", time_difference=d, grace=GRACE, emit=emit, aggs=aggs
-    )
-    p._inner._set_batched(batched)
-    return p
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    rows=streams(),
-    sizes=st.lists(st.integers(1, 120), min_size=1, max_size=3),
-    d=st.one_of(st.just(0), st.integers(1, 40)),
-    emit=st.sampled_from(["final", "final", "final", "updates", "changes"]),
-    snapshot_at=st.integers(0, 6),
-    fixed=st.booleans(),
-)
-def test_the_sliding_batched_path_equals_the_record_path(
-    rows: list[dict[str, Any]],
-    sizes: list[int],
-    d: int,
-    emit: Emit,
-    snapshot_at: int,
-    fixed: bool,
-) -> None:
-    aggs = FIXED if fixed else AGGS
-    fast, model = make_sliding(True, d, emit, aggs), make_sliding(False, d, emit, aggs)
-    _, model = same_calls(fast, model, rows, sizes, snapshot_at, aggs)
-    assert model._inner._batched_calls() == 0
-
-
-def test_sliding_windows_in_time_order_are_batched_and_equal() -> None:
-    in_time_order(
-        make_sliding(True, 5_000, "final", AGGS), make_sliding(False, 5_000, "final", AGGS)
-    )
-
-
-def test_a_sliding_call_with_a_record_beyond_the_grace_goes_record_by_record() -> None:
-    rows = [
-        {"user": f"u{i % 7}", "ts": i * 10, "x": i / 3.0, "page": None, "g": None}
-        for i in range(400)
-    ]
-    rows[300]["ts"] = 2_500  # stream time is about 3,000: beyond the grace of 20
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    fast, model = make_sliding(True, 100, "final", FIXED), make_sliding(False, 100, "final", FIXED)
-    for batch in table.to_batches(max_chunksize=200):
-        assert fast.process(batch).equals(model.process(batch))
-        assert fast.to_bytes() == model.to_bytes()
-    assert fast._inner._batched_calls() == 1
-    assert results(fast) == results(model)
-    assert fast.metrics()["rejected"] == 1

@@ -42,6 +42,9 @@ pub(super) const NO_KEY: KeyId = KeyId::MAX;
 /// record in time order reads about twice the windows that a window holds records.
 const TAIL_WINDOWS: usize = 32;
 
+/// Keys whose due windows are looked up after one read ahead ([`SlidingStore::take_due`]).
+const READ_AHEAD_KEYS: usize = 16;
+
 /// The sliding windows of every key (see the module doc).
 #[derive(Debug)]
 pub struct SlidingStore {
@@ -329,6 +332,28 @@ impl SlidingStore {
         self.bytes_journaled += self.journal.saved_bytes() as u64;
     }
 
+    /// Reads the window lists and key bytes of the next [`READ_AHEAD_KEYS`] keys of `due`
+    /// (sorted by key) together, so that their cache misses overlap; returns a number that
+    /// means nothing, for [`std::hint::black_box`], and how many entries of `due` those keys
+    /// have.
+    fn read_lists_ahead(&self, due: &[(i64, KeyId)]) -> (u64, usize) {
+        let (mut sum, mut keys, mut last) = (0u64, 0, NO_KEY);
+        for (n, &(_, id)) in due.iter().enumerate() {
+            if id == last {
+                continue;
+            }
+            if keys == READ_AHEAD_KEYS {
+                return (sum, n);
+            }
+            (keys, last) = (keys + 1, id);
+            let w = &self.by_key[id as usize];
+            let middle = w.slots.get(w.slots.len() / 3).map_or(0, |s| s.start);
+            let key = self.keys.bytes(id).first().copied().unwrap_or(0);
+            sum = sum.wrapping_add(middle as u64).wrapping_add(u64::from(key));
+        }
+        (sum, due.len())
+    }
+
     /// Rebuilds the due queue from the windows ending at or after `due_from`.
     fn rebuild_due(&mut self) {
         self.due.clear();
@@ -447,32 +472,54 @@ impl WindowStore for SlidingStore {
         let mut due = Vec::new();
         self.due.take(earliest_end, latest_end, &mut due);
         self.due_from = self.due_from.max(latest_end.saturating_add(1));
-        // By end, then key bytes among windows of one end (and so of one start).
-        due.sort_unstable_by_key(|&(end, _)| end);
-        let mut from = 0;
+        // Key by key: a key's due windows lie side by side in its list, found with one search.
+        due.sort_unstable_by_key(|&(end, id)| (id, end));
+        let mut found: Vec<(i64, KeyId, usize)> = Vec::with_capacity(due.len());
+        let (mut from, mut read_to) = (0, 0);
         while from < due.len() {
-            let end = due[from].0;
-            let to = from + due[from..].iter().take_while(|e| e.0 == end).count();
-            if to - from > 1 {
-                due[from..to].sort_unstable_by(|a, b| self.keys.bytes(a.1).cmp(self.keys.bytes(b.1)));
+            let id = due[from].1;
+            let to = from + due[from..].iter().take_while(|e| e.1 == id).count();
+            if from >= read_to {
+                let (sum, read) = self.read_lists_ahead(&due[from..]);
+                std::hint::black_box(sum);
+                read_to = from + read;
+            }
+            let w = &self.by_key[id as usize];
+            let mut i = w.slots.partition_point(|s| s.start < due[from].0 - self.d);
+            for &(end, _) in &due[from..to] {
+                while w.slots.get(i).is_some_and(|s| s.start < end - self.d) {
+                    i += 1;
+                }
+                debug_assert!(
+                    w.slots.get(i).is_some_and(|s| s.start + self.d == end),
+                    "a due window ending at {end} is gone"
+                );
+                if w.slots.get(i).is_some_and(|s| s.start + self.d == end) {
+                    found.push((end, id, i));
+                }
             }
             from = to;
         }
-        due.iter()
-            .filter_map(|&(end, id)| {
-                let w = &self.by_key[id as usize];
-                let start = end - self.d;
-                let i = w.first_from(start);
-                let found = w.slots.get(i).filter(|s| s.start == start);
-                debug_assert!(found.is_some(), "a due window [{start}, {end}] is gone");
-                found.map(|_| KeyedSession {
-                    key: self.keys.bytes(id),
-                    session: Session {
-                        start,
-                        end,
-                        value: w.value(i),
-                    },
-                })
+        // By end, then key bytes among windows of one end (and so of one start).
+        found.sort_unstable_by_key(|&(end, _, _)| end);
+        let mut from = 0;
+        while from < found.len() {
+            let end = found[from].0;
+            let to = from + found[from..].iter().take_while(|e| e.0 == end).count();
+            if to - from > 1 {
+                found[from..to].sort_unstable_by(|a, b| self.keys.bytes(a.1).cmp(self.keys.bytes(b.1)));
+            }
+            from = to;
+        }
+        found
+            .into_iter()
+            .map(|(end, id, i)| KeyedSession {
+                key: self.keys.bytes(id),
+                session: Session {
+                    start: end - self.d,
+                    end,
+                    value: self.by_key[id as usize].value(i),
+                },
             })
             .collect()
     }
