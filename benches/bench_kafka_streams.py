@@ -190,7 +190,7 @@ def main() -> None:
                 want: dict[str, int] = {}
                 for round_ in range(args.repeat):
                     start = time.perf_counter()
-                    out = stream(data, d, args.batch_rows)
+                    out, _ = stream(data, d, args.batch_rows)
                     ours.append(time.perf_counter() - start)
                     want = want or sums(out, offset)
                     del out

@@ -19,7 +19,11 @@ Run: python benches/bench_sliding.py [--records 10000000] [--keys 100000] [--rep
      [--no-streaming]  (complete mode, Polars and DuckDB only: streaming 10M records takes
                         minutes)
      [--only-streaming] (the streaming processor alone, each run's wall time beside the user
-                         and system CPU it took: the kernel's share of fresh pages shows there)
+                         and system CPU it took: the kernel's share of fresh pages shows there,
+                         and the store's bytes per window it holds before the flush)
+        [--delayed 0.1] (that share of the records moved back in the stream by up to half
+                         the time difference, within a grace of that much)
+        [--emit updates] (the changelog instead of final windows)
      [--keys-series 20000,50000,100000 [--records-per-key 40]] (the streaming processor
                          alone over each number of keys, each key --records-per-key records,
                          ~10 a window: how a record's cost grows with the open state, which
@@ -114,34 +118,60 @@ def duckdb_left(out: pa.Table) -> pa.Table:
     return polars_left(df)
 
 
-def stream(table: pa.Table, d: int, batch_rows: int) -> pa.Table:
-    p = SlidingWindowProcessor(key="k", time="t", time_difference=d, grace=0, aggs=AGGS)
+def stream(
+    table: pa.Table, d: int, batch_rows: int, grace: int = 0, emit: str = "final"
+) -> tuple[pa.Table, dict[str, int]]:
+    """The processor's output over `table` fed in calls of `batch_rows`, and its metrics just
+    before the flush (what it holds)."""
+    p = SlidingWindowProcessor(
+        key="k", time="t", time_difference=d, grace=grace, emit=emit, aggs=AGGS
+    )
     out = [p.process(b) for b in table.to_batches(max_chunksize=batch_rows)]
+    held = p.metrics()
     out.append(p.flush())
     m = p.metrics()
     if m["rejected"] or m["late_window_update"]:
         raise AssertionError(f"records rejected or skipped: {m}")
-    return pa.concat_tables(out)
+    return pa.concat_tables(out), held
 
 
-def only_streaming(data: pa.Table, d: int, batch_rows: int, repeat: int) -> None:
+def delay(data: pa.Table, share: float, most: int, seed: int) -> pa.Table:
+    """`data` with `share` of its records moved back in arrival order: each arrives after the
+    records up to `most` ms later than it (so within a grace of `most`)."""
+    rng = np.random.default_rng(seed)
+    t = data["t"].to_numpy()
+    arrival = t.copy()
+    moved = rng.random(len(t)) < share
+    arrival[moved] += rng.integers(0, most + 1, int(moved.sum()))
+    return data.take(pa.array(np.argsort(arrival, kind="stable")))
+
+
+def only_streaming(
+    data: pa.Table, d: int, batch_rows: int, repeat: int, grace: int, emit: str
+) -> None:
     """Each run of the streaming processor alone: wall time, and the user and system CPU it
-    took (system CPU is mostly the kernel zeroing fresh pages for the output and buffers)."""
+    took (system CPU is mostly the kernel zeroing fresh pages for the output and buffers), and
+    the store's bytes per window it holds before the flush."""
     n = data.num_rows
-    print(f"{n:,} records, D = {d:,} ms, {batch_rows:,} records a call")
+    print(
+        f"{n:,} records, D = {d:,} ms, grace {grace:,} ms, emit={emit}, "
+        f"{batch_rows:,} records a call"
+    )
     walls = []
     for run in range(repeat):
         before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
-        out = stream(data, d, batch_rows)
+        out, held = stream(data, d, batch_rows, grace, emit)
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF)
         user = after.ru_utime - before.ru_utime
         system = after.ru_stime - before.ru_stime
         walls.append(wall)
+        windows = held["store_live_sessions"]
         print(
             f"run {run + 1}: {wall:.2f} s, {n / wall / 1e6:.2f} M rec/s, user {user:.2f} s "
-            f"({user / n * 1e6:.2f} µs a record), system {system:.2f} s, {out.num_rows:,} windows"
+            f"({user / n * 1e6:.2f} µs a record), system {system:.2f} s, {out.num_rows:,} rows; "
+            f"held {windows:,} windows, {held['store_bytes'] / max(windows, 1):.0f} B each"
         )
         del out
     median = statistics.median(walls)
@@ -197,6 +227,12 @@ def main() -> None:
         help="comma-separated numbers of keys: the streaming processor alone over each",
     )
     parser.add_argument("--records-per-key", type=int, default=40)
+    parser.add_argument(
+        "--delayed", type=float, default=0.0, help="share of records delayed (--only-streaming)"
+    )
+    parser.add_argument(
+        "--emit", default="final", choices=["final", "updates", "changes"], help="--only-streaming"
+    )
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -214,7 +250,10 @@ def main() -> None:
         return
     n = data.num_rows
     if args.only_streaming:
-        only_streaming(data, d, args.batch_rows, args.repeat)
+        grace = d // 2 if args.delayed else 0
+        if args.delayed:
+            data = delay(data, args.delayed, grace, seed=2)
+        only_streaming(data, d, args.batch_rows, args.repeat, grace, args.emit)
         return
     ws_s, ws = median_seconds(
         lambda: sliding_windows(data, key="k", time="t", time_difference=d, aggs=AGGS),
@@ -255,7 +294,7 @@ def main() -> None:
         (f"duckdb RANGE frame, left windows only ({duck_threads} threads)", duck_s),
     ]
     if not args.no_streaming:
-        st_s, streamed = median_seconds(lambda: stream(data, d, args.batch_rows), args.repeat)
+        st_s, (streamed, _) = median_seconds(lambda: stream(data, d, args.batch_rows), args.repeat)
         if not canonical(streamed).equals(canonical(ws)):
             raise AssertionError("streaming differs from complete mode")
         rows.append(("windowstore streaming, in time order (1 core)", st_s))

@@ -1,7 +1,8 @@
 //! windowstore-core: Kafka-Streams-grade windows over Arrow record batches.
 //!
-//! The crate is pure Rust and knows nothing of Python or Spark. Its heart is the segmented
-//! [`SessionStore`] of KIP-94 (`store`); the session and sliding window engines build on it.
+//! The crate is pure Rust and knows nothing of Python or Spark. One streaming processor
+//! (`processor`) serves every window kind: sessions keep their windows in the segmented
+//! [`SessionStore`] of KIP-94 (`store`), sliding windows in a store of their own (`sliding`).
 #![deny(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 

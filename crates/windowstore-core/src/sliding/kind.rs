@@ -5,10 +5,10 @@ use arrow_schema::TimeUnit;
 
 use super::check_record;
 use super::spec::{Resolved, SlidingSpec};
+use super::store::SlidingStore;
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use super::store::SlidingStore;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;

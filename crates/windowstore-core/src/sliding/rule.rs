@@ -34,12 +34,12 @@ use smallvec::SmallVec;
 use super::spec::SlidingSpec;
 use super::store::{SlidingStore, NO_KEY};
 use super::windows::Windows;
-use crate::store::key_table::KeyId;
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
 use crate::emit::{Change, EmitMode};
 use crate::processor::{Record, Step};
 use crate::state;
+use crate::store::key_table::KeyId;
 use crate::Result;
 
 /// A new window a record puts: its start, window time, the existing window whose aggregate
@@ -121,7 +121,13 @@ pub(super) fn apply(
             let start = w.slots()[i].start;
             sc.merged.clear();
             let agg_state = state::split(w.value(i)).1;
-            step.merge(r.key, (start, start + d), agg_state, &sc.record, &mut sc.merged)?;
+            step.merge(
+                r.key,
+                (start, start + d),
+                agg_state,
+                &sc.record,
+                &mut sc.merged,
+            )?;
         }
         return Ok(false);
     }
@@ -144,9 +150,8 @@ pub(super) fn apply(
     let (id, dropped) = step.store.windows_mut(r.key, id, t - d, drop_below)?;
     // Only windows that end before any window the record reads were dropped.
     let shifted = |i: usize| {
-        i.checked_sub(dropped).ok_or_else(|| {
-            crate::Error::Internal("a window the record reads had expired".into())
-        })
+        i.checked_sub(dropped)
+            .ok_or_else(|| crate::Error::Internal("a window the record reads had expired".into()))
     };
     let plan = Plan {
         from: shifted(plan.from)?,
@@ -175,7 +180,9 @@ fn plan(w: &Windows, t: i64, d: i64, min_live_end: i64) -> Plan {
     let mut news = SmallVec::new();
     if let Some(p) = previous {
         let start = p + 1;
-        let exists = slots[from..to].binary_search_by_key(&start, |s| s.start).is_ok();
+        let exists = slots[from..to]
+            .binary_search_by_key(&start, |s| s.start)
+            .is_ok();
         if start + d >= t && !exists {
             news.push(New {
                 start,
@@ -326,7 +333,13 @@ impl Scratch {
                         })?;
                 }
                 (Some(seed), true) => {
-                    step.merge(r.key, (n.start, n.start + d), seed, &self.record, &mut self.fresh)?;
+                    step.merge(
+                        r.key,
+                        (n.start, n.start + d),
+                        seed,
+                        &self.record,
+                        &mut self.fresh,
+                    )?;
                 }
                 (Some(seed), false) => self.fresh.extend_from_slice(seed),
                 (None, _) => self.fresh.extend_from_slice(&self.record),

@@ -157,7 +157,8 @@ impl SlidingStore {
         if self.in_transaction {
             self.journal.save_from(self.transaction, id, w, from);
         }
-        let dropped = w.first_from(first_kept);
+        // Few windows expire at a time: counted from the front.
+        let dropped = w.slots.iter().take_while(|s| s.start < first_kept).count();
         if dropped > 0 {
             if self.in_transaction {
                 self.journal.save_front(id, w, dropped);
@@ -173,7 +174,10 @@ impl SlidingStore {
     /// `ids`. The lookups are independent of one another, so their cache misses overlap.
     pub(super) fn key_ids(&self, keys: &arrow_row::Rows, ids: &mut Vec<KeyId>) {
         ids.clear();
-        ids.extend(keys.iter().map(|k| self.keys.get(k.as_ref()).unwrap_or(NO_KEY)));
+        ids.extend(
+            keys.iter()
+                .map(|k| self.keys.get(k.as_ref()).unwrap_or(NO_KEY)),
+        );
     }
 
     /// The windows of key `id` (from [`Self::key_ids`]).
@@ -191,7 +195,9 @@ impl SlidingStore {
         let mut sum = 0u64;
         for &id in ids.iter().filter(|&&id| id != NO_KEY) {
             let w = &self.by_key[id as usize];
-            sum = sum.wrapping_add(w.slots.len() as u64);
+            // The first window too: a record drops the expired ones from the front.
+            let first = w.slots.first().map_or(0, |s| s.start);
+            sum = sum.wrapping_add(first as u64);
             tails.push(w);
         }
         // Four slots to a cache line.
@@ -204,7 +210,10 @@ impl SlidingStore {
         for w in &tails {
             let from = w.slots.len().saturating_sub(TAIL_WINDOWS);
             if let (Some(first), Some(last)) = (w.slots.get(from), w.slots.last()) {
-                let (lo, hi) = (first.at.min(last.at) as usize, (last.at + last.len) as usize);
+                let (lo, hi) = (
+                    first.at.min(last.at) as usize,
+                    (last.at + last.len) as usize,
+                );
                 for b in w.bytes[lo..hi.max(lo)].iter().step_by(64) {
                     sum = sum.wrapping_add(u64::from(*b));
                 }
@@ -390,7 +399,10 @@ impl WindowStore for SlidingStore {
                 // The processor's checks name it (`WindowKind::check_stored`).
                 return Err(Error::invalid(
                     "snapshot",
-                    format!("window [{}, {}] is not the time difference long", s.start, s.end),
+                    format!(
+                        "window [{}, {}] is not the time difference long",
+                        s.start, s.end
+                    ),
                 ));
             }
             self.windows += u64::from(self.by_key[id as usize].put(s.start, s.value)?);
@@ -507,7 +519,8 @@ impl WindowStore for SlidingStore {
             let end = found[from].0;
             let to = from + found[from..].iter().take_while(|e| e.0 == end).count();
             if to - from > 1 {
-                found[from..to].sort_unstable_by(|a, b| self.keys.bytes(a.1).cmp(self.keys.bytes(b.1)));
+                found[from..to]
+                    .sort_unstable_by(|a, b| self.keys.bytes(a.1).cmp(self.keys.bytes(b.1)));
             }
             from = to;
         }
@@ -596,7 +609,5 @@ impl SlidingStore {
 
 /// Sorts windows by (end, start, key); windows of one end have one start.
 fn sort_by_end(windows: &mut [KeyedSession<'_>]) {
-    windows.sort_unstable_by(|a, b| {
-        (a.session.end, a.key).cmp(&(b.session.end, b.key))
-    });
+    windows.sort_unstable_by(|a, b| (a.session.end, a.key).cmp(&(b.session.end, b.key)));
 }

@@ -123,8 +123,11 @@ impl Windows {
 
     /// Drops the windows starting before `start`; returns how many.
     pub fn drop_before(&mut self, start: i64) -> usize {
-        let n = self.first_from(start);
-        self.garbage += self.slots[..n].iter().map(|s| s.len as usize).sum::<usize>();
+        let n = self.slots.partition_point(|s| s.start < start);
+        self.garbage += self.slots[..n]
+            .iter()
+            .map(|s| s.len as usize)
+            .sum::<usize>();
         self.slots.drain(..n);
         if self.slots.is_empty() {
             self.bytes.clear();
@@ -156,7 +159,6 @@ impl Windows {
         self.slots.capacity() * std::mem::size_of::<Slot>() + self.bytes.capacity()
     }
 }
-
 
 impl Windows {
     /// Drops the windows from index `first` on.

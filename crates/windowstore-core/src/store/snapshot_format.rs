@@ -35,8 +35,8 @@ use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 pub use super::atomic_file::{commit, stage};
-use super::metrics::Counters;
 use super::key_schema::KeyedSession;
+use super::metrics::Counters;
 use super::session_store::SessionStore;
 use crate::{Error, Result};
 
@@ -91,7 +91,10 @@ pub fn entries_batches(store: &SessionStore) -> Result<Vec<RecordBatch>> {
     entries_batches_with(&store.entries(), Arc::new(entries_schema()))
 }
 
-fn entries_batches_with(entries: &[KeyedSession<'_>], schema: SchemaRef) -> Result<Vec<RecordBatch>> {
+fn entries_batches_with(
+    entries: &[KeyedSession<'_>],
+    schema: SchemaRef,
+) -> Result<Vec<RecordBatch>> {
     let mut batches = Vec::with_capacity(entries.len().div_ceil(BATCH_ROWS).max(1));
     for chunk in entries.chunks(BATCH_ROWS) {
         // Sized once: grown as they filled, the byte buffers were copied again and again.

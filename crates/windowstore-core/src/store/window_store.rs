@@ -45,8 +45,11 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
     fn earliest_held_end(&self, earliest_end: i64) -> Option<i64>;
     /// The held windows whose end is at least `earliest_end`, of the keys in `[from, to]`
     /// (byte order, both inclusive; `None`: every key), in no particular order.
-    fn held_sessions(&self, keys: Option<(&[u8], &[u8])>, earliest_end: i64)
-        -> Vec<KeyedSession<'_>>;
+    fn held_sessions(
+        &self,
+        keys: Option<(&[u8], &[u8])>,
+        earliest_end: i64,
+    ) -> Vec<KeyedSession<'_>>;
     /// Every live window, in no particular order.
     fn entries_unordered(&self) -> Vec<KeyedSession<'_>>;
     /// Snapshot bytes of the store with the caller's `extra` metadata and `tables`.
