@@ -1,16 +1,16 @@
 //! The sliding windows' store: each key's windows together, in start order, changed in place.
 //!
-//! A key's windows are one [`Windows`]: their starts (every window is `D` long, so start order
-//! is end order too) and where each window's value lies in the key's one byte buffer. A value
-//! is the window time (the largest record time in it, 8 bytes little-endian) followed by the
-//! aggregate state, the layout every store writes in snapshots. A record reads and changes only
-//! its key's windows (`super::rule`): one hash probe for the key, then a short contiguous run of
-//! windows, whose fixed-width states are folded in place.
+//! A key's windows are one `Windows` (`super::windows`): their starts (every window is `D`
+//! long, so start order is end order too) and where each window's value lies in the key's one
+//! byte buffer. A value is the window time (the largest record time in it, 8 bytes
+//! little-endian) followed by the aggregate state, the layout every store writes in snapshots.
+//! A record reads and changes only its key's windows (`super::rule`): one hash probe for the
+//! key, then a short contiguous run of windows, whose fixed-width states are folded in place.
 //!
-//! - **Transactions.** [`SlidingStore::begin`] opens an undo log; the first change of a key's
-//!   windows within it saves them whole ([`SlidingStore::windows_mut`]), and a key new to the
-//!   store is noted. A rollback puts the saved windows back and forgets the new keys, so the
-//!   store's snapshot is what it was before the call.
+//! - **Transactions.** [`SlidingStore::begin`] opens an undo log (`super::undo`): a key's
+//!   windows are saved from the record's `t - D` on when a record first changes them, and a
+//!   key new to the store is noted. A rollback puts the saved windows back and forgets the new
+//!   keys, so the store's snapshot is what it was before the call.
 //! - **Expiry.** Store time is the largest window end put; a window ending before
 //!   `store time - retention + 1` is expired. Commits sweep the expired windows out once store
 //!   time has moved half a retention since the last sweep (as the session store drops a

@@ -60,17 +60,17 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
     fn change_counts(&self) -> (u64, u64) {
         (0, 0)
     }
-    /// Sets the `puts` and `removes` counters (see [`SessionStore::set_change_counts`]).
+    /// Sets the `puts` and `removes` counters (see `SessionStore::set_change_counts`).
     fn set_change_counts(&mut self, _puts: u64, _removes: u64) {}
-    /// Whether reads ahead pay (see [`SessionStore::reads_ahead`]).
+    /// Whether reads ahead pay (see `SessionStore::reads_ahead`).
     fn reads_ahead(&self) -> bool {
         false
     }
-    /// Reads the memory of `lookups` into the cache (see [`SessionStore::warm`]).
+    /// Reads the memory of `lookups` into the cache (see `SessionStore::warm`).
     fn warm(&self, _lookups: &[(&[u8], Reads)]) -> u64 {
         0
     }
-    /// Advances store time to `t` if it is later (see [`SessionStore::advance_time`]).
+    /// Advances store time to `t` if it is later (see `SessionStore::advance_time`).
     fn advance_time(&mut self, _t: i64) {}
 }
 
