@@ -125,6 +125,15 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         record: Record<'_, Self::Prepared>,
     ) -> Result<bool>;
 
+    /// Once a call's records are applied one by one, the changelog rows of the call if the
+    /// kind kept them itself (`None`, the default: those of `step.changelog`).
+    fn changelog_rows(
+        _step: &Step<'_, Self>,
+        _scratch: &mut Self::Scratch,
+    ) -> Result<Option<Rows>> {
+        Ok(None)
+    }
+
     /// Before a chunk's records are applied one by one: lets the kind look up what they will
     /// need together (`keys`: each row's encoded key), so that the cache misses of different
     /// records overlap. Reads only; the default reads nothing.

@@ -655,7 +655,10 @@ impl<K: WindowKind> Processor<K> {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
         } else {
-            step.changelog.take()
+            match K::changelog_rows(&step, &mut scratch)? {
+                Some(rows) => rows,
+                None => step.changelog.take(),
+            }
         };
         counters.emitted += rows.len() as u64;
         Ok((rows, counters))

@@ -103,6 +103,10 @@ impl WindowKind for SlidingSpec {
         super::rule::apply(ticks.time_difference, step, sc, &r)
     }
 
+    fn changelog_rows(step: &Step<'_, Self>, sc: &mut Self::Scratch) -> Result<Option<Rows>> {
+        super::rule::changelog_rows(step, sc)
+    }
+
     fn read_ahead(store: &SlidingStore, sc: &mut Self::Scratch, keys: &arrow_row::Rows) {
         super::rule::read_ahead(store, sc, keys);
     }

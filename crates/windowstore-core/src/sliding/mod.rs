@@ -4,10 +4,12 @@
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sliding windows as a window kind of the streaming processor;
 //! - `rule`: KIP-450's two-new-windows rule, what one record does to its key's windows;
-//! - [`store`]: the windows of a stream, each key's together in start order; `due`: those
-//!   not emitted yet, by end; `windows`: one key's windows; `undo`: the store's undo log;
+//! - [`store`]: the windows of a stream, each key's together in start order (`windows`), its
+//!   undo log (`undo`) and the windows not emitted yet, by end (`due`);
+//! - `changelog`: the `updates` changelog of a call, coalesced as it is made;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
 
+mod changelog;
 pub mod complete;
 mod due;
 pub mod kind;

@@ -31,6 +31,7 @@
 
 use smallvec::SmallVec;
 
+use super::changelog::Log;
 use super::spec::SlidingSpec;
 use super::store::{SlidingStore, NO_KEY};
 use super::windows::Windows;
@@ -79,6 +80,8 @@ pub struct Scratch {
     fresh: Vec<u8>,
     fresh_at: SmallVec<[(usize, usize); 3]>,
     merged: Vec<u8>,
+    /// The call's changelog in `updates` mode.
+    log: Log,
 }
 
 /// Applies record `r` to its key's windows (see the module doc); returns whether it was
@@ -142,9 +145,12 @@ pub(super) fn apply(
         // emitted_below and is never emitted.
         step.emit_closed();
     }
+    // In `final` mode the expired windows the record's key holds go (they were emitted); in
+    // the changelog modes, whose rows read the call's windows at its end, the commit's sweep
+    // takes them.
     let drop_below = match step.mode {
         EmitMode::Final => emitted_below,
-        _ => i64::MAX,
+        _ => i64::MIN,
     };
     // The record changes windows starting at t - D or later.
     let (id, dropped) = step.store.windows_mut(r.key, id, t - d, drop_below)?;
@@ -254,11 +260,16 @@ fn update(
     } = step;
     let t = r.t;
     let folds = aggs.folds_in_place();
+    let call = store.transaction();
     let mut bytes = 0;
     for i in plan.from..plan.to {
         let w = store.by_id(id);
         let start = w.slots()[i].start;
         let end = start + d;
+        let open = end >= *close;
+        if !open && *mode == EmitMode::Updates {
+            sc.log.freeze(w, call, i);
+        }
         let value = w.value_mut(i);
         let time = state::split(value).0.max(t);
         value[..8].copy_from_slice(&time.to_le_bytes());
@@ -280,9 +291,12 @@ fn update(
                 .map_err(overflow)?;
             w.replace(i, &sc.merged)?;
         }
-        let value = store.by_id(id).value(i);
+        let w = store.by_id(id);
+        let value = w.value(i);
         bytes += value.len();
-        if end >= *close && *mode != EmitMode::Final {
+        if open && *mode == EmitMode::Updates {
+            sc.log.note(w, call, id, start, time);
+        } else if open && *mode == EmitMode::Changes {
             let change = Change {
                 key: r.key.to_vec(),
                 start,
@@ -353,7 +367,7 @@ impl Scratch {
     /// modes. In `final` mode everything closed goes out before a closed window is put, so
     /// that it lies below `emitted_below` and is never emitted.
     fn put_new(
-        &self,
+        &mut self,
         d: i64,
         step: &mut Step<'_, SlidingSpec>,
         key: &[u8],
@@ -368,7 +382,11 @@ impl Scratch {
             }
             let value = &self.fresh[at..to];
             let new = step.store.put(id, n.start, value, step.emitted_below)?;
-            if open && step.mode != EmitMode::Final {
+            if open && step.mode == EmitMode::Updates {
+                let call = step.store.transaction();
+                self.log
+                    .note(step.store.by_id(id), call, id, n.start, n.time);
+            } else if open && step.mode == EmitMode::Changes {
                 let change = Change {
                     key: key.to_vec(),
                     start: n.start,
@@ -389,4 +407,15 @@ impl Scratch {
 pub(super) fn read_ahead(store: &SlidingStore, sc: &mut Scratch, keys: &arrow_row::Rows) {
     store.key_ids(keys, &mut sc.ids);
     sc.read_to = 0;
+}
+
+/// The call's `updates` changelog, once its records are applied (`None` in the other modes).
+pub(super) fn changelog_rows(
+    step: &Step<'_, SlidingSpec>,
+    sc: &mut Scratch,
+) -> Result<Option<crate::emit::Rows>> {
+    if step.mode != EmitMode::Updates {
+        return Ok(None);
+    }
+    sc.log.rows(step.store).map(Some)
 }

@@ -24,6 +24,10 @@ pub(super) struct Windows {
     /// The transaction that last saved these windows for undo, and from which start on.
     pub saved_in: u64,
     pub saved_from: i64,
+    /// The transaction that last logged a change of these windows in `updates` mode, and
+    /// where their entries of that call's log are (`super::changelog`).
+    pub log_call: u64,
+    pub log_list: u32,
 }
 
 impl Default for Windows {
@@ -34,6 +38,8 @@ impl Default for Windows {
             garbage: 0,
             saved_in: 0,
             saved_from: i64::MAX,
+            log_call: 0,
+            log_list: 0,
         }
     }
 }
