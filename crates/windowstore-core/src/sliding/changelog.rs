@@ -4,103 +4,91 @@
 //! key and the state per change.
 //!
 //! A record logs about as many changes as a window holds records, most of them to windows it
-//! or the key's earlier records of the call logged already. Each key's logged windows of the
-//! call are listed beside it (`Windows::log_list`), so that a change finds its window's entry
-//! in a short list; the rows read the windows' values once, at the end of the call. A window
-//! whose value changes later without being logged (a closed window that a later record joins
-//! silently) has its logged value copied first (`freeze`).
+//! or the key's earlier records of the call logged already. A logged change only marks its
+//! window with the change's number (`Windows::logged`, beside the windows the record has just
+//! read); the rows read the marked windows' values once, at the end of the call, in the order
+//! of the marks. A window whose value changes later without being logged (a closed window that
+//! a later record joins silently) has its logged value copied first (`freeze`).
 
-use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 use super::store::SlidingStore;
 use super::windows::Windows;
 use crate::emit::Rows;
+use crate::state;
 use crate::store::key_table::KeyId;
 use crate::{Error, Result};
-
-/// A window logged in the call: its key and start, window time, when it was last logged, and
-/// its value then if it changed since without being logged (a range of `frozen`).
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    id: KeyId,
-    start: i64,
-    time: i64,
-    order: u64,
-    frozen: Option<(usize, usize)>,
-}
 
 /// The call's `updates` changelog (see the module doc).
 #[derive(Debug, Default)]
 pub(super) struct Log {
-    entries: Vec<Entry>,
-    /// Per key logged in the call, its entries: (window start, entry index).
-    lists: Vec<SmallVec<[(i64, u32); 8]>>,
-    frozen: Vec<u8>,
+    /// The keys logged in the call.
+    keys: Vec<KeyId>,
+    /// The logged values of windows changed since without being logged, by when they were
+    /// last logged.
+    frozen: HashMap<u64, (usize, usize)>,
+    frozen_bytes: Vec<u8>,
+    /// When the next change is logged (from 1).
     next: u64,
 }
 
 impl Log {
-    /// Logs window `start` of key `id` (whose windows are `w`) with window time `time`, in
-    /// transaction `call`.
-    pub fn note(&mut self, w: &mut Windows, call: u64, id: KeyId, start: i64, time: i64) {
-        let order = self.next;
-        self.next += 1;
+    /// Logs window `i` of key `id` (whose windows are `w`), in transaction `call`.
+    pub fn note(&mut self, w: &mut Windows, call: u64, id: KeyId, i: usize) {
         if w.log_call != call {
             w.log_call = call;
-            w.log_list = self.lists.len() as u32;
-            self.lists.push(SmallVec::new());
+            w.logged.clear();
+            w.logged.resize(w.slots.len(), 0);
+            self.keys.push(id);
         }
-        let list = &mut self.lists[w.log_list as usize];
-        if let Some(&(_, e)) = list.iter().find(|(s, _)| *s == start) {
-            let entry = &mut self.entries[e as usize];
-            (entry.time, entry.order) = (time, order);
-            return;
-        }
-        list.push((start, self.entries.len() as u32));
-        self.entries.push(Entry {
-            id,
-            start,
-            time,
-            order,
-            frozen: None,
-        });
+        self.next += 1;
+        w.logged[i] = self.next;
     }
 
     /// Before window `i` of `w` changes without being logged in transaction `call`: keeps its
     /// logged value, if the call logged it.
     pub fn freeze(&mut self, w: &Windows, call: u64, i: usize) {
-        if w.log_call != call {
+        if w.log_call != call || w.logged[i] == 0 {
             return;
         }
-        let start = w.slots[i].start;
-        let list = &self.lists[w.log_list as usize];
-        let Some(&(_, e)) = list.iter().find(|(s, _)| *s == start) else {
-            return;
-        };
-        let entry = &mut self.entries[e as usize];
-        if entry.frozen.is_none() {
-            let at = self.frozen.len();
-            self.frozen.extend_from_slice(w.value(i));
-            entry.frozen = Some((at, self.frozen.len()));
+        if let Entry::Vacant(slot) = self.frozen.entry(w.logged[i]) {
+            let from = self.frozen_bytes.len();
+            self.frozen_bytes.extend_from_slice(w.value(i));
+            slot.insert((from, self.frozen_bytes.len()));
         }
     }
 
     /// The call's rows, in the order of each window's last logged change.
-    pub fn rows(&mut self, store: &SlidingStore) -> Result<Rows> {
-        self.entries.sort_unstable_by_key(|e| e.order);
+    pub fn rows(&mut self, store: &SlidingStore, call: u64) -> Result<Rows> {
+        let mut logged: Vec<(u64, KeyId, usize)> = Vec::new();
+        for &id in &self.keys {
+            let w = store.windows_of(id);
+            if w.log_call != call || w.logged.len() != w.slots.len() {
+                return Err(Error::Internal("a key's logged windows are gone".into()));
+            }
+            logged.extend(
+                w.logged
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &order)| order != 0)
+                    .map(|(i, &order)| (order, id, i)),
+            );
+        }
+        logged.sort_unstable_by_key(|&(order, _, _)| order);
         let mut rows = Rows::default();
-        for e in &self.entries {
-            let value = match e.frozen {
-                Some((from, to)) => &self.frozen[from..to],
-                None => store.value_of(e.id, e.start).ok_or_else(|| {
-                    Error::Internal(format!("a logged window starting at {} is gone", e.start))
-                })?,
+        for (order, id, i) in logged {
+            let w = store.windows_of(id);
+            let value = match self.frozen.get(&order) {
+                Some(&(from, to)) => &self.frozen_bytes[from..to],
+                None => w.value(i),
             };
-            let window = (e.start, e.start + store.d(), e.time);
+            let (time, agg_state) = state::split(value);
+            let start = w.slots[i].start;
             rows.push(
-                store.key_bytes(e.id),
-                window,
-                &value[8.min(value.len())..],
+                store.key_bytes(id),
+                (start, start + store.d(), time),
+                agg_state,
                 false,
             );
         }

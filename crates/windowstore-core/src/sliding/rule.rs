@@ -295,7 +295,7 @@ fn update(
         let value = w.value(i);
         bytes += value.len();
         if open && *mode == EmitMode::Updates {
-            sc.log.note(w, call, id, start, time);
+            sc.log.note(w, call, id, i);
         } else if open && *mode == EmitMode::Changes {
             let change = Change {
                 key: r.key.to_vec(),
@@ -384,8 +384,9 @@ impl Scratch {
             let new = step.store.put(id, n.start, value, step.emitted_below)?;
             if open && step.mode == EmitMode::Updates {
                 let call = step.store.transaction();
-                self.log
-                    .note(step.store.by_id(id), call, id, n.start, n.time);
+                let w = step.store.by_id(id);
+                let i = w.first_from(n.start);
+                self.log.note(w, call, id, i);
             } else if open && step.mode == EmitMode::Changes {
                 let change = Change {
                     key: key.to_vec(),
@@ -417,5 +418,5 @@ pub(super) fn changelog_rows(
     if step.mode != EmitMode::Updates {
         return Ok(None);
     }
-    sc.log.rows(step.store).map(Some)
+    sc.log.rows(step.store, step.store.transaction()).map(Some)
 }

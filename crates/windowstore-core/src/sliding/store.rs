@@ -191,14 +191,6 @@ impl SlidingStore {
         self.keys.bytes(id)
     }
 
-    /// The value of window `start` of key `id`, if there is one.
-    pub(super) fn value_of(&self, id: KeyId, start: i64) -> Option<&[u8]> {
-        let w = self.by_key.get(id as usize)?;
-        let i = w.first_from(start);
-        w.slots.get(i).filter(|s| s.start == start)?;
-        Some(w.value(i))
-    }
-
     /// The windows of key `id` (from [`Self::key_ids`]).
     #[inline]
     pub(super) fn windows_of(&self, id: KeyId) -> &Windows {

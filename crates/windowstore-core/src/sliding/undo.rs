@@ -80,18 +80,20 @@ impl Journal {
         self.undo.push(Undo::Front { id, saved });
     }
 
+    /// Copies windows `range` of `w`: their values in one piece, the span of the key's buffer
+    /// they lie in (a record's windows are the key's latest, whose values lie side by side).
     fn copy(&mut self, w: &Windows, range: Range<usize>) -> Range<usize> {
         let first = self.slots.len();
-        for i in range {
-            let at = self.bytes.len() as u32;
-            let value = w.value(i);
-            self.bytes.extend_from_slice(value);
-            self.slots.push(Slot {
-                start: w.slots[i].start,
-                at,
-                len: value.len() as u32,
-            });
-        }
+        let saved = &w.slots[range];
+        let lo = saved.iter().map(|s| s.at).min().unwrap_or(0);
+        let hi = saved.iter().map(|s| s.at + s.len).max().unwrap_or(0);
+        let base = self.bytes.len() as u32;
+        self.bytes
+            .extend_from_slice(&w.bytes[lo as usize..hi.max(lo) as usize]);
+        self.slots.extend(saved.iter().map(|s| Slot {
+            at: s.at - lo + base,
+            ..*s
+        }));
         first..self.slots.len()
     }
 

@@ -24,10 +24,11 @@ pub(super) struct Windows {
     /// The transaction that last saved these windows for undo, and from which start on.
     pub saved_in: u64,
     pub saved_from: i64,
-    /// The transaction that last logged a change of these windows in `updates` mode, and
-    /// where their entries of that call's log are (`super::changelog`).
+    /// The transaction that last logged a change of these windows in `updates` mode, and per
+    /// window when that call last logged it (`super::changelog`; 0: not logged). Empty, or as
+    /// long as `slots`.
     pub log_call: u64,
-    pub log_list: u32,
+    pub logged: Vec<u64>,
 }
 
 impl Default for Windows {
@@ -39,7 +40,7 @@ impl Default for Windows {
             saved_in: 0,
             saved_from: i64::MAX,
             log_call: 0,
-            log_list: 0,
+            logged: Vec::new(),
         }
     }
 }
@@ -113,6 +114,9 @@ impl Windows {
         }
         let slot = self.append(start, value)?;
         self.slots.insert(i, slot);
+        if !self.logged.is_empty() {
+            self.logged.insert(i, 0);
+        }
         Ok(true)
     }
 
@@ -135,6 +139,7 @@ impl Windows {
             .map(|s| s.len as usize)
             .sum::<usize>();
         self.slots.drain(..n);
+        self.logged.clear();
         if self.slots.is_empty() {
             self.bytes.clear();
             self.garbage = 0;
@@ -174,12 +179,14 @@ impl Windows {
             .map(|s| s.len as usize)
             .sum::<usize>();
         self.slots.truncate(first);
+        self.logged.clear();
         self.compact_if_worth();
     }
 
     /// Adds window `start` with `value` after the last (which starts before `start`): a
     /// rollback putting back what it saved, which fitted before.
     pub fn push_back(&mut self, start: i64, value: &[u8]) {
+        self.logged.clear();
         let at = self.bytes.len() as u32;
         self.bytes.extend_from_slice(value);
         self.slots.push(Slot {
@@ -203,5 +210,6 @@ impl Windows {
             });
         }
         self.slots.splice(0..0, front);
+        self.logged.clear();
     }
 }
