@@ -17,24 +17,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 # (label, baseline seconds or events/s, windowstore seconds or events/s, higher_is_better),
-# all measured on 2026-11-26 or 27 (docs/benchmarks.md, "Where windowstore stands").
+# all measured between 2026-11-26 and 28 (docs/benchmarks.md, "Where windowstore stands").
 FIGURES = [
     ("Sessions, complete mode\nvs Polars (10M events)", 2.480, 0.583, False),
     ("Sessions, complete mode\nvs DuckDB (10M events)", 2.627, 0.583, False),
     ("Sessions tagged on rows\nvs Polars over (10M events)", 2.607, 1.341, False),
     (
         "Sliding, complete mode, all windows\nvs Polars rolling, left windows (10M)",
-        2.140,
-        1.576,
+        1.514,
+        0.994,
         False,
     ),
     (
         "Sliding, complete mode, all windows\nvs DuckDB RANGE, left windows (10M)",
-        3.236,
-        1.576,
+        2.416,
+        0.994,
         False,
     ),
-    ("Sliding, streaming vs Kafka Streams\nat its defaults (200k records)", 27.718, 0.254, False),
+    ("Sliding, streaming vs Kafka Streams\nat its defaults (200k records)", 20.326, 0.226, False),
     ("Sessions, streaming vs Flink SQL\nparallelism 2 (1M events)", 5.78, 0.72, False),
     ("Spark batch sessions\nvs session_window (10M events)", 16.57, 9.71, False),
     ("Spark batch sliding, all windows\nvs rangeBetween, left windows (10M)", 16.40, 16.96, False),
@@ -54,7 +54,7 @@ def main() -> None:
     ax.set_xscale("log")
     ax.set_xlabel("speed relative to the baseline (baseline = 1; higher is faster; log scale)")
     ax.set_xlim(0.3, max(speed) * 3)
-    ax.set_title("windowstore beside its baselines (medians, 2 cores, 2026-11-26/27)")
+    ax.set_title("windowstore beside its baselines (medians, 2 cores, 2026-11-26/28)")
     ax.tick_params(axis="y", labelsize=8)
     out = Path(__file__).with_name("benchmarks.png")
     fig.savefig(out, dpi=110)

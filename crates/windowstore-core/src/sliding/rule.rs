@@ -101,7 +101,7 @@ pub(super) fn apply(
     step.aggs
         .encode_input(r.inputs, r.row, t, r.seq, &mut sc.record);
     let close = step.close;
-    if r.row >= sc.read_to && r.row < sc.ids.len() {
+    if r.row >= sc.read_to && r.row < sc.ids.len() && step.store.reads_ahead() {
         sc.read_to = (r.row + READ_AHEAD).min(sc.ids.len());
         std::hint::black_box(step.store.read_ahead(&sc.ids[r.row..sc.read_to]));
     }

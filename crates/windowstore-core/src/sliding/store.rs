@@ -42,6 +42,10 @@ pub(super) const NO_KEY: KeyId = KeyId::MAX;
 /// record in time order reads about twice the windows that a window holds records.
 const TAIL_WINDOWS: usize = 32;
 
+/// Stores holding fewer windows than this are not read ahead ([`SlidingStore::reads_ahead`]):
+/// they stay mostly in the cache, where the reads ahead cost more than they save.
+const READ_AHEAD_MIN_WINDOWS: u64 = 1 << 20;
+
 /// Keys whose due windows are looked up after one read ahead ([`SlidingStore::take_due`]).
 const READ_AHEAD_KEYS: usize = 16;
 
@@ -195,6 +199,13 @@ impl SlidingStore {
     #[inline]
     pub(super) fn windows_of(&self, id: KeyId) -> &Windows {
         &self.by_key[id as usize]
+    }
+
+    /// Whether the store is large enough to read ahead: at least [`READ_AHEAD_MIN_WINDOWS`]
+    /// windows, about 100 MB, several times the cache.
+    #[inline]
+    pub(super) fn reads_ahead(&self) -> bool {
+        self.windows >= READ_AHEAD_MIN_WINDOWS
     }
 
     /// Reads the latest windows of the keys `ids` ([`NO_KEY`]: none), stage by stage across
@@ -502,7 +513,7 @@ impl WindowStore for SlidingStore {
         while from < due.len() {
             let id = due[from].1;
             let to = from + due[from..].iter().take_while(|e| e.1 == id).count();
-            if from >= read_to {
+            if from >= read_to && self.reads_ahead() {
                 let (sum, read) = self.read_lists_ahead(&due[from..]);
                 std::hint::black_box(sum);
                 read_to = from + read;
