@@ -325,23 +325,7 @@ impl SlidingStore {
 
     /// The live windows of key `id` whose end lies in `[from, to]`, as keyed windows.
     fn keyed(&self, id: KeyId, from: i64, to: i64) -> impl Iterator<Item = KeyedSession<'_>> {
-        let w = &self.by_key[id as usize];
-        let from = from.max(self.min_live_end());
-        let first = w.first_from(from.saturating_sub(self.d));
-        let key = self.keys.bytes(id);
-        let d = self.d;
-        w.slots[first..]
-            .iter()
-            .enumerate()
-            .take_while(move |(_, s)| s.start + d <= to)
-            .map(move |(i, s)| KeyedSession {
-                key,
-                session: Session {
-                    start: s.start,
-                    end: s.start + d,
-                    value: w.value(first + i),
-                },
-            })
+        self.keyed_held(id, from.max(self.min_live_end()), to)
     }
 
     /// The live keys' ids.
