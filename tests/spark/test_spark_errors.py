@@ -148,3 +148,26 @@ def test_a_bare_integer_duration_on_a_timestamp_is_refused_before_any_job(
     assert '"ts"' in message
     assert "timestamp" in message
     assert '"30m"' in message
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_an_integer_gap_column_next_to_a_timestamp_is_refused_before_any_job(
+    spark: SparkSession, tmp_path: Path, streaming: bool
+) -> None:
+    """The workers see a timestamp as epoch microseconds: an integer gap of 30 would be 30 µs.
+    Refused when the DataFrame is defined, in Spark's types, batch and stream alike."""
+    schema = "k string, ts timestamp, g long"
+    if streaming:
+        write_files([], tmp_path / "in")
+        df = read_stream(spark, tmp_path / "in", schema)
+    else:
+        df = spark.createDataFrame([], schema)
+    kwargs = {"grace": "1m"} if streaming else {}
+    with pytest.raises(SchemaError) as e:
+        session_windows(
+            df, key="k", time="ts", gap_column="g", max_gap="1h", aggs=[agg.count()], **kwargs
+        )
+    message = str(e.value)
+    assert '"g"' in message
+    assert "bigint" in message
+    assert "interval day to second" in message

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import LongType, TimestampType
 
-from windowstore import _records
+from windowstore import _core, _records
 from windowstore._durations import (
     DurationLike,
     check_session_durations,
@@ -359,8 +359,34 @@ def _check_durations(
             max_duration=params["max_duration"],
             **common,
         )
+        if time is not None and params["gap_column"] is not None:
+            _check_gap_column(df, time, params["gap_column"], params["max_gap"])
     else:
         check_sliding_durations(time_type, time_difference=params["time_difference"], **common)
+
+
+def _check_gap_column(
+    df: DataFrame, time: str, gap_column: str, max_gap: DurationLike | None
+) -> None:
+    """The gap column's type beside the time column's, as the batch adapter checks it: the
+    core's complete mode on an empty table of the two columns' Arrow types (an integer gap
+    column next to a timestamp is refused, in Spark's terms: the workers, which see epoch
+    microseconds, could not tell)."""
+    _schema.in_spark_terms(
+        df,
+        _schema.arrow_schema(df, [time, gap_column]),
+        lambda schema: _core.session_windows(
+            schema.empty_table(),
+            key=[time],
+            time=time,
+            time_unit=None,
+            gap=None,
+            gap_column=gap_column,
+            max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
+            aggs=[],
+            on_invalid="drop",
+        ),
+    )
 
 
 def _event_time(df: DataFrame, time: str, grace: DurationLike | None) -> tuple[DataFrame, int]:
