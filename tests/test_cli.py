@@ -221,7 +221,7 @@ TIMES = ("sessions", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts")
           "--time-difference", "5s"), "argument --agg", 'column "zz"'),
         # A bare integer counts ticks of an integer time column: refused on a timestamp.
         ((*TIMES, "--gap", "30"), "argument --gap",
-         '30 is a bare integer, but the time column "ts" is a timestamp[us]; give a length such '
+         '30 is a bare integer, but the time column "ts" is a timestamp_ntz; give a length such '
          "as 30m, 90s or 1h30m"),
         ((*TIMES, "--gap", "30m", "--max-duration", "4"), "argument --max-duration",
          "4 is a bare integer"),
@@ -230,7 +230,8 @@ TIMES = ("sessions", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts")
         (("sliding", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts",
           "--time-difference", "5"), "argument --time-difference", "5 is a bare integer"),
         ((*TIMES, "--gap", "30m", "--time-unit", "s"), "argument --time-unit",
-         'is the tick of an integer time column, but the time column "ts" is a timestamp'),
+         '--time-unit s is the tick of an integer time column only; the time column "ts" is a '
+         "timestamp"),
         (("sessions", "in.csv", "-o", "out", "--key", "u", "--time", "s", "--gap", "30",
           "--time-format", "yyyy-MM-dd HH:mm:ss"), "argument --gap", "30 is a bare integer"),
         ((*SESSIONS[:-1], "s", "--gap", "30m", "--time-format", "yyyy", "--time-unit", "s"),

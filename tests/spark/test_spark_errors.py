@@ -162,10 +162,10 @@ def test_an_integer_gap_column_next_to_a_timestamp_is_refused_before_any_job(
         df = read_stream(spark, tmp_path / "in", schema)
     else:
         df = spark.createDataFrame([], schema)
-    kwargs = {"grace": "1m"} if streaming else {}
+    grace = "1m" if streaming else None
     with pytest.raises(SchemaError) as e:
         session_windows(
-            df, key="k", time="ts", gap_column="g", max_gap="1h", aggs=[agg.count()], **kwargs
+            df, key="k", time="ts", gap_column="g", max_gap="1h", grace=grace, aggs=[agg.count()]
         )
     message = str(e.value)
     assert '"g"' in message

@@ -94,14 +94,6 @@ def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
 _DURATIONS = ("gap", "max_gap", "max_duration", "time_difference")
 
 
-def _type_words(t: pa.DataType) -> str:
-    """A time column's Arrow type as Spark names it (``timestamp``, ``timestamp_ntz``,
-    ``date``), else as Arrow does."""
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz is not None else "timestamp_ntz"
-    return "date" if pa.types.is_date(t) else str(t)
-
-
 def check_units(job: WindowJob, time_type: pa.DataType) -> None:
     """The job's durations and ``--time-unit`` against its time column's type, by the core's
     rule (``check_session_durations``): a bare integer counts ticks of an integer time column,
@@ -112,21 +104,18 @@ def check_units(job: WindowJob, time_type: pa.DataType) -> None:
     """
     if not (pa.types.is_timestamp(time_type) or pa.types.is_date(time_type)):
         return
-    if job.common.get("time_unit") is not None:
-        raise BadArgument(
-            "--time-unit",
-            f'is the tick of an integer time column, but the time column "{job.time}" is a '
-            f"{_type_words(time_type)}; leave --time-unit out",
-        )
     durations = {p: job.windows[p] for p in _DURATIONS if job.windows.get(p) is not None}
     # Spark reads a date as a day's first instant: its lengths are those of a timestamp.
     as_time = pa.timestamp("us") if pa.types.is_date(time_type) else time_type
+    time_unit = job.common.get("time_unit")
     try:
         if job.command == "sessions":
             gap_column = job.windows.get("gap_column")
-            check_session_durations(as_time, time=job.time, gap_column=gap_column, **durations)
+            check_session_durations(
+                as_time, time=job.time, time_unit=time_unit, gap_column=gap_column, **durations
+            )
         else:
-            check_sliding_durations(as_time, time=job.time, **durations)
+            check_sliding_durations(as_time, time=job.time, time_unit=time_unit, **durations)
     except InvalidWindowSpec as e:
         raise BadArgument(FLAGS.get(e.parameter or ""), cli_words(without_name(str(e)))) from e
 
