@@ -221,7 +221,7 @@ TIMES = ("sessions", "in.ts.parquet", "-o", "out", "--key", "u", "--time", "ts")
           "--time-difference", "5s"), "argument --agg", 'column "zz"'),
         # A bare integer counts ticks of an integer time column: refused on a timestamp.
         ((*TIMES, "--gap", "30"), "argument --gap",
-         '30 is a bare integer, but the time column "ts" is a timestamp_ntz; give a length such '
+         '30 is a bare integer, but the time column "ts" is a timestamp; give a length such '
          "as 30m, 90s or 1h30m"),
         ((*TIMES, "--gap", "30m", "--max-duration", "4"), "argument --max-duration",
          "4 is a bare integer"),

@@ -4,7 +4,7 @@ errors that name the flag at fault (``BadArgument``, ``cli_words``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from windowstore import agg
 from windowstore._causes import MASTER_FORMS
@@ -113,7 +113,7 @@ FLAGS = {
 }
 
 #: Hints of the Python API's messages, in the command line's words.
-_HINTS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
+_HINTS = [
     (re.compile(r"on_invalid='drop' with return_rejected=True"), "--on-invalid drop"),
     (re.compile(r"give gap \(fixed\) or gap_column and max_gap \(dynamic\)"),
      "give --gap (fixed) or --gap-column and --max-gap (dynamic)"),
@@ -122,9 +122,9 @@ _HINTS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r'give a length such as "30m" or timedelta\(minutes=30\)'),
      "give a length such as 30m, 90s or 1h30m"),
     (re.compile(r'time_unit="(\w+)"'), r"--time-unit \1"),
-    # Arrow's timestamp types as Spark names them: with a time zone, Spark's timestamp.
-    (re.compile(r"timestamp\[\w+(, tz=[^\]]+)?\]"),
-     lambda m: "timestamp" if m[1] else "timestamp_ntz"),
+    # Arrow's timestamp types in Spark's words (which of timestamp and timestamp_ntz Spark
+    # reads depends on the input format and its settings).
+    (re.compile(r"timestamp\[\w+(, tz=[^\]]+)?\]"), "timestamp"),
     (re.compile(r"leave time_unit out"), "leave --time-unit out"),
     (re.compile(r"parse it into a timestamp first \([^)]*\)( or give integer epoch ticks)?"),
      "give its format with --time-format (a Spark datetime pattern such as "
