@@ -309,6 +309,8 @@ impl SlidingStore {
             self.windows -= n;
             self.counters.expired_sessions += n;
             if w.slots.is_empty() {
+                // The key goes, and its buffers with it.
+                *w = Windows::default();
                 self.keys.release(id as KeyId);
             }
         }
