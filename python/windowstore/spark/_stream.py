@@ -33,13 +33,11 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
-from pyspark.sql.types import LongType, TimestampType
+from pyspark.sql.types import TimestampType
 
-from windowstore import _core, _records
+from windowstore import _records
 from windowstore._durations import (
     DurationLike,
-    check_session_durations,
-    check_sliding_durations,
     to_duration,
 )
 from windowstore.agg import Agg
@@ -47,6 +45,7 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _bucket, _bucket_log, _schema
 from windowstore.spark._plan import column, positive_int
 from windowstore.spark._schema import engine_arrow_type
+from windowstore.spark._stream_checks import check_durations, check_stream_time
 
 __all__ = ["sink_columns", "stream_windows"]
 
@@ -119,8 +118,8 @@ def stream_windows(
                 'clock="processing" uses arrival times instead',
                 "time",
             )
-        _check_stream_time(df, time)
-    _check_durations(df, kind, time, params, grace, clock, idle_timeout)
+        check_stream_time(df, time)
+    check_durations(df, kind, time, params, grace, clock, idle_timeout)
     if time is not None:  # event time (a processing-time stream has none, checked above)
         df, delay_ms = _event_time(df, time, grace)
     partitions = _local_partitions(df.sparkSession)
@@ -314,79 +313,6 @@ def _from_micros(name: str, is_time: bool, aggs: Sequence[Agg], micros: set[str]
         elif agg.func in ("collect", "collect_all"):
             return F.transform(column(name), F.timestamp_micros).alias(name)
     return F.timestamp_micros(column(name)).alias(name) if is_time else column(name)
-
-
-def _check_stream_time(df: DataFrame, time: str) -> None:
-    dt = _schema.field(df, time).dataType
-    if not isinstance(dt, TimestampType):
-        hint = (
-            " (convert epoch ticks with timestamp_millis/timestamp_micros)"
-            if isinstance(dt, LongType)
-            else ""
-        )
-        raise SchemaError(
-            f'column "{time}": a stream needs a timestamp time column for Spark\'s watermark, '
-            f"not {dt.simpleString()}{hint}",
-            time,
-        )
-
-
-def _check_durations(
-    df: DataFrame,
-    kind: str,
-    time: str | None,
-    params: dict[str, Any],
-    grace: DurationLike | None,
-    clock: str,
-    idle_timeout: DurationLike | None,
-) -> None:
-    """The core's duration rules against the time column's Spark type, before the query is
-    defined: a bare integer on a timestamp column is refused here, as in a batch job (the
-    workers see epoch microseconds, an integer column, and could not tell)."""
-    time_type = None if time is None else _schema.arrow_schema(df, [time]).field(time).type
-    common: dict[str, Any] = {
-        "time": time,
-        "grace": 0 if grace is None else grace,
-        "clock": clock,
-        "idle_timeout": idle_timeout,
-    }
-    if kind == "sessions":
-        check_session_durations(
-            time_type,
-            gap=params["gap"],
-            gap_column=params["gap_column"],
-            max_gap=params["max_gap"],
-            max_duration=params["max_duration"],
-            **common,
-        )
-        if time is not None and params["gap_column"] is not None:
-            _check_gap_column(df, time, params["gap_column"], params["max_gap"])
-    else:
-        check_sliding_durations(time_type, time_difference=params["time_difference"], **common)
-
-
-def _check_gap_column(
-    df: DataFrame, time: str, gap_column: str, max_gap: DurationLike | None
-) -> None:
-    """The gap column's type beside the time column's, as the batch adapter checks it: the
-    core's complete mode on an empty table of the two columns' Arrow types (an integer gap
-    column next to a timestamp is refused, in Spark's terms: the workers, which see epoch
-    microseconds, could not tell)."""
-    _schema.in_spark_terms(
-        df,
-        _schema.arrow_schema(df, [time, gap_column]),
-        lambda schema: _core.session_windows(
-            schema.empty_table(),
-            key=[time],
-            time=time,
-            time_unit=None,
-            gap=None,
-            gap_column=gap_column,
-            max_gap=None if max_gap is None else to_duration(max_gap, "max_gap"),
-            aggs=[],
-            on_invalid="drop",
-        ),
-    )
 
 
 def _event_time(df: DataFrame, time: str, grace: DurationLike | None) -> tuple[DataFrame, int]:
