@@ -123,6 +123,14 @@ _BARE = [
 ]
 
 
+def _empty(spark: SparkSession, tmp_path: Path, schema: str, streaming: bool) -> DataFrame:
+    """An empty DataFrame of `schema`: a stream over an empty folder, or a batch."""
+    if not streaming:
+        return spark.createDataFrame([], schema)
+    write_files([], tmp_path / "in")
+    return read_stream(spark, tmp_path / "in", schema)
+
+
 @pytest.mark.parametrize(("adapter", "kwargs", "parameter", "streaming"), _BARE)
 def test_a_bare_integer_duration_on_a_timestamp_is_refused_before_any_job(
     spark: SparkSession,
@@ -134,12 +142,7 @@ def test_a_bare_integer_duration_on_a_timestamp_is_refused_before_any_job(
 ) -> None:
     """A Spark timestamp counts microseconds: gap=1_800_000 would be 1.8 s, not 30 minutes.
     Refused when the DataFrame is defined, batch and stream alike."""
-    schema = "k string, ts timestamp, x long"
-    if streaming:
-        write_files([], tmp_path / "in")
-        df = read_stream(spark, tmp_path / "in", schema)
-    else:
-        df = spark.createDataFrame([], schema)
+    df = _empty(spark, tmp_path, "k string, ts timestamp, x long", streaming)
     with pytest.raises(InvalidWindowSpec) as e:
         adapter(df, key="k", time="ts", aggs=[agg.count()], **kwargs)
     assert e.value.parameter == parameter
@@ -156,12 +159,7 @@ def test_an_integer_gap_column_next_to_a_timestamp_is_refused_before_any_job(
 ) -> None:
     """The workers see a timestamp as epoch microseconds: an integer gap of 30 would be 30 µs.
     Refused when the DataFrame is defined, in Spark's types, batch and stream alike."""
-    schema = "k string, ts timestamp, g long"
-    if streaming:
-        write_files([], tmp_path / "in")
-        df = read_stream(spark, tmp_path / "in", schema)
-    else:
-        df = spark.createDataFrame([], schema)
+    df = _empty(spark, tmp_path, "k string, ts timestamp, g long", streaming)
     grace = "1m" if streaming else None
     with pytest.raises(SchemaError) as e:
         session_windows(
