@@ -97,6 +97,7 @@ fn input() -> InputSpec {
         time: "ts".into(),
         time_unit: None,
         gap: None,
+        markers: Default::default(),
     }
 }
 

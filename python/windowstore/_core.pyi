@@ -136,6 +136,8 @@ class Processor:
         clock: str = "event",
         idle_timeout: _Duration | None = None,
         output: str = "windows",
+        starts_session: str | None = None,
+        ends_session: str | None = None,
     ) -> Processor: ...
     @staticmethod
     def sliding(
@@ -215,6 +217,8 @@ def session_windows(
     *,
     max_duration: _Duration | None = None,
     output: str = "windows",
+    starts_session: str | None = None,
+    ends_session: str | None = None,
     **spec: Unpack[_SessionSpec],
 ) -> tuple[pa.Table, pa.Table, int]:
     """Complete-data session windows: (windows, or with output="records" every usable row

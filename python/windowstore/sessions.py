@@ -43,6 +43,8 @@ class SessionOptions(TypedDict, total=False):
     gap_column: str | None
     max_gap: DurationLike | None
     max_duration: DurationLike | None
+    starts_session: str | None
+    ends_session: str | None
     aggs: Sequence[Agg]
     on_invalid: OnInvalid
     time_unit: TimeUnit | None
@@ -99,6 +101,23 @@ class SessionWindowProcessor(WindowProcessor):
             open sessions (time, gap and their aggregate inputs: about 30 bytes plus the
             aggregated values per record) to cut them again. Beyond the grace, a record that
             would change a closed session is late.
+        starts_session: A boolean column (null is false) whose true records start a session:
+            a marked record at ``t`` puts a boundary just before ``t``, so no record earlier
+            than ``t`` shares a session with the records at ``t`` and later (a login).
+            Records at equal times are never separated. Within the boundaries the gap rule
+            and ``max_duration`` apply as without markers, and the sessions are those of
+            [`session_windows`][windowstore.session_windows] with the same markers whatever
+            the arrival order within the grace: as with ``max_duration``, the processor keeps
+            the records of open sessions to cut them again, and a marker arriving late within
+            the grace splits the session it falls in. The session before a start marker at
+            ``t`` closes once stream time passes ``t - 1 + grace`` (not a gap later). A
+            boundary is not a cut: ``max_duration_cuts`` counts only the sessions the cap
+            ended.
+        ends_session: A boolean column (null is false) whose true records end their session:
+            a marked record at ``t`` puts a boundary just after ``t``, so no record later than
+            ``t`` shares a session with the records at ``t`` and earlier (a logout). The
+            session closes once stream time passes ``t + grace``, not its reach. Both markers
+            at one time make the records at that time a session of their own.
         grace: How long after a session's reach late records are still accepted. Required with
             ``clock="event"``; none (or zero) with ``clock="processing"``.
         retention: How long closed sessions are kept to recognise late records (default and
@@ -180,6 +199,8 @@ class SessionWindowProcessor(WindowProcessor):
         clock: Clock = "event",
         idle_timeout: DurationLike | None = None,
         max_duration: DurationLike | None = None,
+        starts_session: str | None = None,
+        ends_session: str | None = None,
     ) -> None:
         clocked = clock_args(clock, time, idle_timeout)
         g, column, m = _gaps(gap, gap_column, max_gap)
@@ -197,6 +218,8 @@ class SessionWindowProcessor(WindowProcessor):
             on_invalid=on_invalid,
             max_duration=_max_duration(max_duration),
             output=output,
+            starts_session=starts_session,
+            ends_session=ends_session,
             **clocked,
         )
         self._finish = finisher(aggs, self._window)
@@ -245,6 +268,8 @@ def session_windows(
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
     max_duration: DurationLike | None = None,
+    starts_session: str | None = None,
+    ends_session: str | None = None,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
     time_unit: TimeUnit | None = None,
@@ -261,6 +286,16 @@ def session_windows(
     ``max_duration`` caps a session's span: per key in event-time order, a record joins its
     session by the gap rule only if it is at most ``max_duration`` after the session's start,
     and starts a new session otherwise.
+
+    ``starts_session`` and ``ends_session`` name boolean columns (null is false) that mark
+    session boundaries, such as a login and a logout: a record at ``t`` marked by
+    ``starts_session`` puts a boundary just before ``t`` (no record earlier than ``t`` shares
+    a session with the records at ``t`` and later), one marked by ``ends_session`` a boundary
+    just after ``t`` (no record later than ``t`` shares a session with those at ``t`` and
+    earlier). Records at equal times are never separated: a start and an end marker at one
+    time make the records at that time a session of their own. Otherwise the gap rule (fixed
+    or ``gap_column``) and ``max_duration`` cut sessions as without markers, never joining
+    across a boundary.
 
     With ``output="records"`` (no ``aggs``) the result is not one row per session but every
     input row that is not rejected, all its columns unchanged, plus ``session_start`` and
@@ -290,6 +325,13 @@ def session_windows(
         [{'user': 'a', 'ts': 0, 'x': 1, 'session_start': 0, 'session_end': 5}, \
 {'user': 'a', 'ts': 5, 'x': 2, 'session_start': 0, 'session_end': 5}, \
 {'user': 'b', 'ts': 1, 'x': 3, 'session_start': 1, 'session_end': 1}]
+
+        A logout ends its session, although the next click is within the gap:
+
+        >>> clicks = pa.table({"user": ["a"] * 3, "ts": [0, 3, 8], "out": [None, True, False]})
+        >>> [(s["session_start"], s["session_end"]) for s in session_windows(
+        ...     clicks, key="user", time="ts", gap=10, ends_session="out").to_pylist()]
+        [(0, 3), (8, 8)]
     """
     g, column, m = _gaps(gap, gap_column, max_gap)
     aggs = check_aggs(aggs)
@@ -302,6 +344,8 @@ def session_windows(
         max_gap=m,
         on_invalid=on_invalid,
         max_duration=_max_duration(max_duration),
+        starts_session=starts_session,
+        ends_session=ends_session,
     )
     if _records.check_output(output, aggs):
         out, rejected = _records.complete_records(data, kwargs)

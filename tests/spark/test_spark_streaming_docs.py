@@ -162,3 +162,20 @@ def test_the_readmes_kafka_example_runs_and_writes_the_closed_sessions(
     assert report["replaced"]["packages"] == 1
     assert len(report["queries"]) == 1
     assert closed_sessions(tmp_path / "run" / "out" / "sessions") == CLOSED
+
+
+def test_the_login_sessions_page_runs_and_shows_what_it_says(tmp_path: Path) -> None:
+    """docs/how-to/login-sessions.md on a topic ``logins`` of its own broker: the page writes its
+    events, and both tables it shows (the stream's closed sessions, the batch's all) are printed
+    as shown."""
+    page = ROOT / "docs" / "how-to" / "login-sessions.md"
+    with KafkaBroker(tmp_path / "kafka") as broker:
+        broker.create_topic("logins")
+        report = run_page(page, broker, tmp_path / "run")
+    shows = [e for e in examples(page) if ".show(truncate=False)" in e.code]
+    assert len(shows) == 2
+    for block in shows:
+        table = shown_table(block.code)
+        assert table.count("\n") >= 6
+        assert table in report["printed"][str(block.line)]
+    assert len(report["queries"]) == 1

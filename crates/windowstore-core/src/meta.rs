@@ -276,6 +276,7 @@ impl<'a> MetaReader<'a> {
                 .transpose()
                 .map_err(|_| self.bad("time_unit is malformed"))?,
             gap: None,
+            markers: Default::default(),
         };
         let aggs = match self.need("aggs")? {
             "" => Vec::new(),

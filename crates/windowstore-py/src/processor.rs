@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PySchema};
 use windowstore_core::emit::EmitMode;
+use windowstore_core::input::Markers;
 use windowstore_core::processor::{
     restore_any, AnyProcessor, Clock, Processor, Then as Hook, WindowQuery,
 };
@@ -83,7 +84,7 @@ impl PyProcessor {
 impl PyProcessor {
     /// A session window processor.
     #[staticmethod]
-    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None, clock="event", idle_timeout=None, output="windows"))]
+    #[pyo3(signature = (*, key, time, time_unit, gap, gap_column, max_gap, grace, retention, emit, aggs, on_invalid, max_duration=None, clock="event", idle_timeout=None, output="windows", starts_session=None, ends_session=None))]
     #[allow(clippy::too_many_arguments)]
     fn sessions(
         key: Vec<String>,
@@ -101,6 +102,8 @@ impl PyProcessor {
         clock: &str,
         idle_timeout: Option<PyDuration>,
         output: &str,
+        starts_session: Option<String>,
+        ends_session: Option<String>,
     ) -> PyResult<Self> {
         guard(|| {
             let records = match output {
@@ -123,17 +126,25 @@ impl PyProcessor {
             let input = input_spec(key, time.unwrap_or_default(), time_unit)?;
             let aggs = crate::convert::aggs(aggs)?;
             let clock = clock_arg(clock, idle_timeout)?;
+            let markers = Markers {
+                starts: starts_session,
+                ends: ends_session,
+            };
+            let max_duration = max_duration
+                .map(|d| duration(d, "max_duration"))
+                .transpose()?;
             Ok(Self::new(match max_duration {
-                None => Box::new(
+                None if !markers.any() => Box::new(
                     Processor::new(spec, input, aggs)
                         .and_then(|p| p.with_clock(clock))
                         .and_then(|p| if records { p.with_records() } else { Ok(p) })
                         .py()?,
                 ),
-                Some(d) => {
+                _ => {
                     let spec = CappedSessionSpec {
                         session: spec,
-                        max_duration: duration(d, "max_duration")?,
+                        max_duration,
+                        markers,
                     };
                     Box::new(
                         Processor::new(spec, input, aggs)

@@ -7,7 +7,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PyDataType;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::InputSpec;
+use windowstore_core::input::{InputSpec, Markers};
 use windowstore_core::processor::{check_durations, Clock};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionSpec};
@@ -66,7 +66,8 @@ pub fn check_session_durations(
             Some(d) => {
                 let spec = CappedSessionSpec {
                     session: spec,
-                    max_duration: duration(d, "max_duration")?,
+                    max_duration: Some(duration(d, "max_duration")?),
+                    markers: Default::default(),
                 };
                 check_durations(spec, clock, input, time_type.as_ref())
             }
@@ -93,6 +94,7 @@ pub(crate) fn input_spec(
         time,
         time_unit: time_unit.as_deref().map(parse_unit).transpose().py()?,
         gap: None,
+        markers: Default::default(),
     })
 }
 
@@ -135,7 +137,7 @@ pub(crate) fn complete_args(
 
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]
-#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None, output="windows"))]
+#[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None, output="windows", starts_session=None, ends_session=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn session_windows<'py>(
     py: Python<'py>,
@@ -150,13 +152,19 @@ pub fn session_windows<'py>(
     on_invalid: String,
     max_duration: Option<PyDuration>,
     output: &str,
+    starts_session: Option<String>,
+    ends_session: Option<String>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
         let max_duration = max_duration
             .map(|d| duration(d, "max_duration"))
             .transpose()?;
-        let args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
+        let mut args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
+        args.input.markers = Markers {
+            starts: starts_session,
+            ends: ends_session,
+        };
         let result = py
             .detach(|| match output {
                 "windows" => windowstore_core::session::capped_session_windows(

@@ -87,6 +87,8 @@ def _session_windows(args: argparse.Namespace) -> dict[str, Any]:
         "gap_column": args.gap_column,
         "max_gap": duration(args.max_gap, "max_gap"),
         "max_duration": duration(args.max_duration, "max_duration"),
+        "starts_session": args.starts_session,
+        "ends_session": args.ends_session,
     }
 
 
@@ -219,8 +221,9 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     names = schema if isinstance(schema, list) else schema.names
     flags = {k: "--key" for k in job.keys}
     flags.update({a.column: "--agg" for a in job.aggs if a.column is not None})
-    if job.windows.get("gap_column"):
-        flags[job.windows["gap_column"]] = "--gap-column"
+    for parameter in ("gap_column", "starts_session", "ends_session"):
+        if job.windows.get(parameter):
+            flags[job.windows[parameter]] = FLAGS[parameter]
     flags[job.time] = "--time"
     for column, flag in flags.items():
         if column not in names:

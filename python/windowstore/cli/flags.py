@@ -102,6 +102,8 @@ FLAGS = {
     "gap_column": "--gap-column",
     "max_gap": "--max-gap",
     "max_duration": "--max-duration",
+    "starts_session": "--starts-session",
+    "ends_session": "--ends-session",
     "time_difference": "--time-difference",
     "aggs": "--agg",
     "max_size": "--agg collect:COL:MAX_SIZE",
@@ -119,6 +121,8 @@ _HINTS = [
      "give --gap (fixed) or --gap-column and --max-gap (dynamic)"),
     (re.compile(r"give gap or gap_column, not both"), "give --gap or --gap-column, not both"),
     (re.compile(r"a gap column needs max_gap"), "--gap-column needs --max-gap"),
+    # The Spark adapter's "starts_session column "login" is string; ...".
+    (re.compile(r"\b(starts|ends)_session column"), r"--\1-session column"),
     (re.compile(r'give a length such as "30m" or timedelta\(minutes=30\)'),
      "give a length such as 30m, 90s or 1h30m"),
     (re.compile(r'time_unit="(\w+)"'), r"--time-unit \1"),

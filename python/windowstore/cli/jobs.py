@@ -192,7 +192,8 @@ def _window_options(
 
 
 def _gaps(p: argparse.ArgumentParser) -> None:
-    """The options of ``sessions``: the gap, the cap on a session, tagged rows."""
+    """The options of ``sessions``: the gap, the cap on a session, its markers, tagged
+    rows."""
     p.add_argument("--gap", metavar="DURATION",
                    help="fixed inactivity gap that closes a session: 30m, 90s (see "
                    "durations below)")  # fmt: skip
@@ -205,6 +206,12 @@ def _gaps(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-duration", metavar="DURATION",
                    help="longest span of a session from its first to its last event: a record "
                    "later than that after its session's start starts a new session")  # fmt: skip
+    p.add_argument("--starts-session", metavar="COL",
+                   help="boolean column whose true rows start a session (a login): no earlier "
+                   "row shares a session with them")  # fmt: skip
+    p.add_argument("--ends-session", metavar="COL",
+                   help="boolean column whose true rows end their session (a logout): no "
+                   "later row shares a session with them")  # fmt: skip
     p.add_argument("--records", action="store_true",
                    help="write every input row with session_start, session_end and session_id "
                    "instead of one row per session (no --agg)")  # fmt: skip
@@ -243,6 +250,8 @@ examples:
       --records                                  # every row, tagged with its session
   windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
       --max-duration 4h                          # no session longer than 4 hours
+  windowstore sessions clicks.parquet -o sessions/ --key user_id --time ts --gap 30m \\
+      --starts-session is_login --ends-session is_logout  # boolean columns
 """
 
 _SLIDING_EXAMPLES = """\

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    NullType,
     ShortType,
     StringType,
     StructField,
@@ -39,6 +40,7 @@ from windowstore.exceptions import InvalidWindowSpec, SchemaError
 
 __all__ = [
     "arrow_schema",
+    "check_markers",
     "check_time",
     "in_spark_terms",
     "keys",
@@ -139,6 +141,20 @@ def check_time(df: DataFrame, time: str) -> None:
             f"timestamp, timestamp_ntz or an integer of epoch ticks",
             time,
         )
+
+
+def check_markers(df: DataFrame, markers: dict[str, str]) -> None:
+    """Refuses a session marker column (``markers``: parameter to column name) that is missing
+    or not a boolean (or Spark's ``void``, all null, which the engine takes too), in Spark's
+    words: the engine's own error would name the column's Arrow type."""
+    for parameter, name in markers.items():
+        dt = field(df, name).dataType
+        if not isinstance(dt, BooleanType | NullType):
+            raise SchemaError(
+                f'{parameter} column "{name}" is {dt.simpleString()}; give a boolean column '
+                "(true marks the record; null is false)",
+                name,
+            )
 
 
 def arrow_schema(df: DataFrame, names: Sequence[str]) -> pa.Schema:

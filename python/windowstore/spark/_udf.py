@@ -56,17 +56,35 @@ class SessionArgs:
     finish: Finisher | None = None
     #: The cap on a session's span (None: none); not mergeable, so no partial sessions.
     max_duration: _Duration | None = None
+    #: The boolean columns of session start and end markers (None: none); not mergeable
+    #: either (a marker moves the cuts of a key's later records), so no partial sessions.
+    starts_session: str | None = None
+    ends_session: str | None = None
 
     @property
     def key(self) -> list[str]:
         """The key columns."""
         return self.spec["key"]
 
+    @property
+    def whole_rows(self) -> bool:
+        """Whether the sessions need every row of a key at once (a cap or markers): the rows,
+        not partial sessions, are shuffled by key."""
+        return (self.max_duration, self.starts_session, self.ends_session) != (None,) * 3
+
     def core(self, aggs: list[_Agg] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``_core.session_partials`` / ``_core.session_windows`` (with
-        ``max_duration``, of the latter only), with ``aggs`` if given."""
-        capped = {} if self.max_duration is None else {"max_duration": self.max_duration}
-        return capped | {**self.spec, "aggs": self.spec["aggs"] if aggs is None else aggs}
+        ``max_duration`` and the markers, of the latter only), with ``aggs`` if given."""
+        cut = {
+            name: value
+            for name, value in (
+                ("max_duration", self.max_duration),
+                ("starts_session", self.starts_session),
+                ("ends_session", self.ends_session),
+            )
+            if value is not None
+        }
+        return cut | {**self.spec, "aggs": self.spec["aggs"] if aggs is None else aggs}
 
     def records_core(self) -> dict[str, Any]:
         """Keyword arguments of the complete-data engine's records output (no ``aggs``)."""
@@ -175,7 +193,7 @@ def capped_sessions(
     args: SessionArgs, batches: Iterable[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """The sessions of the partition's keys (all rows of a key are here) with a maximum
-    duration, finished."""
+    duration or markers, finished."""
 
     def capped(table: pa.Table) -> pa.Table:
         windows, _rejected, _clamped = _core.session_windows(table, **args.core())

@@ -63,6 +63,8 @@ def session_windows(
     gap_column: str | None = None,
     max_gap: DurationLike | None = None,
     max_duration: DurationLike | None = None,
+    starts_session: str | None = None,
+    ends_session: str | None = None,
     aggs: Sequence[Agg] = (),
     on_invalid: OnInvalid = "error",
     time_unit: TimeUnit | None = None,
@@ -85,7 +87,7 @@ def session_windows(
     merged and finished. The result is lazy, like any DataFrame.
 
     Args:
-        df: The input. Only the key, time, gap and aggregated columns are read.
+        df: The input. Only the key, time, gap, marker and aggregated columns are read.
         key: Key column name(s), or columns of ``df`` (``F.col("user_id")``).
         time: A ``timestamp``, ``timestamp_ntz`` or integer column (epoch ticks of
             ``time_unit``, default milliseconds); a stream needs a ``timestamp``. None with
@@ -102,6 +104,16 @@ def session_windows(
             partition's keys in one Arrow call: a worker holds all rows of the keys of its
             partition, as with ``output="records"``. A stream keeps the records of open
             sessions in its state (about 30 bytes plus the aggregated values per record).
+        starts_session: A ``boolean`` column (null is false) whose true rows start a session,
+            such as a login: a row marked at ``t`` puts a boundary just before ``t`` (see
+            [`windowstore.session_windows`][]). Markers move the cuts of every later row of
+            the key, so, as with ``max_duration``, a batch shuffles the rows (not partial
+            sessions) by key and a stream keeps the records of open sessions in its state; a
+            stream closes the session before a start marker at ``t`` once stream time passes
+            ``t - 1 + grace``.
+        ends_session: A ``boolean`` column (null is false) whose true rows end their session,
+            such as a logout: a row marked at ``t`` puts a boundary just after ``t``. A stream
+            closes that session once stream time passes ``t + grace``, not a gap later.
         aggs: Aggregations from [`windowstore.agg`][].
         on_invalid: ``"error"`` (default) fails the job on the first unusable row (null key or
             time, invalid gap, time overflow), naming its reason; ``"drop"`` leaves such rows out
@@ -177,6 +189,9 @@ def session_windows(
     time = None if time is None else _schema.column_name(df, time, "time")
     aggs = check_aggs(aggs)
     records = _records.check_output(output, aggs, emit if df.isStreaming else "final")
+    markers = _markers(starts_session, ends_session)
+    _schema.check_markers(df, markers)
+    extra = [gap_column, *markers.values()]
     if df.isStreaming:
         check_stream_options(partitions=partitions, time_unit=time_unit)
         # Imported only for streams: it needs pandas, which a batch job's executors need not have.
@@ -192,9 +207,10 @@ def session_windows(
                 "gap_column": gap_column,
                 "max_gap": max_gap,
                 "max_duration": max_duration,
+                **markers,
                 "on_invalid": check_on_invalid(on_invalid),
             },
-            used=_schema.used_columns(names, time, [gap_column], aggs),
+            used=_schema.used_columns(names, time, extra, aggs),
             aggs=aggs,
             grace=grace,
             emit=emit,
@@ -227,23 +243,25 @@ def session_windows(
         },
         finish=finisher(aggs, ("session_start", "session_end")),
         max_duration=None if max_duration is None else to_duration(max_duration, "max_duration"),
+        starts_session=starts_session,
+        ends_session=ends_session,
     )
     _schema.check_time(df, time)
     # The engine's type errors, in Spark's types (records need every column's Arrow form).
     _schema.in_spark_terms(
         df,
-        _schema.arrow_schema(df, _schema.used_columns(names, time, [gap_column], aggs)),
+        _schema.arrow_schema(df, _schema.used_columns(names, time, extra, aggs)),
         lambda schema: _core.session_windows(schema.empty_table(), **args.core()),
     )
     if records:
         tagged = _records_of(df, args, partitions)
         return (tagged, _rejected(df, args)) if return_rejected else tagged
-    columns = _schema.used_columns(names, time, [gap_column], aggs)
+    columns = _schema.used_columns(names, time, extra, aggs)
     arrow = _schema.arrow_schema(df, columns)
     # The engines check everything on an empty table of the executors' schema: same rules, and
     # the exact output schemas, before any job starts.
     empty = arrow.empty_table()
-    if args.max_duration is not None:
+    if args.whole_rows:
         windows = _capped_of(df, args, columns, empty, partitions)
         return (windows, _rejected(df, args)) if return_rejected else windows
     partial_schema = _core.session_partials(empty, **args.core())[0].schema
@@ -284,14 +302,23 @@ def _capped_of(
     empty: pa.Table,
     partitions: int | None,
 ) -> DataFrame:
-    """Sessions with a maximum duration: the rows shuffled by key, each partition's keys cut in
-    one call of the complete-data engine. A cap is not mergeable from partial sessions (where
-    it cuts depends on every earlier record of the key), so the rows travel whole."""
+    """Sessions with a maximum duration or markers: the rows shuffled by key, each partition's
+    keys cut in one call of the complete-data engine. Neither is mergeable from partial
+    sessions (where they cut depends on every earlier record of the key), so the rows travel
+    whole."""
     windows_empty, _, _ = _core.session_windows(empty, **args.core())
     schema = (windows_empty if args.finish is None else args.finish(windows_empty)).schema
     return by_key(project(df, columns), args.key, partitions).mapInArrow(
         partial(_udf.capped_sessions, args), _schema.spark_schema(schema)
     )
+
+
+def _markers(starts_session: str | None, ends_session: str | None) -> dict[str, str]:
+    """The marker parameters given, by name. A stream's engine parameters (and so its
+    checkpoint's fingerprint) hold them only when given: a query without markers restarts
+    on the checkpoints of earlier versions."""
+    given = {"starts_session": starts_session, "ends_session": ends_session}
+    return {name: column for name, column in given.items() if column is not None}
 
 
 def _rejected(df: DataFrame, args: _udf.SessionArgs) -> DataFrame:

@@ -1,9 +1,11 @@
-//! Input binding: which columns of an Arrow batch are the key, the time and the gap, checked
+//! Input binding: which columns of an Arrow batch are the key, the time, the gap and the markers,
+//! checked
 //! once against the schema, then read batch by batch into plain slices the engines loop over.
 
 mod conform;
 pub mod gap;
 pub mod key_codec;
+pub mod markers;
 pub(crate) mod order;
 pub mod time;
 
@@ -15,6 +17,7 @@ use crate::{Error, Result};
 pub use conform::{plain_batch, plain_schema};
 pub use gap::GapColumn;
 pub use key_codec::{KeyCodec, KeyView};
+pub use markers::{MarkerColumns, Markers};
 pub use time::TimeColumn;
 
 // The old path of the renamed public module, kept for callers.
@@ -32,6 +35,8 @@ pub struct InputSpec {
     pub time_unit: Option<TimeUnit>,
     /// The dynamic-gap column, if any.
     pub gap: Option<String>,
+    /// The columns that mark records starting or ending a session, if any.
+    pub markers: Markers,
 }
 
 /// An [`InputSpec`] checked against a schema.
@@ -44,6 +49,8 @@ pub struct BoundInput {
     pub time: TimeColumn,
     /// The gap column, for dynamic gaps.
     pub gap: Option<GapColumn>,
+    /// The marker columns, for sessions that a record starts or ends.
+    pub markers: Option<MarkerColumns>,
 }
 
 impl BoundInput {
@@ -87,11 +94,13 @@ impl BoundInput {
             .as_deref()
             .map(|name| GapColumn::try_new(name, &time, &schema, restored))
             .transpose()?;
+        let markers = MarkerColumns::try_new(&spec.markers, &schema)?;
         Ok(Self {
             schema,
             keys,
             time,
             gap,
+            markers,
         })
     }
 

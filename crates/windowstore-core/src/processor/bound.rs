@@ -187,6 +187,7 @@ mod tests {
             time: "ts".into(),
             time_unit: None,
             gap: None,
+            markers: Default::default(),
         };
         Processor::new(spec, input, vec![AggSpec::count()]).unwrap()
     }

@@ -28,6 +28,9 @@ pub struct Checked {
     /// The record's gap column value in ticks, where the kind reads one (`None`: null or
     /// unreadable).
     pub column_gap: Option<i64>,
+    /// The record's marker flags (`input::markers::STARTS`, `ENDS`), where the kind reads
+    /// marker columns; else 0.
+    pub flags: u8,
 }
 
 /// What [`WindowKind::step_run`] did that the store does not count the way record steps do.
@@ -96,6 +99,11 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// The dynamic-gap column the kind reads, if any.
     fn gap_column(&self) -> Option<&str> {
         None
+    }
+    /// The marker columns the kind reads (sessions that a record starts or ends); none by
+    /// default.
+    fn markers(&self) -> crate::input::Markers {
+        crate::input::Markers::default()
     }
     /// The grace as the caller gave it (a processing-time clock takes none).
     fn grace_spec(&self) -> Duration;

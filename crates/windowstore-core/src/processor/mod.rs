@@ -161,6 +161,7 @@ impl<K: WindowKind> Processor<K> {
         kind.validate(input.time_unit)?;
         let input = InputSpec {
             gap: kind.gap_column().map(str::to_string),
+            markers: kind.markers(),
             ..input
         };
         Ok(Self {
@@ -548,6 +549,7 @@ impl<K: WindowKind> Processor<K> {
             let keys = bound.input.keys.encode(&batch)?;
             let times = bound.input.time.read_at(&batch, arrival);
             let gaps = bound.input.gap.as_ref().map(|g| g.read(&batch));
+            let flags = bound.input.markers.as_ref().map(|m| m.read(&batch));
             let mut checked = Vec::with_capacity(batch.num_rows());
             for row in 0..batch.num_rows() {
                 let record = Checked {
@@ -555,6 +557,7 @@ impl<K: WindowKind> Processor<K> {
                     time: times.problem(row),
                     t: times.ticks[row],
                     column_gap: gaps.as_ref().and_then(|g| g[row]),
+                    flags: flags.as_ref().map_or(0, |f| f[row]),
                 };
                 let result = K::check(&bound.ticks, record, &mut scratch);
                 if let (Err(reason), OnInvalid::Error) = (result, self.kind.on_invalid()) {

@@ -1,32 +1,40 @@
-//! Sessions with a maximum duration as a window kind of the streaming processor.
+//! Sessions that keep their records to cut them again, as a window kind of the streaming
+//! processor: sessions with a maximum duration, and sessions that a record starts or ends
+//! (marker columns).
 //!
-//! Definition (docs/semantics.md section 2, maximum duration): per key, in event-time order, a
-//! record joins the current session if the gap rule joins it and `t - start <= max_duration`;
-//! otherwise it starts a new session. Unlike plain sessions, a record can move every later cut
-//! point of its key (a record before a session's start moves that start, and with it where the
-//! cap cuts), so the kind keeps what re-cutting needs: every stored session carries its records
-//! (time, arrival, gap and the record's own aggregate state).
+//! Definition (docs/semantics.md section 2): per key, in (time, arrival) order, the records at a
+//! time join the current session by the rule of `super::cuts` (the gap rule, no marker between
+//! them, and `t - start <= max_duration`); otherwise they start a new session. Unlike plain
+//! sessions, a record can move every later cut point of its key (a record before a session's
+//! start moves that start, and with it where the cap cuts; a late marker splits a session), so
+//! the kind keeps what re-cutting needs: every stored session carries its records (time,
+//! arrival, gap, marker flags and the record's own aggregate state).
 //!
-//! **Stored value**, under `[start, reach]` as for plain sessions: `end` (`i64`), `cut` (`u8`:
-//! 1 if the cap ended the session before it, so that the next record started this one), the
-//! length of the aggregate state (`u32`), the aggregate state, then per record in `(time,
-//! arrival)` order: `t` (`i64`), `seq` (`u64`), `gap` (`i64`), the length of its state (`u32`)
-//! and its state. All little-endian. The records cost 28 bytes plus their one-record states
-//! per record of an open session, on top of the session's own state.
+//! **Stored value**, under `[start, closing]`, where `closing` is the last time a record can
+//! still join the session (its reach, or its end if a marker there ends it, or just before the
+//! next session if a start marker begins that one: `super::cuts::closing`): `end` (`i64`),
+//! `flags` (`u8`: [`CUT`] if the cap ended the session before it, [`ENDED`] if a record at its
+//! end ends it, [`STARTED`] if a record at its start starts it), the length of the aggregate
+//! state (`u32`), the aggregate state, then per record in `(time, arrival)` order: `t` (`i64`),
+//! `seq` (`u64`), `gap` (`i64`), with marker columns its flags (`u8`), the length of its state
+//! (`u32`) and its state. All little-endian. The records cost 28 bytes (29 with markers) plus
+//! their one-record states per record of an open session, on top of the session's own state.
 //!
 //! **Per record** (stream time already advanced). Records before `t` in time keep their
 //! sessions: only the session `S0` holding the latest record at or before `t` (if `t` is within
-//! its reach) and the sessions starting after `t` can change. Those are fetched, the record is
-//! put in its place, and that part of the key's sessions is cut again with the complete-data
-//! rule (`joins`, which complete mode cuts with too). A record in time order (the common
-//! case) joins `S0` or starts a session after it: that re-cut is known without reading `S0`'s
-//! records (`append`). Then, either way, the record is late if and only if the re-cut changes
-//! a closed session (its records, bounds or cut) or makes a session that is closed already (a
-//! closed session is final), or if it is older than what the store still holds (a session it
-//! would join may be gone); otherwise the sessions that changed are put and those gone
-//! removed. For a record within the grace none of that is closed (each starts after `t >=
-//! stream time - grace`, or reaches past `t`), so such records are never late and the sessions
-//! equal complete mode's.
+//! its closing) and the sessions starting after `t` can change, and, for a record that starts a
+//! session, the session before `S0`, whose closing it may lower. Those are fetched, the record
+//! is put in its place, and that part of the key's sessions is cut again with the complete-data
+//! rule. A record in time order that starts no session (the common case) joins `S0` or starts
+//! a session after it: that re-cut is known without reading `S0`'s records (`append`). Then,
+//! either way, the record is late if and only if the re-cut changes a closed session (its
+//! records, bounds or flags) or makes a session that is closed already, other than a session
+//! whose records stay as they were and whose closing a start marker lowers (in `final` mode it
+//! is emitted, then or at the end of the call), or if it is older than what the store still
+//! holds (a session it would join may be gone); otherwise the sessions that changed are put and
+//! those gone removed. For a record within the grace none of that is closed (each starts after
+//! `t >= stream time - grace`, or reaches past `t`), so such records are never late and the
+//! sessions equal complete mode's.
 //!
 //! The changelog follows the re-cut (`apply`): a window the re-cut keeps, with new records,
 //! is forwarded as an update without a delete first (plain sessions forward Kafka's delete,
@@ -35,25 +43,40 @@
 use arrow_schema::TimeUnit;
 
 use super::complete::capped_ticks;
+use super::cuts::{closing, group_flags, Open};
 use super::kind::SessionCounters;
 use super::run::change;
 use super::spec::{OnInvalid, Resolved, SessionSpec};
 use crate::emit::{EmitMode, Rows};
+use crate::input::markers::{ENDS, STARTS};
+use crate::input::Markers;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
 use crate::reject::Reason;
 use crate::store::session_store::PutOutcome;
+use crate::store::{KeyedSession, Session};
 use crate::time::{Duration, TimeBase};
-use crate::{Error, KeyedSession, Result, SessionStore};
+use crate::{Error, Result, SessionStore};
 
-/// Session windows whose sessions span at most `max_duration` from first to last record.
+/// A session's flag: the cap ended the session before it (the next record would have joined it
+/// by the gap rule).
+pub const CUT: u8 = 1;
+/// A session's flag: a record at its end ends it.
+pub const ENDED: u8 = 2;
+/// A session's flag: a record at its start starts it.
+pub const STARTED: u8 = 4;
+
+/// Session windows whose sessions span at most `max_duration` from first to last record, or
+/// that a record starts or ends, or both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CappedSessionSpec {
     /// The session parameters (gap, grace, retention, emit, on_invalid).
     pub session: SessionSpec,
-    /// The longest a session may span from its first to its last record (> 0).
-    pub max_duration: Duration,
+    /// The longest a session may span from its first to its last record (> 0), if capped.
+    pub max_duration: Option<Duration>,
+    /// The columns whose records start or end a session.
+    pub markers: Markers,
 }
 
 /// A [`CappedSessionSpec`] in ticks of the time column.
@@ -61,8 +84,10 @@ pub struct CappedSessionSpec {
 pub struct CappedTicks {
     /// The session parameters.
     pub session: Resolved,
-    /// `max_duration` in ticks.
+    /// `max_duration` in ticks (`i64::MAX`: no cap).
     pub max_duration: i64,
+    /// Whether records carry marker flags (a marker column is named).
+    pub marked: bool,
 }
 
 /// The counters of capped session processors.
@@ -89,12 +114,22 @@ impl KindCounters for CappedCounters {
     }
 }
 
+/// What checking a record leaves for applying it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prepared {
+    /// The gap in ticks.
+    gap: i64,
+    /// The marker flags (`STARTS`, `ENDS`).
+    flags: u8,
+}
+
 /// One record of a stored session.
 #[derive(Debug, Clone, Copy)]
 struct Rec {
     t: i64,
     seq: u64,
     gap: i64,
+    flags: u8,
     /// Where its one-record state lies in the scratch bytes.
     state: (usize, usize),
 }
@@ -104,8 +139,9 @@ struct Rec {
 struct Old {
     start: i64,
     end: i64,
+    /// Its closing, the bound it is stored under.
     reach: i64,
-    cut: bool,
+    flags: u8,
     state: (usize, usize),
     /// Its records' stored bytes in the scratch bytes.
     raw: (usize, usize),
@@ -113,13 +149,27 @@ struct Old {
     records: (usize, usize),
 }
 
+impl Old {
+    /// The session as the cut rule sees it (its closing in the place of its reach: the same
+    /// for the key's last session, which no start marker follows).
+    fn open(&self) -> Open {
+        Open {
+            start: self.start,
+            end: self.end,
+            reach: self.reach,
+            ends: self.flags & ENDED != 0,
+        }
+    }
+}
+
 /// A session of the re-cut.
 #[derive(Debug, Clone, Copy)]
 struct New {
     start: i64,
     end: i64,
+    /// Its closing.
     reach: i64,
-    cut: bool,
+    flags: u8,
     /// The old session whose records, all of them, begin it (none of them the new record), if
     /// any: its stored records and its state are where this one's start.
     prefix: Option<usize>,
@@ -142,6 +192,7 @@ pub struct Scratch {
     old: Vec<Old>,
     recs: Vec<Rec>,
     region: Vec<Rec>,
+    groups: Vec<u8>,
     new: Vec<New>,
     states: Vec<u8>,
     acc: Vec<u8>,
@@ -152,7 +203,7 @@ pub struct Scratch {
 /// The fields of a stored value, checked.
 struct Stored<'v> {
     end: i64,
-    cut: bool,
+    flags: u8,
     state: &'v [u8],
     records: &'v [u8],
 }
@@ -178,18 +229,33 @@ fn take_slice<'v>(bytes: &mut &'v [u8]) -> std::result::Result<&'v [u8], String>
 fn parse(value: &[u8]) -> std::result::Result<Stored<'_>, String> {
     let mut b = value;
     let end = i64::from_le_bytes(take::<8>(&mut b)?);
-    let cut = match take::<1>(&mut b)?[0] {
-        0 => false,
-        1 => true,
-        other => return Err(format!("cut flag {other} is neither 0 nor 1")),
-    };
+    let flags = take::<1>(&mut b)?[0];
+    if flags & !(CUT | ENDED | STARTED) != 0 {
+        return Err(format!("flags {flags} are not a session's"));
+    }
     let state = take_slice(&mut b)?;
     Ok(Stored {
         end,
-        cut,
+        flags,
         state,
         records: b,
     })
+}
+
+/// Reads one stored record off `b`: its time, arrival, gap, flags (with `marked` records) and
+/// state.
+fn take_record<'v>(
+    b: &mut &'v [u8],
+    marked: bool,
+) -> std::result::Result<(i64, u64, i64, u8, &'v [u8]), String> {
+    let t = i64::from_le_bytes(take::<8>(b)?);
+    let seq = u64::from_le_bytes(take::<8>(b)?);
+    let gap = i64::from_le_bytes(take::<8>(b)?);
+    let flags = if marked { take::<1>(b)?[0] } else { 0 };
+    if flags & !(STARTS | ENDS) != 0 {
+        return Err(format!("a record has flags {flags}"));
+    }
+    Ok((t, seq, gap, flags, take_slice(b)?))
 }
 
 /// Reads the records stored in `bytes[raw.0..raw.1]`, appending them to `recs` (their states
@@ -197,29 +263,31 @@ fn parse(value: &[u8]) -> std::result::Result<Stored<'_>, String> {
 fn read_records(
     bytes: &[u8],
     raw: (usize, usize),
+    marked: bool,
     recs: &mut Vec<Rec>,
 ) -> std::result::Result<(), String> {
     let mut b = &bytes[raw.0..raw.1];
     while !b.is_empty() {
-        let t = i64::from_le_bytes(take::<8>(&mut b)?);
-        let seq = u64::from_le_bytes(take::<8>(&mut b)?);
-        let gap = i64::from_le_bytes(take::<8>(&mut b)?);
-        let state = take_slice(&mut b)?;
+        let (t, seq, gap, flags, state) = take_record(&mut b, marked)?;
         let end = raw.1 - b.len();
         recs.push(Rec {
             t,
             seq,
             gap,
+            flags,
             state: (end - state.len(), end),
         });
     }
     Ok(())
 }
 
-fn put_record(r: &Rec, state: &[u8], out: &mut Vec<u8>) -> Result<()> {
+fn put_record(r: &Rec, state: &[u8], marked: bool, out: &mut Vec<u8>) -> Result<()> {
     out.extend_from_slice(&r.t.to_le_bytes());
     out.extend_from_slice(&r.seq.to_le_bytes());
     out.extend_from_slice(&r.gap.to_le_bytes());
+    if marked {
+        out.push(r.flags);
+    }
     put_len(state, out)?;
     out.extend_from_slice(state);
     Ok(())
@@ -239,8 +307,7 @@ fn put_len(bytes: &[u8], out: &mut Vec<u8>) -> Result<()> {
 impl WindowKind for CappedSessionSpec {
     type Ticks = CappedTicks;
     type Counters = CappedCounters;
-    /// The record's gap in ticks.
-    type Prepared = i64;
+    type Prepared = Prepared;
     type Scratch = Scratch;
     type Store = SessionStore;
 
@@ -260,13 +327,17 @@ impl WindowKind for CappedSessionSpec {
 
     fn validate(&self, time_unit: Option<TimeUnit>) -> Result<()> {
         let mut durations = self.session.durations();
-        durations.push(self.max_duration);
+        durations.extend(self.max_duration);
         self.resolve(&TimeBase::before_binding(&durations, time_unit))?;
         Ok(())
     }
 
     fn gap_column(&self) -> Option<&str> {
         self.session.gap_column()
+    }
+
+    fn markers(&self) -> Markers {
+        self.markers.clone()
     }
 
     fn grace_spec(&self) -> Duration {
@@ -276,7 +347,11 @@ impl WindowKind for CappedSessionSpec {
     fn resolve(&self, base: &TimeBase) -> Result<CappedTicks> {
         Ok(CappedTicks {
             session: self.session.resolve(base)?,
-            max_duration: capped_ticks(self.max_duration, base)?,
+            max_duration: match self.max_duration {
+                Some(d) => capped_ticks(d, base)?,
+                None => i64::MAX,
+            },
+            marked: self.markers.any(),
         })
     }
 
@@ -296,36 +371,43 @@ impl WindowKind for CappedSessionSpec {
         ticks: &CappedTicks,
         r: Checked,
         counters: &mut CappedCounters,
-    ) -> std::result::Result<i64, Reason> {
+    ) -> std::result::Result<Prepared, Reason> {
         let mut session = SessionCounters::default();
         let gap = <SessionSpec as WindowKind>::check(&ticks.session, r, &mut session)?;
         counters.gap_clamped += session.gap_clamped;
-        Ok(gap)
+        Ok(Prepared {
+            gap,
+            flags: r.flags,
+        })
     }
 
     fn step(
         ticks: &CappedTicks,
         step: &mut Step<'_, Self>,
         sc: &mut Scratch,
-        r: Record<'_, i64>,
+        r: Record<'_, Prepared>,
     ) -> Result<bool> {
         let (key, t) = (r.key, r.t);
-        let cap = ticks.max_duration;
         // A session the record would join may have expired from the store if the record is
         // older than what the store still shows; such a record is late (never one within the
         // grace: the store keeps max_gap + grace + max_gap behind its newest reach).
         if t < step.store.min_live_end() {
             return Ok(false);
         }
-        fetch(ticks, step, sc, key, t)?;
+        fetch(step, sc, key, t.saturating_sub(ticks.session.max_gap))?;
         // The sessions that can change: S0 (the last one starting at or before t) if t is
-        // within its reach, and every session starting after t (the fetched list is in start
-        // order).
-        let first = match sc.old.iter().rposition(|o| o.start <= t) {
+        // within its closing, every session starting after t (the fetched list is in start
+        // order), and for a record that starts a session, the one before S0 if its closing
+        // reaches t (it can fall to just before the record).
+        let mut first = match sc.old.iter().rposition(|o| o.start <= t) {
             Some(i) if sc.old[i].reach >= t => i,
             Some(i) => i + 1,
             None => 0,
         };
+        let starts = r.prepared.flags & STARTS != 0;
+        if starts && first > 0 && sc.old[first - 1].reach >= t {
+            first -= 1;
+        }
         // A closed session is final: with one among them, only the exact re-cut below can tell
         // whether the record leaves it as it is.
         let closed = sc.old[first..].iter().any(|o| o.reach < step.close);
@@ -336,32 +418,24 @@ impl WindowKind for CappedSessionSpec {
         let own = Rec {
             t,
             seq: r.seq,
-            gap: r.prepared,
+            gap: r.prepared.gap,
+            flags: r.prepared.flags,
             state: (at, sc.bytes.len()),
         };
         sc.region.clear();
         sc.new.clear();
+        let cap = ticks.max_duration;
         match sc.old[..] {
             [] => append(sc, own, None, cap),
-            [s0] if s0.end <= t && !closed => append(sc, own, Some(s0), cap),
-            _ => recut(sc, own, cap)?,
+            [s0] if s0.end <= t && !closed && !starts => append(sc, own, Some(s0), cap),
+            _ => recut(sc, own, cap, ticks.marked)?,
         }
-        // The record is late if and only if accepting it would change a closed session (its
-        // records, bounds or cut) or make a session that is closed already.
-        let unchanged = |n: &New| n.same_as().is_some_and(|o| sc.old[o].cut == n.cut);
-        let changed_closed = sc.new.iter().any(|n| n.reach < step.close && !unchanged(n))
-            || sc.old.iter().enumerate().any(|(i, o)| {
-                o.reach < step.close
-                    && !sc
-                        .new
-                        .iter()
-                        .any(|n| n.same_as() == Some(i) && n.cut == o.cut)
-            });
-        if changed_closed {
+        if changes_closed(sc, step.close, t) {
             return Ok(false);
         }
+        keep_closed(sc, step.close);
         states(step, sc, key)?;
-        apply(step, sc, key)?;
+        apply(step, sc, key, ticks.marked)?;
         Ok(true)
     }
 
@@ -373,13 +447,15 @@ impl WindowKind for CappedSessionSpec {
         states: &mut Vec<&'v [u8]>,
     ) -> std::result::Result<(), String> {
         let s = parse(value)?;
+        if !ticks.marked && s.flags & !CUT != 0 {
+            return Err(format!("flags {} without marker columns", s.flags));
+        }
         let mut b = s.records;
         let (mut last, mut max_reach, mut n) = (None, i64::MIN, 0usize);
+        let (mut first_group, mut end_group) = (0u8, 0u8);
         while !b.is_empty() {
-            let t = i64::from_le_bytes(take::<8>(&mut b)?);
-            let seq = u64::from_le_bytes(take::<8>(&mut b)?);
-            let gap = i64::from_le_bytes(take::<8>(&mut b)?);
-            states.push(take_slice(&mut b)?);
+            let (t, seq, gap, flags, state) = take_record(&mut b, ticks.marked)?;
+            states.push(state);
             if n == 0 && t != start {
                 return Err(format!("its first record is at {t}, not at its start"));
             }
@@ -393,14 +469,30 @@ impl WindowKind for CappedSessionSpec {
                 .checked_add(gap)
                 .ok_or_else(|| "a record's reach overflows".to_string())?;
             max_reach = max_reach.max(r);
+            first_group |= if t == start { flags } else { 0 };
+            end_group = if last.is_some_and(|(l, _)| l == t) {
+                end_group | flags
+            } else {
+                flags
+            };
             last = Some((t, seq));
             n += 1;
         }
         if last.map(|(t, _)| t) != Some(s.end) {
             return Err(format!("its last record is not at its end {}", s.end));
         }
-        if max_reach != reach {
-            return Err(format!("reach {reach} is not its records' {max_reach}"));
+        let ended = end_group & ENDS != 0;
+        let marks = marks(first_group, if ended { ENDS } else { 0 });
+        if s.flags & !CUT != marks {
+            return Err(format!(
+                "flags {} do not match its records' markers",
+                s.flags
+            ));
+        }
+        // Without markers the closing is the reach; a start marker after it may lower it.
+        let last_join = if ended { s.end } else { max_reach };
+        if reach > last_join || reach < s.end || (!ticks.marked && reach != max_reach) {
+            return Err(format!("reach {reach} is not its records' {last_join}"));
         }
         if s.end
             .checked_sub(start)
@@ -434,65 +526,128 @@ impl WindowKind for CappedSessionSpec {
 
     fn write_meta(&self, w: &mut MetaWriter<'_>) {
         self.session.write_meta(w);
-        w.duration("max_duration", self.max_duration);
+        if let Some(d) = self.max_duration {
+            w.duration("max_duration", d);
+        }
+        if let Some(c) = &self.markers.starts {
+            w.text("starts_session", c);
+        }
+        if let Some(c) = &self.markers.ends {
+            w.text("ends_session", c);
+        }
     }
 
     fn read_meta(r: &MetaReader<'_>, emit: EmitMode, on_invalid: OnInvalid) -> Result<Self> {
+        let text = |name| r.get(name).map(|_| r.text(name)).transpose();
         Ok(Self {
             session: SessionSpec::read_meta(r, emit, on_invalid)?,
-            max_duration: r.duration("max_duration")?,
+            max_duration: r
+                .get("max_duration")
+                .map(|_| r.duration("max_duration"))
+                .transpose()?,
+            markers: Markers {
+                starts: text("starts_session")?,
+                ends: text("ends_session")?,
+            },
         })
     }
 }
 
-/// Whether a record at `t` joins the session starting at `start` and reaching `reach` so far:
-/// the gap rule, within the cap.
-#[inline]
-pub(super) fn joins(start: i64, reach: i64, t: i64, cap: i64) -> bool {
-    t <= reach && t <= start.saturating_add(cap)
+/// Whether accepting the re-cut changes a closed session (its records, bounds or flags), or,
+/// for a record before `close` (one beyond the grace), makes a session that is closed already
+/// (closing below `close`). A record within the grace can make one: the records before a
+/// start marker at `close` close just before it (in `final` mode `apply` or the end of the
+/// call emits them).
+fn changes_closed(sc: &Scratch, close: i64, t: i64) -> bool {
+    let same = |n: &New| n.same_as().filter(|&o| sc.old[o].flags == n.flags);
+    let makes_closed = t < close && sc.new.iter().any(|n| n.reach < close && same(n).is_none());
+    makes_closed
+        || sc
+            .old
+            .iter()
+            .enumerate()
+            .any(|(i, o)| o.reach < close && !sc.new.iter().any(|n| same(n) == Some(i)))
+}
+
+/// Keeps the stored closing of every closed session the re-cut leaves as it is (a start marker
+/// after it may lower its closing, which no longer matters once it is closed).
+fn keep_closed(sc: &mut Scratch, close: i64) {
+    for n in &mut sc.new {
+        if let Some(o) = n.same_as().map(|o| sc.old[o]) {
+            if o.reach < close && o.flags == n.flags {
+                n.reach = o.reach;
+            }
+        }
+    }
 }
 
 /// The re-cut of record `own` at or after every record of the key's open sessions, without
-/// reading their records: it joins `s0` (the only session it can change) or starts a session
-/// of its own, the cut points before it unchanged.
+/// reading their records, for a record that starts no session: it joins `s0` (the only
+/// session it can change) or starts a session of its own, the cut points before it unchanged.
 fn append(sc: &mut Scratch, own: Rec, s0: Option<Old>, cap: i64) {
     let (t, reach) = (own.t, own.t + own.gap);
-    let joined = s0.filter(|s| joins(s.start, s.reach, t, cap));
-    if joined.is_none() {
-        // S0, if any, stays as it is.
-        sc.old.clear();
-    }
+    let before = s0.map(|s| s.open());
+    let mut session = match before {
+        Some(s) if s.joins(t, own.flags, cap) => s,
+        _ => {
+            // S0, if any, stays as it is.
+            sc.old.clear();
+            let cut = before.is_some_and(|s| s.by_gap(t, own.flags));
+            sc.region.push(own);
+            sc.new.push(New {
+                start: t,
+                end: t,
+                reach: Open::new(t, reach, own.flags).last_join(),
+                flags: flag(cut, CUT) | marks(own.flags, own.flags),
+                prefix: None,
+                records: (0, 1),
+                state: (0, 0),
+            });
+            return;
+        }
+    };
+    session.add(t, reach, own.flags);
+    let s0 = s0.map_or(0, |s| s.flags);
     sc.region.push(own);
     sc.new.push(New {
-        start: joined.map_or(t, |s| s.start),
+        start: session.start,
         end: t,
-        reach: joined.map_or(reach, |s| s.reach.max(reach)),
-        // Else the cap ended S0 if the record is within its reach.
-        cut: joined.map_or(s0.is_some_and(|s| t <= s.reach), |s| s.cut),
-        prefix: joined.map(|_| 0),
+        reach: session.last_join(),
+        flags: (s0 & (CUT | STARTED)) | flag(session.ends, ENDED),
+        prefix: Some(0),
         records: (0, 1),
         state: (0, 0),
     });
 }
 
-/// Reads the key's sessions that may hold the record's predecessor or start after `t` into
-/// `sc.old` (in start order), with their records in `sc.recs` and bytes in `sc.bytes`.
+/// `f` if `on`, else no flag.
+fn flag(on: bool, f: u8) -> u8 {
+    if on {
+        f
+    } else {
+        0
+    }
+}
+
+/// A session's marker flags from the group flags at its start and at its end.
+fn marks(first: u8, last: u8) -> u8 {
+    flag(first & STARTS != 0, STARTED) | flag(last & ENDS != 0, ENDED)
+}
+
+/// Reads the key's sessions whose closing is at least `lower` into `sc.old` (in start order),
+/// with their bytes in `sc.bytes`. With `lower = t - max_gap` that is every session the record
+/// can change, and the latest session starting at or before `t` if one of them starts before
+/// it: a session whose closing reaches `t` ends within `max_gap` of it, and a session starting
+/// after that end, at or before `t`, closes no earlier than it starts.
 fn fetch(
-    ticks: &CappedTicks,
     step: &Step<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     key: &[u8],
-    t: i64,
+    lower: i64,
 ) -> Result<()> {
     sc.bytes.clear();
     sc.old.clear();
     sc.recs.clear();
-    // A session that t can join reaches t, ends within max_duration of its start and reaches
-    // at most max_gap past its end; a session starting after t reaches past t. So sessions
-    // reaching below this bound cannot matter, nor hide a later one that does.
-    let lower = t
-        .saturating_sub(ticks.max_duration)
-        .saturating_sub(ticks.session.max_gap);
     for s in step.store.find_sessions(key, lower, i64::MAX) {
         let v = parse(s.value).map_err(|why| {
             Error::Internal(format!(
@@ -507,7 +662,7 @@ fn fetch(
             start: s.start,
             end: v.end,
             reach: s.end,
-            cut: v.cut,
+            flags: v.flags,
             state,
             raw: (state.1, sc.bytes.len()),
             records: (0, 0),
@@ -518,12 +673,13 @@ fn fetch(
 }
 
 /// Cuts the records of `sc.old` and record `own` into `sc.new` by the complete-data rule, and
-/// finds the old sessions whose records begin new ones. The first session keeps the `cut` flag
-/// of the old session it starts at: the boundary before it does not move.
-fn recut(sc: &mut Scratch, own: Rec, cap: i64) -> Result<()> {
+/// finds the old sessions whose records begin new ones. The first session keeps the `CUT` flag
+/// of the old session it starts at (the boundary before it does not move), unless a start
+/// marker now begins it.
+fn recut(sc: &mut Scratch, own: Rec, cap: i64, marked: bool) -> Result<()> {
     for i in 0..sc.old.len() {
         let from = sc.recs.len();
-        read_records(&sc.bytes, sc.old[i].raw, &mut sc.recs).map_err(|why| {
+        read_records(&sc.bytes, sc.old[i].raw, marked, &mut sc.recs).map_err(|why| {
             Error::Internal(format!("a capped session's records are unreadable: {why}"))
         })?;
         sc.old[i].records = (from, sc.recs.len());
@@ -544,19 +700,24 @@ fn recut(sc: &mut Scratch, own: Rec, cap: i64) -> Result<()> {
         sc.region.push(own);
         sc.region.len() - 1
     });
-    let first_cut = own != 0 && sc.old.first().is_some_and(|o| o.cut);
-    let mut i = 0;
-    while i < sc.region.len() {
-        let r0 = sc.region[i];
-        // The previous session ended because of the cap if this record was within its reach.
-        let cut = match sc.new.last() {
-            None => first_cut,
-            Some(p) => r0.t <= p.reach,
-        };
-        let (mut end, mut reach, mut j) = (r0.t, r0.t + r0.gap, i + 1);
-        while let Some(r) = sc.region.get(j).filter(|r| joins(r0.t, reach, r.t, cap)) {
-            end = r.t;
-            reach = reach.max(r.t + r.gap);
+    let region = &sc.region;
+    group_flags(
+        region.len(),
+        |i| region[i].t,
+        |i| region[i].flags,
+        &mut sc.groups,
+    );
+    let groups = &sc.groups;
+    let first_cut =
+        own != 0 && sc.old.first().is_some_and(|o| o.flags & CUT != 0) && groups[0] & STARTS == 0;
+    let (mut i, mut before): (usize, Option<Open>) = (0, None);
+    while i < region.len() {
+        let (r0, g0) = (region[i], groups[i]);
+        let cut = before.map_or(first_cut, |p| p.by_gap(r0.t, g0));
+        let mut session = Open::new(r0.t, r0.t + r0.gap, g0);
+        let mut j = i + 1;
+        while j < region.len() && session.joins(region[j].t, groups[j], cap) {
+            session.add(region[j].t, region[j].t + region[j].gap, groups[j]);
             j += 1;
         }
         let len = |o: &Old| o.records.1 - o.records.0;
@@ -565,14 +726,24 @@ fn recut(sc: &mut Scratch, own: Rec, cap: i64) -> Result<()> {
         });
         sc.new.push(New {
             start: r0.t,
-            end,
-            reach,
-            cut,
+            end: session.end,
+            reach: session.last_join(),
+            flags: flag(cut, CUT) | marks(g0, groups[j - 1]),
             prefix,
             records: (i + prefix.map_or(0, |o| len(&sc.old[o])), j),
             state: (0, 0),
         });
+        before = Some(session);
         i = j;
+    }
+    // A session that a start marker follows closes just before it.
+    for k in 1..sc.new.len() {
+        let next = &sc.new[k];
+        let next = (
+            next.start,
+            if next.flags & STARTED != 0 { STARTS } else { 0 },
+        );
+        sc.new[k - 1].reach = closing(sc.new[k - 1].reach, Some(next));
     }
     Ok(())
 }
@@ -604,8 +775,14 @@ fn states(step: &Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -> R
     Ok(())
 }
 
-/// Writes the re-cut into the store, the changelog and the counters.
-fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
+/// Writes the re-cut into the store, the changelog and the counters. In `final` mode, a
+/// session whose closing a start marker lowered below what was emitted already is emitted now.
+fn apply(
+    step: &mut Step<'_, CappedSessionSpec>,
+    sc: &mut Scratch,
+    key: &[u8],
+    marked: bool,
+) -> Result<()> {
     let Scratch {
         bytes,
         old,
@@ -616,13 +793,15 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
         ..
     } = sc;
     for n in new.iter() {
-        let unchanged = n.same_as().is_some_and(|o| old[o].cut == n.cut);
+        let unchanged = n
+            .same_as()
+            .is_some_and(|o| old[o].flags == n.flags && old[o].reach == n.reach);
         if unchanged {
             continue;
         }
         value.clear();
         value.extend_from_slice(&n.end.to_le_bytes());
-        value.push(u8::from(n.cut));
+        value.push(n.flags);
         let state = &states[n.state.0..n.state.1];
         put_len(state, value)?;
         value.extend_from_slice(state);
@@ -630,7 +809,7 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
             value.extend_from_slice(&bytes[old[o].raw.0..old[o].raw.1]);
         }
         for r in &region[n.records.0..n.records.1] {
-            put_record(r, &bytes[r.state.0..r.state.1], value)?;
+            put_record(r, &bytes[r.state.0..r.state.1], marked, value)?;
         }
         if step.put(key, n.start, n.reach, value)? == PutOutcome::Expired {
             // Unreachable: a session that is not closed is within retention.
@@ -639,6 +818,14 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
                 n.start, n.end
             )));
         }
+        if step.mode == EmitMode::Final && n.reach < step.emitted_below {
+            let session = Session {
+                start: n.start,
+                end: n.reach,
+                value: &value[..],
+            };
+            CappedSessionSpec::final_row(&KeyedSession { key, session }, &mut step.finals);
+        }
         step.latest_end = Some(step.latest_end.map_or(n.end, |e| e.max(n.end)));
     }
     for o in old.iter() {
@@ -646,8 +833,9 @@ fn apply(step: &mut Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -
             step.store.remove(key, o.start, o.reach);
         }
     }
-    let was: u64 = old.iter().map(|o| u64::from(o.cut)).sum();
-    let now: u64 = new.iter().map(|n| u64::from(n.cut)).sum();
+    let cuts = |flags: u8| u64::from(flags & CUT != 0);
+    let was: u64 = old.iter().map(|o| cuts(o.flags)).sum();
+    let now: u64 = new.iter().map(|n| cuts(n.flags)).sum();
     let c = &mut step.counters.max_duration_cuts;
     *c = (*c + now).saturating_sub(was);
     if step.mode == EmitMode::Final {

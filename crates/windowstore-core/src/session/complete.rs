@@ -2,9 +2,10 @@
 //!
 //! Records are grouped by key (a dense id per key in order of first appearance, then a stable
 //! counting sort, so time-ordered input needs no further sorting; only key groups that are out of
-//! time order get sorted by time and row), then one pass cuts each group into sessions wherever
-//! a record starts after the running reach `max(t + g)`, or, with a `max_duration`, more than
-//! `max_duration` after the start of its session. Aggregates are computed column by column over
+//! time order get sorted by time and row), then one pass cuts each group into sessions by the
+//! rule of `cuts`: wherever a record starts after the running reach `max(t + g)`, a marker
+//! separates it from the session, or, with a `max_duration`, it is more than `max_duration`
+//! after the start of its session. Aggregates are computed column by column over
 //! the resulting runs. The sessions equal what the streaming processor gives for
 //! the same records in time order.
 
@@ -12,6 +13,7 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
+use super::cuts::{group_flags, Open};
 use super::record_checks::record_gap;
 use super::spec::{GapSpec, OnInvalid, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
@@ -52,7 +54,8 @@ pub fn session_windows(
 /// [`session_windows`] where no session spans more than `max_duration` from its first to its
 /// last record (docs/semantics.md section 2, maximum duration): per key in time order, a record
 /// joins the current session if the gap rule joins it and `t - start <= max_duration`, and
-/// starts a new session otherwise. `None` is no cap.
+/// starts a new session otherwise. `None` is no cap. The marker columns of `input.markers`
+/// separate sessions too (docs/semantics.md section 2, sessions a record starts or ends).
 pub fn capped_session_windows(
     schema: SchemaRef,
     batches: &[RecordBatch],
@@ -250,8 +253,7 @@ impl Cut {
 }
 
 /// Checks the rows of `batches`, groups the valid ones by key and time and cuts each key's
-/// rows into sessions wherever a record starts after the running reach `max(t + g)` or more
-/// than `max_duration` after its session's start.
+/// rows into sessions by the rule of `cuts` (gap, markers, `max_duration`).
 pub(crate) fn cut(
     schema: SchemaRef,
     batches: &[RecordBatch],
@@ -336,31 +338,37 @@ pub(crate) fn cut(
     let grouped = group_by_key_then_time(&keys, &valid, &times.ticks);
     let (order, runs, sorted) = (grouped.order, grouped.runs, grouped.times);
     let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap_of[row]);
-    // Cut each key group into sessions: a record after the running reach, or too long after
-    // its session's start, starts a new one.
+    let flags = bound.markers.as_ref().map(|m| m.read(&batch));
+    // Cut each key group into sessions by the rule of `cuts`.
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
     offsets.push(0usize);
     let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
     let mut max_duration_cuts = 0u64;
+    let mut groups = Vec::new();
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
-        let (mut reach, mut start) = (i64::MIN, i64::MIN);
-        for (i, (&row, &t)) in (lo..hi).zip(order[lo..hi].iter().zip(&sorted[lo..hi])) {
-            let row = row as usize;
-            if i == lo || !super::capped::joins(start, reach, t, max_duration) {
-                if i > lo {
-                    max_duration_cuts += u64::from(t <= reach);
-                    offsets.push(i);
-                    reaches.push(reach);
-                }
-                reach = i64::MIN;
-                start = t;
-            }
-            reach = reach.max(t + gap_of(row));
+        if let Some(flags) = &flags {
+            let flag = |i: usize| flags[order[lo + i] as usize];
+            group_flags(hi - lo, |i| sorted[lo + i], flag, &mut groups);
         }
-        if hi > lo {
+        let group_of = |i: usize| groups.get(i - lo).copied().unwrap_or(0);
+        let mut open: Option<Open> = None;
+        for (i, (&row, &t)) in (lo..hi).zip(order[lo..hi].iter().zip(&sorted[lo..hi])) {
+            let (reach, g) = (t + gap_of(row as usize), group_of(i));
+            match open.as_mut() {
+                Some(s) if s.joins(t, g, max_duration) => s.add(t, reach, g),
+                Some(s) => {
+                    max_duration_cuts += u64::from(s.by_gap(t, g));
+                    offsets.push(i);
+                    reaches.push(s.reach);
+                    open = Some(Open::new(t, reach, g));
+                }
+                None => open = Some(Open::new(t, reach, g)),
+            }
+        }
+        if let Some(s) = open {
             offsets.push(hi);
-            reaches.push(reach);
+            reaches.push(s.reach);
         }
     }
     let ticks = times.ticks.clone();

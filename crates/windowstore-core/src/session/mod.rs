@@ -6,12 +6,15 @@
 //!   (the processor's record path) or to a key's records of a call (its batched path);
 //! - `record_checks`: the rules that make a record usable, shared by the processor and complete
 //!   mode;
-//! - [`capped`]: sessions with a maximum duration, record by record, re-cutting open sessions;
+//! - `cuts`: the rule that cuts a key's records into sessions (gap, markers, maximum duration);
+//! - [`capped`]: sessions with a maximum duration or marker columns, record by record, re-cutting
+//!   open sessions;
 //! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.
 
 pub mod capped;
 pub mod complete;
+mod cuts;
 pub mod kind;
 pub mod partial;
 mod record_checks;

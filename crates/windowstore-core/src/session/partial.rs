@@ -133,6 +133,7 @@ pub fn merge_session_partials(
         time: "session_start".into(),
         time_unit: None,
         gap: None,
+        markers: Default::default(),
     };
     let bound = BoundInput::try_new(&spec, schema.clone())?;
     let reach_index = column_index(&schema, REACH_COLUMN)?;

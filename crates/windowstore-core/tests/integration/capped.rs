@@ -28,7 +28,8 @@ fn processor(gap: GapSpec, grace: i64, max_duration: i64, emit: EmitMode) -> Cap
                 emit,
                 on_invalid: OnInvalid::Drop,
             },
-            max_duration: Duration::Ticks(max_duration),
+            max_duration: Some(Duration::Ticks(max_duration)),
+            markers: Default::default(),
         },
         input(),
         aggs(),
@@ -168,7 +169,7 @@ fn a_snapshot_holds_the_records_and_restores_them() {
 
 /// Keys, times and values (the value is the arrival number, so records can be told apart), a
 /// gap column value, and a delay within which each record may arrive late.
-fn recs_strategy(dynamic: bool) -> impl Strategy<Value = Vec<(Rec, i64)>> {
+pub(crate) fn recs_strategy(dynamic: bool) -> impl Strategy<Value = Vec<(Rec, i64)>> {
     let gap = if dynamic {
         prop_oneof![5 => (1i64..30).prop_map(Some), 1 => Just(None)].boxed()
     } else {
@@ -184,7 +185,7 @@ fn recs_strategy(dynamic: bool) -> impl Strategy<Value = Vec<(Rec, i64)>> {
 
 /// The records in arrival order when each is delayed by `delay % (bound + 1)` past its time:
 /// every record then arrives within `bound` of stream time.
-fn arrival(recs: &[(Rec, i64)], bound: i64) -> Vec<Rec> {
+pub(crate) fn arrival(recs: &[(Rec, i64)], bound: i64) -> Vec<Rec> {
     let mut order: Vec<(i64, usize)> = recs
         .iter()
         .enumerate()
@@ -275,7 +276,7 @@ proptest! {
     }
 }
 
-fn rows_values(b: &arrow_array::RecordBatch) -> Vec<i64> {
+pub(crate) fn rows_values(b: &arrow_array::RecordBatch) -> Vec<i64> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
     b.column_by_name("v")

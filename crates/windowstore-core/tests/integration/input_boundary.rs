@@ -54,6 +54,7 @@ fn input(gap: Option<&str>) -> InputSpec {
         time: "ts".into(),
         time_unit: None,
         gap: gap.map(String::from),
+        markers: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod external_clock;
 mod growth;
 mod input_boundary;
+mod marked;
 mod partial;
 mod session;
 mod sliding;

@@ -65,7 +65,8 @@ fn capped(emit: EmitMode, aggs: Vec<AggSpec>) -> Processor<CappedSessionSpec> {
             emit,
             on_invalid: OnInvalid::Drop,
         },
-        max_duration: Duration::Ticks(6),
+        max_duration: Some(Duration::Ticks(6)),
+        markers: Default::default(),
     };
     Processor::new(spec, input(), aggs).unwrap()
 }

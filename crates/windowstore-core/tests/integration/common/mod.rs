@@ -54,6 +54,7 @@ pub fn input() -> InputSpec {
         time: "t".into(),
         time_unit: None,
         gap: None,
+        markers: Default::default(),
     }
 }
 
