@@ -33,11 +33,15 @@ def canonical(t: pa.Table) -> pa.Table:
     return t.select(COLS).sort_by([(c, "ascending") for c in COLS])
 
 
-def stream(table: pa.Table, cap: int | None, batch_rows: int) -> tuple[pa.Table, int, int]:
-    """The stream's windows, the store's bytes halfway through, and the cuts counted."""
+def stream(
+    table: pa.Table, cap: int | None, batch_rows: int, **markers: str
+) -> tuple[pa.Table, int, int]:
+    """The stream's windows, the store's bytes halfway through, and the cuts counted; with
+    `markers` (`starts_session=`, `ends_session=`), sessions those columns start or end."""
     p = SessionWindowProcessor(
-        key="user_id", time="ts", gap=GAP_MS, grace=GRACE_MS, aggs=AGGS, max_duration=cap
-    )
+        key="user_id", time="ts", gap=GAP_MS, grace=GRACE_MS, aggs=AGGS, max_duration=cap,
+        **markers,
+    )  # fmt: skip
     batches = table.to_batches(max_chunksize=batch_rows)
     out, half = [], 0
     for i, b in enumerate(batches):
