@@ -34,14 +34,16 @@ def canonical(t: pa.Table) -> pa.Table:
 
 
 def stream(
-    table: pa.Table, cap: int | None, batch_rows: int, **markers: str
+    table: pa.Table, cap: int | None, batch_rows: int, batched: bool = True, **markers: str
 ) -> tuple[pa.Table, int, int]:
     """The stream's windows, the store's bytes halfway through, and the cuts counted; with
-    `markers` (`starts_session=`, `ends_session=`), sessions those columns start or end."""
+    `markers` (`starts_session=`, `ends_session=`), sessions those columns start or end;
+    without `batched`, plain sessions take the record-by-record path on every call."""
     p = SessionWindowProcessor(
         key="user_id", time="ts", gap=GAP_MS, grace=GRACE_MS, aggs=AGGS, max_duration=cap,
         **markers,
     )  # fmt: skip
+    p._inner._set_batched(batched)
     batches = table.to_batches(max_chunksize=batch_rows)
     out, half = [], 0
     for i, b in enumerate(batches):
