@@ -195,10 +195,12 @@ pub(crate) fn arrival(recs: &[(Rec, i64)], bound: i64) -> Vec<Rec> {
     order.into_iter().map(|(_, i)| recs[i].0).collect()
 }
 
-/// Feeds `recs` in chunks, restoring the processor from its bytes before chunk `restore_at`.
-fn run_restoring(
+/// Feeds `recs` in chunks made into batches by `batch`, restoring the processor from its bytes
+/// before chunk `restore_at`.
+pub(crate) fn run_restoring(
     mut p: Capped,
     recs: &[Rec],
+    batch: impl Fn(&[Rec]) -> arrow_array::RecordBatch,
     chunk: usize,
     restore_at: usize,
 ) -> (Vec<(Win, bool)>, Capped) {
@@ -213,6 +215,15 @@ fn run_restoring(
         out.extend(rows(&b));
     }
     (out, p)
+}
+
+/// The windows an output of `emit` mode stands for: the rows of `final`, the changelog replayed.
+pub(crate) fn emitted(emit: EmitMode, out: Vec<(Win, bool)>) -> Vec<Win> {
+    if emit == EmitMode::Final {
+        sorted(out.into_iter().map(|(w, _)| w).collect())
+    } else {
+        replay(&out)
+    }
 }
 
 proptest! {
@@ -241,15 +252,10 @@ proptest! {
         prop_assert_eq!(complete(&fed, spec_gap.clone(), max_duration), (want.clone(), cuts));
         for emit in [EmitMode::Final, EmitMode::Updates, EmitMode::Changes] {
             let p = processor(spec_gap.clone(), grace, max_duration, emit);
-            let (out, p) = run_restoring(p, &fed, chunk, restore_at);
+            let (out, p) = run_restoring(p, &fed, batch, chunk, restore_at);
             prop_assert_eq!(p.rejected_count(Reason::Late), 0);
             prop_assert_eq!(p.counters().kind.max_duration_cuts, cuts);
-            let got = if emit == EmitMode::Final {
-                sorted(out.into_iter().map(|(w, _)| w).collect())
-            } else {
-                replay(&out)
-            };
-            prop_assert_eq!(&got, &want, "{:?}", emit);
+            prop_assert_eq!(&emitted(emit, out), &want, "{:?}", emit);
         }
     }
 

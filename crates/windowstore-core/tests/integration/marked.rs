@@ -18,8 +18,8 @@ use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSpec, SessionSpec};
 use windowstore_core::time::Duration;
 
-use crate::capped::{arrival, recs_strategy};
-use crate::session::{aggs, column, fixed, replay, rows, sorted, Rec, Win};
+use crate::capped::{arrival, emitted, recs_strategy, run_restoring};
+use crate::session::{aggs, column, fixed, rows, sorted, Rec, Win};
 
 const STARTS: u8 = 1;
 const ENDS: u8 = 2;
@@ -154,23 +154,13 @@ fn model(
 
 /// Feeds `recs` in chunks, restoring the processor from its bytes before chunk `restore_at`.
 fn run(
-    mut p: Marked,
+    p: Marked,
     recs: &[Rec],
     flags: &[u8],
     chunk: usize,
     restore_at: usize,
 ) -> (Vec<(Win, bool)>, Marked) {
-    let mut out = Vec::new();
-    for (i, c) in recs.chunks(chunk).enumerate() {
-        if i == restore_at {
-            p = Marked::from_bytes(&p.to_bytes().unwrap()).unwrap();
-        }
-        out.extend(rows(&p.process(&batch(c, flags)).unwrap()));
-    }
-    if let Some(b) = p.flush().unwrap() {
-        out.extend(rows(&b));
-    }
-    (out, p)
+    run_restoring(p, recs, |c| batch(c, flags), chunk, restore_at)
 }
 
 /// Marker flags by record index: mostly none, some starts, some ends, a few both.
@@ -210,12 +200,7 @@ proptest! {
             let (out, p) = run(p, &fed, &flags, chunk, restore_at);
             prop_assert_eq!(p.rejected_count(Reason::Late), 0);
             prop_assert_eq!(p.counters().kind.max_duration_cuts, cuts);
-            let got = if emit == EmitMode::Final {
-                sorted(out.into_iter().map(|(w, _)| w).collect())
-            } else {
-                replay(&out)
-            };
-            prop_assert_eq!(&got, &want, "{:?}", emit);
+            prop_assert_eq!(&emitted(emit, out), &want, "{:?}", emit);
         }
     }
 
