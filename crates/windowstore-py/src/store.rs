@@ -26,7 +26,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3_arrow::PyTable;
 use windowstore_core::store::session_store::PutOutcome;
-use windowstore_core::store::snapshot;
+use windowstore_core::store::snapshot_format;
 use windowstore_core::{Error, KeyedSession, Session, SessionStore};
 
 use crate::errors::{to_py, IntoPyResult};
@@ -380,8 +380,8 @@ impl PySessionStore {
     /// Every live session as a pyarrow Table (key, start, end, value), by key, end, start.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         guard(|| {
-            let batches = self.read(py, Hold::Long, snapshot::entries_batches)?;
-            PyTable::try_new(batches, Arc::new(snapshot::entries_schema()))?.into_pyarrow(py)
+            let batches = self.read(py, Hold::Long, snapshot_format::entries_batches)?;
+            PyTable::try_new(batches, Arc::new(snapshot_format::entries_schema()))?.into_pyarrow(py)
         })
     }
 

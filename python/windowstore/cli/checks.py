@@ -136,15 +136,9 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     Raises:
         BadArgument: naming the flag, the input, or the column at fault.
     """
-    keys = [k.strip() for given in args.key for k in given.split(",") if k.strip()]
-    if not keys:
-        raise BadArgument("--key", "give at least one key column")
+    keys = _keys(args.key)
     records = args.command == "sessions" and args.records
-    if records and args.agg:
-        raise BadArgument(
-            "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
-        )
-    aggs = [] if records else [_agg_argument(a) for a in args.agg] or [agg.count()]
+    aggs = _aggs(args.agg, records)
     if args.partitions is not None and args.partitions < 1:
         raise BadArgument("--partitions", f"must be at least 1, got {args.partitions}")
     conf = confs(args.conf)
@@ -162,20 +156,8 @@ def check_job(args: argparse.Namespace) -> WindowJob:
 
     in_fmt = file_format(args.input, args.format)
     out_fmt = output_format(args.output, args.output_format)
-    rejected = None
-    if args.on_invalid == "drop":
-        rejected = args.rejected or rejected_path(args.output)
-    elif args.rejected:
-        raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
-    targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
-    taken = {_where(args.input): "INPUT"}
-    for flag, target in targets:
-        local = local_path(target)
-        if local is not None and local.exists() and not args.overwrite:
-            raise BadArgument(flag, f"{target} exists; give --overwrite to replace it")
-        if _where(target) in taken:
-            raise BadArgument(flag, f"{target} is also {taken[_where(target)]}")
-        taken[_where(target)] = flag
+    rejected = _rejected(args)
+    _check_targets(args, rejected)
     common: dict[str, Any] = {
         "key": keys,
         "time": args.time,
@@ -201,6 +183,49 @@ def check_job(args: argparse.Namespace) -> WindowJob:
     return job
 
 
+def _keys(given: list[str]) -> list[str]:
+    """The key columns of the ``--key`` flags (each one column or comma-separated ones)."""
+    keys = [k.strip() for value in given for k in value.split(",") if k.strip()]
+    if not keys:
+        raise BadArgument("--key", "give at least one key column")
+    return keys
+
+
+def _aggs(given: list[str], records: bool) -> list[agg.Agg]:
+    """The aggregates of the ``--agg`` flags (count when there are none); with ``--records``,
+    none (tagged rows take no ``--agg``)."""
+    if records and given:
+        raise BadArgument(
+            "--records", "tagged rows take no --agg; aggregate them by session_id afterwards"
+        )
+    return [] if records else [_agg_argument(a) for a in given] or [agg.count()]
+
+
+def _rejected(args: argparse.Namespace) -> str | None:
+    """Where rejected rows go: with ``--on-invalid drop``, ``--rejected`` or the default beside
+    the output; else nowhere (and ``--rejected`` is refused)."""
+    if args.on_invalid == "drop":
+        rejected: str = args.rejected or rejected_path(args.output)
+        return rejected
+    if args.rejected:
+        raise BadArgument("--rejected", "rejected rows are only kept with --on-invalid drop")
+    return None
+
+
+def _check_targets(args: argparse.Namespace, rejected: str | None) -> None:
+    """Refuses an output (or ``rejected`` target) that exists, without ``--overwrite``, or
+    that is the input or the other target."""
+    targets = [("-o/--output", args.output)] + ([("--rejected", rejected)] if rejected else [])
+    taken = {_where(args.input): "INPUT"}
+    for flag, target in targets:
+        local = local_path(target)
+        if local is not None and local.exists() and not args.overwrite:
+            raise BadArgument(flag, f"{target} exists; give --overwrite to replace it")
+        if _where(target) in taken:
+            raise BadArgument(flag, f"{target} is also {taken[_where(target)]}")
+        taken[_where(target)] = flag
+
+
 def no_such_column(column: str, names: list[str], source: str) -> str:
     """The error of a column ``source`` lacks: the closest of its ``names`` (a misspelling, a
     different case), then all of them."""
@@ -219,12 +244,7 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     names; Spark infers its types), then a Parquet schema's types through the engines' own
     checks on an empty table of it."""
     names = schema if isinstance(schema, list) else schema.names
-    flags = {k: "--key" for k in job.keys}
-    flags.update({a.column: "--agg" for a in job.aggs if a.column is not None})
-    for parameter in ("gap_column", "starts_session", "ends_session"):
-        if job.windows.get(parameter):
-            flags[job.windows[parameter]] = FLAGS[parameter]
-    flags[job.time] = "--time"
+    flags = _column_flags(job)
     for column, flag in flags.items():
         if column not in names:
             raise BadArgument(flag, no_such_column(column, names, job.input))
@@ -233,13 +253,7 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
     if job.time_format is None:
         check_units(job, schema.field(job.time).type)
     else:
-        t = schema.field(job.time).type
-        if not (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_timestamp(t)
-                or pa.types.is_date(t)):  # fmt: skip
-            raise BadArgument(
-                "--time-format", f'column "{job.time}" is {t}, not text to parse as a time'
-            )
-        schema = schema.set(schema.get_field_index(job.time), pa.field(job.time, PARSED_TIME))
+        schema = _parsed_time(job, schema)
     empty = schema.empty_table()
     try:
         if job.command == "sessions":
@@ -250,3 +264,26 @@ def _check_schema(job: WindowJob, schema: pa.Schema | list[str]) -> None:
         raise BadArgument(flags.get(e.column or ""), f"{job.input}: {cli_words(str(e))}") from e
     except InvalidWindowSpec as e:
         raise BadArgument(FLAGS.get(e.parameter or ""), cli_words(str(e))) from e
+
+
+def _column_flags(job: WindowJob) -> dict[str, str]:
+    """The flag that names each input column the job reads."""
+    flags = {k: "--key" for k in job.keys}
+    flags.update({a.column: "--agg" for a in job.aggs if a.column is not None})
+    for parameter in ("gap_column", "starts_session", "ends_session"):
+        if job.windows.get(parameter):
+            flags[job.windows[parameter]] = FLAGS[parameter]
+    flags[job.time] = "--time"
+    return flags
+
+
+def _parsed_time(job: WindowJob, schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the time column as ``--time-format`` parses it (``PARSED_TIME``); a
+    time column that is not text, an integer, a timestamp or a date is refused."""
+    t = schema.field(job.time).type
+    if not (pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date(t)):  # fmt: skip
+        raise BadArgument(
+            "--time-format", f'column "{job.time}" is {t}, not text to parse as a time'
+        )
+    return schema.set(schema.get_field_index(job.time), pa.field(job.time, PARSED_TIME))

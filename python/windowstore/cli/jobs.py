@@ -26,7 +26,7 @@ from windowstore.cli.progress import Say, counted, plural
 from windowstore.exceptions import WindowStoreError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 __all__ = ["SESSIONS", "SLIDING", "run"]
 
@@ -86,25 +86,40 @@ def _windows(spark: SparkSession, say: Say, job: WindowJob, args: argparse.Names
     result, rows_out = on_spark.counting(result, "windows")
     say(f"computing {kind} windows and writing them to {job.output}")
     try:
-        outputs.write(result, job.output, job.out_fmt, job.overwrite)
-        read = on_spark.observed(rows_in)
-        if read is not None:
-            say(f"read {plural(read, 'row')}")
-        noun = "tagged row" if "output" in job.common else f"{kind} window"
-        print(f"{counted(on_spark.observed(rows_out), noun)} written to "
-              f"{job.output} ({job.out_fmt})")  # fmt: skip
-        if job.rejected is not None:
-            rejected, rows_rejected = on_spark.counting(rejected, "rejected")
-            say(f"writing rejected rows to {job.rejected}")
-            outputs.write(rejected, job.rejected, job.rejected_fmt, job.overwrite)
-            n = on_spark.observed(rows_rejected)
-            print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
-                  f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
+        _write(say, job, kind, result, rejected, rows_in, rows_out)
     except Exception as e:  # a failed Spark job: its cause is the Python worker's error
         show_trace(e, args.verbose)
         print(f"error: the job failed: {_job_error(e, job)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _write(
+    say: Say,
+    job: WindowJob,
+    kind: str,
+    result: DataFrame,
+    rejected: DataFrame,
+    rows_in: Observation,
+    rows_out: Observation,
+) -> None:
+    """Writes the ``kind`` windows (or tagged rows) and, when the job keeps them, the rejected
+    rows, saying how many rows it read (``rows_in``) and wrote. Spark runs the job here: a
+    failed job raises."""
+    outputs.write(result, job.output, job.out_fmt, job.overwrite)
+    read = on_spark.observed(rows_in)
+    if read is not None:
+        say(f"read {plural(read, 'row')}")
+    noun = "tagged row" if "output" in job.common else f"{kind} window"
+    print(f"{counted(on_spark.observed(rows_out), noun)} written to "
+          f"{job.output} ({job.out_fmt})")  # fmt: skip
+    if job.rejected is not None:
+        rejected, rows_rejected = on_spark.counting(rejected, "rejected")
+        say(f"writing rejected rows to {job.rejected}")
+        outputs.write(rejected, job.rejected, job.rejected_fmt, job.overwrite)
+        n = on_spark.observed(rows_rejected)
+        print(f"{counted(n, 'rejected row')} written to {job.rejected}, with "
+              f"{'its reason' if n == 1 else 'their reasons'}")  # fmt: skip
 
 
 def _arrow_time_type(df: DataFrame, column: str) -> pa.DataType:

@@ -1,8 +1,8 @@
 """What a streaming query runs in Spark's Python workers: one engine processor per bucket of keys.
 
 Spark's stateful operators call Python once per grouping key and micro-batch, and every state
-read, write and timer is a round trip to the JVM: 0.84 ms per key here, 84 s per micro-batch
-at 100k keys (``benches/bench_tws_per_key.py``). So the state is grouped by *bucket*
+read, write and timer is a round trip to the JVM, paid for every key of every micro-batch
+(``benches/bench_tws_per_key.py`` measures it). So the state is grouped by *bucket*
 (``pmod(xxhash64(keys), n)``): each bucket's state holds one engine processor for all of the
 bucket's keys. A call then feeds all of the bucket's new records to the Rust engine at once.
 

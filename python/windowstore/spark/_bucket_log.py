@@ -79,7 +79,8 @@ class LogWindowsProcessor(_BucketProcessor):
         # The last two only read checkpoints of the whole layout and of earlier versions. They
         # stay registered: Spark does not refuse a checkpoint holding a variable the processor no
         # longer registers, so such a checkpoint would restart empty, silently. An unused one
-        # costs about 3 ms a micro-batch (benches/bench_tws_per_key.py --extra-variables).
+        # still costs a little every micro-batch (benches/bench_tws_per_key.py
+        # --extra-variables measures it).
         self.meta = handle.getValueState("windowstore_meta", META_SCHEMA)
         self.log = handle.getMapState("windowstore_log", SEQ_SCHEMA, ENTRY_SCHEMA)
         # The base snapshot as earlier versions kept it (one list state, one RocksDB value):

@@ -271,15 +271,22 @@ def _state_rows(
         chunks = F.col("list_value").getField("chunk")
         old = read(_OLD_BASE, flattenCollectionTypes="false")
         parts.append(old.select(bucket, chunks.alias("old_base")))
-    rows, params = parts[0], heads[0]
-    for part in parts[1:]:
-        rows = rows.unionByName(part, allowMissingColumns=True)
+    rows, params = _union_rows(parts), heads[0]
     for head in heads[1:]:
         params = params.unionByName(head)
+    return rows, params
+
+
+def _union_rows(parts: list[DataFrame]) -> DataFrame:
+    """The state rows of ``parts`` (``bucket`` and one kind of row each) in one DataFrame with
+    a column for every kind of row, null where a row is of another kind."""
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part, allowMissingColumns=True)
     for column in ("whole", "meta", "entry", "old_base"):
         if column not in rows.columns:
             rows = rows.withColumn(column, F.lit(None))
-    return rows, params
+    return rows
 
 
 @dataclasses.dataclass(frozen=True)

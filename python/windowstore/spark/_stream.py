@@ -86,131 +86,39 @@ def stream_windows(
     ``idle_timeout`` the watermark stays, but the operator runs with
     processing-time timers too (Spark has one time mode per operator), called in every
     micro-batch while it holds open windows, so that it sees the processing time pass."""
-    if emit not in ("final", "updates"):
-        raise InvalidWindowSpec(
-            f'invalid emit: {emit!r}; a stream takes "final" (output mode append) or '
-            '"updates" (output mode update)',
-            "emit",
-        )
-    if not isinstance(name, str) or not name:
-        raise InvalidWindowSpec(
-            f"invalid name: a non-empty string is required, not {name!r}", "name"
-        )
+    _check_emit_and_name(emit, name)
+    df, delay_ms = _stream_time(df, kind, time, params, grace, clock, idle_timeout)
     processing = clock == "processing"
-    if processing:
-        if time is not None:
-            raise InvalidWindowSpec(
-                f"invalid time: {time!r}; processing-time windows read no time column (a "
-                "record's time is its micro-batch's processing time): leave time out",
-                "time",
-            )
-        if grace is not None:
-            raise InvalidWindowSpec(
-                "invalid grace: processing-time records are never late (each arrives at its "
-                "micro-batch's processing time), so there is no grace; leave it out",
-                "grace",
-            )
-        delay_ms = 0
-    else:
-        if time is None:
-            raise InvalidWindowSpec(
-                'invalid time: an event-time stream needs its time column (time="ts"); '
-                'clock="processing" uses arrival times instead',
-                "time",
-            )
-        check_stream_time(df, time)
-    check_durations(df, kind, time, params, grace, clock, idle_timeout)
-    if time is not None:  # event time (a processing-time stream has none, checked above)
-        df, delay_ms = _event_time(df, time, grace)
     partitions = _local_partitions(df.sparkSession)
     n = _buckets(df, buckets, partitions)
-
-    for c in used:
-        _schema.field(df, c)  # a SchemaError naming a missing column
-    if records:
-        _records.check_columns(df.columns)
-    if return_rejected or records:
-        # Rejected records come back whole, as in the batch adapter; tagged records too.
-        used = [*df.columns, *[c for c in used if c not in df.columns]]
+    # Rejected records come back whole, as in the batch adapter; tagged records too.
+    used = _input_columns(df, used, records=records, whole_rows=return_rejected or records)
     # Timestamps go to Python as epoch microseconds: pandas would shift them into the session
     # time zone, and integers are cheaper to hand over.
     micros = {c for c in used if isinstance(_schema.field(df, c).dataType, TimestampType)}
-    bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(n)).cast("int")
-    # The time column loses its watermark mark here (unix_micros(...).alias carries none):
-    # Spark's stateful operators drop every input row whose marked column is at or below the
-    # watermark, and windowstore decides lateness itself (a record behind the watermark may
-    # still join an open window). The mark goes on _MARK instead, a constant no watermark
-    # reaches: applyInPandasWithState needs a marked input column for its event-time timeout
-    # and its watermark. Spark computes the watermark upstream, from the time column.
-    mark = [] if processing else [F.lit(_NEVER_LATE).alias(_MARK, metadata={_WATERMARK: delay_ms})]
-    projected = df.select(
-        bucket.alias(_bucket.BUCKET),
-        *[F.unix_micros(column(c)).alias(c) if c in micros else column(c) for c in used],
-        *mark,
-    )
+    projected = _project(df, key, n, used, micros, None if processing else delay_ms)
     input_schema = _schema.arrow_schema(projected, used)
-    engine_params = {
-        **params,
-        "key": key,
-        "emit": emit,
-        "aggs": tuple(aggs),
-    }
-    if processing:
-        engine_params["clock"] = "processing"
-    else:
-        # Without records the engine reads the time column as epoch microseconds (an integer
-        # column of time_unit "us", so integer ticks); with records, as a timestamp, which has
-        # its own unit (a time_unit is refused there) and takes a length only.
-        if records:
-            engine_params.update(time=time, grace=f"{delay_ms}ms")
-        else:
-            engine_params.update(time=time, time_unit="us", grace=delay_ms * 1000)
-        if clock != "event":
-            engine_params["clock"] = clock  # the engine refuses it, naming clock
-    if idle_timeout is not None:
-        engine_params["idle_timeout"] = idle_timeout
+    engine_params = _engine_params(
+        params,
+        key=key,
+        emit=emit,
+        aggs=aggs,
+        time=time,
+        delay_ms=delay_ms,
+        clock=clock,
+        records=records,
+        idle_timeout=idle_timeout,
+    )
     # Tagged rows are held in the state and come out whole: their timestamps go back to Arrow
     # timestamps in the engine, so that session ids are those of every other engine.
     timestamps = tuple(sorted(micros)) if records else ()
-    if records:
-        engine_params["output"] = "records"
-    # The engine checks every parameter and column on an empty table of the workers' schema.
     wall = "processing" if processing else ("idle" if idle_timeout is not None else None)
-
-    def check(schema: pa.Schema) -> None:
-        checked = _bucket.BucketArgs(
-            kind, engine_params, time, schema, pa.schema([]), delay_ms, "", True, timestamps, wall
-        )
-        checked.new_processor().process(checked.to_engine(schema.empty_table()))
-
-    # Type errors in Spark's types; timestamps reach the engine as epoch microseconds.
-    _schema.in_spark_terms(
-        df,
-        input_schema,
-        check,
-        lambda dt: pa.int64() if isinstance(dt, TimestampType) else engine_arrow_type(dt),
+    windows_schema, rejected_schema = _engine_schemas(
+        df, kind, engine_params, time, input_schema, delay_ms, timestamps, wall
     )
-    probe_args = _bucket.BucketArgs(
-        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
-    )
-    probe = probe_args.new_processor()
-    windows_schema = probe_args.from_engine(
-        probe.process(probe_args.to_engine(input_schema.empty_table()))
-    ).schema
-    rejected_schema = probe_args.from_engine(probe.rejected()).schema
     output_schema = _bucket.output_schema(windows_schema)
     conf = df.sparkSession.conf
-    provider = conf.get("spark.sql.streaming.stateStore.providerClass") or ""
-    rocksdb = _ROCKSDB in provider
-    if provider.rsplit(".", 1)[-1] in ("", "HDFSBackedStateStoreProvider"):
-        # Once per windows query defined; the speed-up is benches/bench_spark_streaming.py's.
-        logging.getLogger("windowstore.spark").warning(
-            "this streaming query runs on Spark's default state store provider "
-            "(HDFSBackedStateStoreProvider); windowstore runs about twice as fast on RocksDB: "
-            "set spark.sql.streaming.stateStore.providerClass="
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-            " before a query starts on a new checkpoint"
-        )
+    rocksdb = _on_rocksdb(conf)
     layout = _layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
     args = _bucket.BucketArgs(
         kind=kind,
@@ -235,28 +143,7 @@ def stream_windows(
         compact_ratio=_conf_number(conf, _bucket.COMPACT_CONF, _bucket.DEFAULT_COMPACT_RATIO, 0),
         cache_entries=_conf_number(conf, _bucket.CACHE_CONF, _bucket.DEFAULT_CACHE_ENTRIES, 0),
     )
-    spark_output = _schema.spark_schema(output_schema)
-    grouped = projected.groupBy(_bucket.BUCKET)
-    mode = "Append" if emit == "final" else "Update"
-    if rocksdb:
-        log = layout == "log"
-        processor = _bucket_log.LogWindowsProcessor(args) if log else _bucket.WindowsProcessor(args)
-        out = grouped.transformWithStateInPandas(
-            processor,
-            spark_output,
-            mode,
-            "EventTime" if wall is None else "ProcessingTime",
-        )
-    else:
-        out = grouped.applyInPandasWithState(
-            partial(_bucket.apply_in_pandas_with_state, args),
-            spark_output,
-            _bucket.STATE_SCHEMA,
-            mode.lower(),
-            GroupStateTimeout.EventTimeTimeout
-            if wall is None
-            else GroupStateTimeout.ProcessingTimeTimeout,
-        )
+    out = _windows_operator(projected, args, emit, rocksdb=rocksdb, layout=layout)
     is_window = F.col(_bucket.REJECTED).isNull()
     observed = out.observe(
         name,
@@ -271,25 +158,254 @@ def stream_windows(
     )
     if partitions is not None:
         # Last: a call that raises changes nothing.
-        df.sparkSession.conf.set(_PARTITIONS, str(partitions))
-        logging.getLogger("windowstore.spark").warning(
-            "spark.sql.shuffle.partitions was Spark's default (200) on this local session; set "
-            "to %d, its default parallelism: every micro-batch runs one Python task per state "
-            "partition, and a query keeps its checkpoint's count. Set it before defining the "
-            "query to choose another",
-            partitions,
-        )
+        _set_local_partitions(df.sparkSession, partitions)
     if not return_rejected:
         return windows
-    rejected = (
-        out.filter(~is_window)
-        .select(_bucket.REJECTED)
-        .mapInArrow(_bucket.read_rejected, _schema.spark_schema(rejected_schema))
+    return windows, _rejected_records(out.filter(~is_window), rejected_schema, micros)
+
+
+def _check_emit_and_name(emit: str, name: str) -> None:
+    """Refuses an ``emit`` that is no output mode of a stream, and a ``name`` (the name the
+    query's counts are observed under) that is not a non-empty string."""
+    if emit not in ("final", "updates"):
+        raise InvalidWindowSpec(
+            f'invalid emit: {emit!r}; a stream takes "final" (output mode append) or '
+            '"updates" (output mode update)',
+            "emit",
+        )
+    if not isinstance(name, str) or not name:
+        raise InvalidWindowSpec(
+            f"invalid name: a non-empty string is required, not {name!r}", "name"
+        )
+
+
+def _stream_time(
+    df: DataFrame,
+    kind: str,
+    time: str | None,
+    params: dict[str, Any],
+    grace: DurationLike | None,
+    clock: str,
+    idle_timeout: DurationLike | None,
+) -> tuple[DataFrame, int]:
+    """``df`` with its event-time basis and the watermark delay in ms (see
+    :func:`_event_time`); a processing-time stream as it is, with a delay of 0. The time
+    column, the clock's arguments and the durations are checked first."""
+    if clock == "processing":
+        if time is not None:
+            raise InvalidWindowSpec(
+                f"invalid time: {time!r}; processing-time windows read no time column (a "
+                "record's time is its micro-batch's processing time): leave time out",
+                "time",
+            )
+        if grace is not None:
+            raise InvalidWindowSpec(
+                "invalid grace: processing-time records are never late (each arrives at its "
+                "micro-batch's processing time), so there is no grace; leave it out",
+                "grace",
+            )
+    else:
+        if time is None:
+            raise InvalidWindowSpec(
+                'invalid time: an event-time stream needs its time column (time="ts"); '
+                'clock="processing" uses arrival times instead',
+                "time",
+            )
+        check_stream_time(df, time)
+    check_durations(df, kind, time, params, grace, clock, idle_timeout)
+    if time is None:  # processing time (an event-time stream has a time column, checked above)
+        return df, 0
+    return _event_time(df, time, grace)
+
+
+def _input_columns(df: DataFrame, used: list[str], *, records: bool, whole_rows: bool) -> list[str]:
+    """The columns of ``df`` the workers read: ``used`` (a SchemaError names a missing one)
+    and, with ``whole_rows``, every other column of ``df`` too. With ``records``, a column of
+    ``df`` named as a tag is refused (``_records.check_columns``)."""
+    for c in used:
+        _schema.field(df, c)  # a SchemaError naming a missing column
+    if records:
+        _records.check_columns(df.columns)
+    if whole_rows:
+        return [*df.columns, *[c for c in used if c not in df.columns]]
+    return used
+
+
+def _project(
+    df: DataFrame,
+    key: list[str],
+    buckets: int,
+    used: list[str],
+    micros: set[str],
+    delay_ms: int | None,
+) -> DataFrame:
+    """The operator's input: the bucket of each row's ``key`` (one of ``buckets``), the
+    ``used`` columns (those in ``micros`` as epoch microseconds) and, with the watermark delay
+    ``delay_ms`` of an event-time stream (None in processing time), the watermark's mark."""
+    bucket = F.pmod(F.xxhash64(*[column(k) for k in key]), F.lit(buckets)).cast("int")
+    # The time column loses its watermark mark here (unix_micros(...).alias carries none):
+    # Spark's stateful operators drop every input row whose marked column is at or below the
+    # watermark, and windowstore decides lateness itself (a record behind the watermark may
+    # still join an open window). The mark goes on _MARK instead, a constant no watermark
+    # reaches: applyInPandasWithState needs a marked input column for its event-time timeout
+    # and its watermark. Spark computes the watermark upstream, from the time column.
+    mark = (
+        []
+        if delay_ms is None
+        else [F.lit(_NEVER_LATE).alias(_MARK, metadata={_WATERMARK: delay_ms})]
     )
-    rejected = rejected.select(
-        *[_from_micros(f.name, f.name in micros, (), micros) for f in rejected_schema]
+    return df.select(
+        bucket.alias(_bucket.BUCKET),
+        *[F.unix_micros(column(c)).alias(c) if c in micros else column(c) for c in used],
+        *mark,
     )
-    return windows, rejected
+
+
+def _engine_params(
+    params: dict[str, Any],
+    *,
+    key: list[str],
+    emit: str,
+    aggs: Sequence[Agg],
+    time: str | None,
+    delay_ms: int,
+    clock: str,
+    records: bool,
+    idle_timeout: DurationLike | None,
+) -> dict[str, Any]:
+    """The engine's parameters: the window kind's ``params``, the key, emission and aggregates,
+    then the clock (in event time, the time column and the watermark delay as the grace), the
+    idle timeout and, with ``records``, tagged rows as the output."""
+    engine_params = {
+        **params,
+        "key": key,
+        "emit": emit,
+        "aggs": tuple(aggs),
+    }
+    if clock == "processing":
+        engine_params["clock"] = "processing"
+    else:
+        # Without records the engine reads the time column as epoch microseconds (an integer
+        # column of time_unit "us", so integer ticks); with records, as a timestamp, which has
+        # its own unit (a time_unit is refused there) and takes a length only.
+        if records:
+            engine_params.update(time=time, grace=f"{delay_ms}ms")
+        else:
+            engine_params.update(time=time, time_unit="us", grace=delay_ms * 1000)
+        if clock != "event":
+            engine_params["clock"] = clock  # the engine refuses it, naming clock
+    if idle_timeout is not None:
+        engine_params["idle_timeout"] = idle_timeout
+    if records:
+        engine_params["output"] = "records"
+    return engine_params
+
+
+def _engine_schemas(
+    df: DataFrame,
+    kind: str,
+    engine_params: dict[str, Any],
+    time: str | None,
+    input_schema: pa.Schema,
+    delay_ms: int,
+    timestamps: tuple[str, ...],
+    wall: str | None,
+) -> tuple[pa.Schema, pa.Schema]:
+    """The schemas of the windows and of the rejected records the workers' engine gives back
+    (after ``BucketArgs.from_engine``) for input of ``input_schema``. First the engine checks
+    every parameter and column on an empty table of that schema, its type errors in Spark's
+    types."""
+
+    def check(schema: pa.Schema) -> None:
+        checked = _bucket.BucketArgs(
+            kind, engine_params, time, schema, pa.schema([]), delay_ms, "", True, timestamps, wall
+        )
+        checked.new_processor().process(checked.to_engine(schema.empty_table()))
+
+    # Type errors in Spark's types; timestamps reach the engine as epoch microseconds.
+    _schema.in_spark_terms(
+        df,
+        input_schema,
+        check,
+        lambda dt: pa.int64() if isinstance(dt, TimestampType) else engine_arrow_type(dt),
+    )
+    probe_args = _bucket.BucketArgs(
+        kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
+    )
+    probe = probe_args.new_processor()
+    windows_schema = probe_args.from_engine(
+        probe.process(probe_args.to_engine(input_schema.empty_table()))
+    ).schema
+    rejected_schema = probe_args.from_engine(probe.rejected()).schema
+    return windows_schema, rejected_schema
+
+
+def _on_rocksdb(conf: Any) -> bool:
+    """Whether the session's state store provider is RocksDB; a warning when it is Spark's
+    default (HDFSBackedStateStoreProvider)."""
+    provider = conf.get("spark.sql.streaming.stateStore.providerClass") or ""
+    if provider.rsplit(".", 1)[-1] in ("", "HDFSBackedStateStoreProvider"):
+        # Once per windows query defined; the speed-up is benches/bench_spark_streaming.py's.
+        logging.getLogger("windowstore.spark").warning(
+            "this streaming query runs on Spark's default state store provider "
+            "(HDFSBackedStateStoreProvider); windowstore runs about twice as fast on RocksDB: "
+            "set spark.sql.streaming.stateStore.providerClass="
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+            " before a query starts on a new checkpoint"
+        )
+    return _ROCKSDB in provider
+
+
+def _windows_operator(
+    projected: DataFrame, args: _bucket.BucketArgs, emit: str, *, rocksdb: bool, layout: str
+) -> DataFrame:
+    """The stateful operator over ``projected`` grouped by bucket: on the RocksDB provider
+    ``transformWithStateInPandas`` (with the processor of the state ``layout``), else
+    ``applyInPandasWithState``; its timers in event time, or in processing time when the wall
+    clock is read (``args.wall``)."""
+    spark_output = _schema.spark_schema(args.output_schema)
+    grouped = projected.groupBy(_bucket.BUCKET)
+    mode = "Append" if emit == "final" else "Update"
+    if rocksdb:
+        log = layout == "log"
+        processor = _bucket_log.LogWindowsProcessor(args) if log else _bucket.WindowsProcessor(args)
+        return grouped.transformWithStateInPandas(
+            processor,
+            spark_output,
+            mode,
+            "EventTime" if args.wall is None else "ProcessingTime",
+        )
+    return grouped.applyInPandasWithState(
+        partial(_bucket.apply_in_pandas_with_state, args),
+        spark_output,
+        _bucket.STATE_SCHEMA,
+        mode.lower(),
+        GroupStateTimeout.EventTimeTimeout
+        if args.wall is None
+        else GroupStateTimeout.ProcessingTimeTimeout,
+    )
+
+
+def _set_local_partitions(spark: SparkSession, partitions: int) -> None:
+    """Gives the local session ``partitions`` state partitions (see
+    :func:`_local_partitions`), with a warning that says so."""
+    spark.conf.set(_PARTITIONS, str(partitions))
+    logging.getLogger("windowstore.spark").warning(
+        "spark.sql.shuffle.partitions was Spark's default (200) on this local session; set "
+        "to %d, its default parallelism: every micro-batch runs one Python task per state "
+        "partition, and a query keeps its checkpoint's count. Set it before defining the "
+        "query to choose another",
+        partitions,
+    )
+
+
+def _rejected_records(rows: DataFrame, schema: pa.Schema, micros: set[str]) -> DataFrame:
+    """The rejected records decoded from the operator's rejected ``rows``, of the engine's
+    rejected ``schema``; the columns in ``micros`` back to timestamps."""
+    rejected = rows.select(_bucket.REJECTED).mapInArrow(
+        _bucket.read_rejected, _schema.spark_schema(schema)
+    )
+    return rejected.select(*[_from_micros(f.name, f.name in micros, (), micros) for f in schema])
 
 
 def sink_columns(

@@ -3,8 +3,9 @@
 //! A user asks for [`AggSpec`]s; an [`Aggregator`] binds them to an input schema. Each record
 //! becomes a compact state ([`Aggregator::encode_row`]); states merge as KIP-94's `Merger`
 //! does ([`Aggregator::merge`]: merging two states equals aggregating the union of their
-//! records) and turn into output columns ([`Aggregator::finish`]). Complete windows of a batch
-//! take a columnar fast path ([`Aggregator::aggregate_runs`]) with the same results.
+//! records) and turn into output columns ([`Aggregator::finish`]). Complete mode aggregates the
+//! windows of a batch column by column instead ([`Aggregator::aggregate_runs`],
+//! [`Aggregator::aggregate_ranges`]), with the same results.
 //!
 //! Conventions:
 //! - nulls in a value column are skipped, as SQL does; `count` counts records, nulls included;
@@ -19,11 +20,21 @@
 //! - `Decimal128` values aggregate exactly on their unscaled `i128`, with Spark's result types
 //!   (`decimal` module); a sum beyond its precision is an error at the merge that reaches it.
 //!
-//! Modules: [`agg_spec`] (what is asked), `value_kind` (accepted types), `native` (primitive
-//! order), `decimal` (decimal result types and arithmetic), `slot` (a spec bound to a schema), `value`, `codec` and [`state_layout`] (the state
-//! layout, public for its documentation: states are stored in snapshots), `build` and `finish`
-//! (states to arrays), `columnar` (complete mode's engine), [`aggregator`],
-//! [`overflow`].
+//! Modules:
+//! - what is asked and what it accepts: [`agg_spec`] (the specs), `value_kind` (accepted types
+//!   and how each is stored in a state), `slot` (a spec bound to a schema), `native` (primitive
+//!   order, state words, sum terms), `decimal` (decimal result types and arithmetic);
+//! - states: [`state_layout`] (the layout, public for its documentation: states are stored in
+//!   snapshots), `codec` (checked byte reads and writes), `value` (one value of a column),
+//!   `distinct` (`count_distinct`'s set);
+//! - one record at a time, for the streaming processors: [`aggregator`] (the specs bound to a
+//!   schema: encode, merge, finish), `inputs` (a batch's aggregate inputs resolved once per
+//!   batch), [`append`] (a record added to a state as in-place edits), `fold` (a record folded
+//!   into a fixed-width state in place), `build` and `finish` (states to output arrays);
+//! - whole windows at once, for complete mode: `columnar` (every spec over ranges of rows),
+//!   `window_values` (an output column under construction), `run_states` (the state of each
+//!   window, for map-side partial sessions);
+//! - [`overflow`]: naming the window of an aggregate's overflow error.
 
 pub mod agg_spec;
 pub mod aggregator;
@@ -51,7 +62,3 @@ mod tests;
 pub use agg_spec::{AggFunc, AggSpec, Overflow};
 pub use aggregator::Aggregator;
 pub use overflow::fill_overflow;
-
-// The old paths of the renamed public modules, kept for callers.
-pub use agg_spec as spec;
-pub use state_layout as state;

@@ -1,6 +1,6 @@
 //! The aggregate state of each whole run of rows, computed column by column: what map-side
 //! partial sessions carry to the merge. Equal to folding `encode_row` and `merge` over the run's
-//! rows (with `seq` = row index), at the cost of the fast path instead of one merge per row.
+//! rows (with `seq` = row index), computed by the columnar engine instead of one merge per row.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Float64Type, Int64Type};
@@ -62,10 +62,16 @@ impl Aggregator {
         let runs = offsets.len().saturating_sub(1);
         let bounds = run_bounds(offsets)?;
         let ranges = Ranges::runs(order, &bounds);
+        let runs_of_rows = Runs {
+            batch,
+            times,
+            ranges,
+            offsets,
+        };
         let segments = self
             .slots
             .iter()
-            .map(|slot| segments(slot, batch, times, ranges, offsets))
+            .map(|slot| segments(slot, &runs_of_rows))
             .collect::<Result<Vec<_>>>()?;
         let mut states = Vec::with_capacity(runs * (1 + segments.len() * 9));
         let mut ends = Vec::with_capacity(runs);
@@ -91,148 +97,214 @@ fn valid_rows<'a>(
         .filter(move |&r| nulls.is_none_or(|n| n.is_valid(r)))
 }
 
-/// `slot`'s segment of every run: the runs `ranges` of `order`, cut at `offsets`.
-fn segments(
-    slot: &Slot,
-    batch: &RecordBatch,
-    times: &[i64],
-    ranges: Ranges<'_>,
-    offsets: &[usize],
-) -> Result<Segments> {
-    let runs = offsets.len().saturating_sub(1);
-    let mut out = Segments::new(runs);
-    let column: Option<&ArrayRef> = batch.columns().get(slot.index);
-    let order = ranges.order;
-    let fast = |op: Op| -> Result<ArrayRef> {
+/// The runs whose segments are written: rows of `batch` with event times `times`, run `w`
+/// being `ranges.order[offsets[w]..offsets[w + 1]]`.
+struct Runs<'a> {
+    batch: &'a RecordBatch,
+    times: &'a [i64],
+    ranges: Ranges<'a>,
+    offsets: &'a [usize],
+}
+
+impl Runs<'_> {
+    fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// The rows of run `w`, in (time, arrival) order.
+    fn rows(&self, w: usize) -> &[u32] {
+        &self.ranges.order[self.offsets[w]..self.offsets[w + 1]]
+    }
+
+    /// `slot`'s input column, if the batch has it.
+    fn column(&self, slot: &Slot) -> Option<&ArrayRef> {
+        self.batch.columns().get(slot.index)
+    }
+
+    /// `slot`'s input column; an error if the batch has none.
+    fn required_column(&self, slot: &Slot) -> Result<&ArrayRef> {
+        self.column(slot)
+            .ok_or_else(|| Error::schema(&slot.column, "missing"))
+    }
+
+    /// `slot` computed under `op` over every run at once by the columnar engine: one value
+    /// per run.
+    fn column_of_runs(&self, slot: &Slot, op: Op) -> Result<ArrayRef> {
         let slot = Slot { op, ..slot.clone() };
-        range_slot(&slot, column, ranges)
-    };
-    let run_rows = |w: usize| &order[offsets[w]..offsets[w + 1]];
+        range_slot(&slot, self.column(&slot), self.ranges)
+    }
+}
+
+/// `slot`'s segment of every run.
+fn segments(slot: &Slot, runs: &Runs<'_>) -> Result<Segments> {
     match slot.op {
-        Op::Count => {
-            for w in 0..runs {
-                put_u64(&mut out.bytes, run_rows(w).len() as u64);
-                out.end();
-            }
-        }
-        Op::Sum(Kind::Dec128) | Op::Mean(Kind::Dec128) => {
-            // Each run's sum, checked as merges check it (a mean's sum has the sum's type).
-            let sums = fast(Op::Sum(Kind::Dec128))?;
-            let sums = sums.as_primitive::<Decimal128Type>();
-            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
-            for w in 0..runs {
-                let seen = sums.is_valid(w);
-                let sum = if seen { sums.value(w) } else { 0 };
-                let b = &mut out.bytes;
-                if matches!(slot.op, Op::Sum(_)) {
-                    b.push(if seen { SEEN } else { 0 });
-                    put_i128(b, sum);
-                } else {
-                    put_i128(b, sum);
-                    put_u64(b, valid_rows(column.as_ref(), run_rows(w)).count() as u64);
-                }
-                out.end();
-            }
-        }
-        Op::Sum(kind) | Op::Mean(kind) => {
-            let sums = fast(Op::Sum(kind))?;
-            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
-            for w in 0..runs {
-                let seen = sums.is_valid(w);
-                let b = &mut out.bytes;
-                if matches!(slot.op, Op::Sum(_)) {
-                    b.push(if seen { SEEN } else { 0 });
-                }
-                if kind.is_integer() {
-                    let s = sums.as_primitive::<Int64Type>();
-                    put_i128(b, if seen { i128::from(s.value(w)) } else { 0 });
-                } else {
-                    let s = sums.as_primitive::<Float64Type>();
-                    put_f64(b, if seen { s.value(w) } else { -0.0 });
-                }
-                if matches!(slot.op, Op::Mean(_)) {
-                    put_u64(b, valid_rows(column.as_ref(), run_rows(w)).count() as u64);
-                }
-                out.end();
-            }
-        }
-        Op::Min(kind) | Op::Max(kind) => {
-            let best = fast(slot.op)?;
-            for w in 0..runs {
-                let v = Value::of_row(best.as_ref(), &slot.data_type, kind, w);
-                encode(&slot.op, v, 0, 0, &mut out.bytes);
-                out.end();
-            }
-        }
-        Op::First(kind) | Op::Last(kind) => {
-            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
-            for w in 0..runs {
-                let mut rows = valid_rows(column.as_ref(), run_rows(w));
-                let row = match slot.op {
-                    Op::First(_) => rows.next(),
-                    _ => rows.next_back(),
-                };
-                match row {
-                    Some(r) => {
-                        let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
-                        encode(&slot.op, v, times[r], r as u64, &mut out.bytes);
-                    }
-                    None => encode(&slot.op, Value::Null, 0, 0, &mut out.bytes),
-                }
-                out.end();
-            }
-        }
-        Op::CountDistinct(kind) => {
-            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
-            let (bytes, ends) = (&mut out.bytes, &mut out.ends);
-            super::distinct::run_sets(
-                column.as_ref(),
-                &slot.data_type,
-                kind,
-                order,
-                offsets,
-                bytes,
-                |b| ends.push(b.len()),
-            );
-        }
+        Op::Count => Ok(count_segments(runs)),
+        Op::Sum(Kind::Dec128) | Op::Mean(Kind::Dec128) => decimal_sum_segments(slot, runs),
+        Op::Sum(kind) | Op::Mean(kind) => sum_segments(slot, kind, runs),
+        Op::Min(kind) | Op::Max(kind) => min_max_segments(slot, kind, runs),
+        Op::First(kind) | Op::Last(kind) => first_last_segments(slot, kind, runs),
+        Op::CountDistinct(kind) => count_distinct_segments(slot, kind, runs),
         Op::Collect {
             kind,
             max_size,
             overflow,
             nulls,
-        } => {
-            let column = column.ok_or_else(|| Error::schema(&slot.column, "missing"))?;
-            let mut rows = Vec::new();
-            for w in 0..runs {
-                rows.clear();
-                if nulls {
-                    rows.extend(run_rows(w).iter().map(|&r| r as usize));
-                } else {
-                    rows.extend(valid_rows(column.as_ref(), run_rows(w)));
-                }
-                let kept: &[usize] = match max_size {
-                    Some(n) if rows.len() > n => match overflow {
-                        Overflow::DropOldest => &rows[rows.len() - n..],
-                        Overflow::DropNewest => &rows[..n],
-                        Overflow::Fail => return Err(overflow_error(slot, n)),
-                    },
-                    _ => &rows,
-                };
-                put_varint(&mut out.bytes, kept.len() as u64);
-                for &r in kept {
-                    put_i64(&mut out.bytes, times[r]);
-                    put_u64(&mut out.bytes, r as u64);
-                    let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
-                    if nulls {
-                        out.bytes.push(u8::from(v != Value::Null));
-                    }
-                    if v != Value::Null {
-                        v.write(kind, &mut out.bytes);
-                    }
-                }
-                out.end();
+        } => collect_segments(slot, kind, max_size, overflow, nulls, runs),
+    }
+}
+
+/// A count's segments: each run's number of rows.
+fn count_segments(runs: &Runs<'_>) -> Segments {
+    let mut out = Segments::new(runs.len());
+    for w in 0..runs.len() {
+        put_u64(&mut out.bytes, runs.rows(w).len() as u64);
+        out.end();
+    }
+    out
+}
+
+/// A decimal sum's or mean's segments: each run's sum, checked as merges check it (a mean's
+/// sum has the sum's type), and a mean's count of values.
+fn decimal_sum_segments(slot: &Slot, runs: &Runs<'_>) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let sums = runs.column_of_runs(slot, Op::Sum(Kind::Dec128))?;
+    let sums = sums.as_primitive::<Decimal128Type>();
+    let column = runs.required_column(slot)?;
+    for w in 0..runs.len() {
+        let seen = sums.is_valid(w);
+        let sum = if seen { sums.value(w) } else { 0 };
+        let b = &mut out.bytes;
+        if matches!(slot.op, Op::Sum(_)) {
+            b.push(if seen { SEEN } else { 0 });
+            put_i128(b, sum);
+        } else {
+            put_i128(b, sum);
+            put_u64(b, valid_rows(column.as_ref(), runs.rows(w)).count() as u64);
+        }
+        out.end();
+    }
+    Ok(out)
+}
+
+/// An integer or float sum's or mean's segments: each run's sum, and a mean's count of values.
+fn sum_segments(slot: &Slot, kind: Kind, runs: &Runs<'_>) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let sums = runs.column_of_runs(slot, Op::Sum(kind))?;
+    let column = runs.required_column(slot)?;
+    for w in 0..runs.len() {
+        let seen = sums.is_valid(w);
+        let b = &mut out.bytes;
+        if matches!(slot.op, Op::Sum(_)) {
+            b.push(if seen { SEEN } else { 0 });
+        }
+        if kind.is_integer() {
+            let s = sums.as_primitive::<Int64Type>();
+            put_i128(b, if seen { i128::from(s.value(w)) } else { 0 });
+        } else {
+            let s = sums.as_primitive::<Float64Type>();
+            put_f64(b, if seen { s.value(w) } else { -0.0 });
+        }
+        if matches!(slot.op, Op::Mean(_)) {
+            put_u64(b, valid_rows(column.as_ref(), runs.rows(w)).count() as u64);
+        }
+        out.end();
+    }
+    Ok(out)
+}
+
+/// A min's or max's segments: each run's best value.
+fn min_max_segments(slot: &Slot, kind: Kind, runs: &Runs<'_>) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let best = runs.column_of_runs(slot, slot.op)?;
+    for w in 0..runs.len() {
+        let v = Value::of_row(best.as_ref(), &slot.data_type, kind, w);
+        encode(&slot.op, v, 0, 0, &mut out.bytes);
+        out.end();
+    }
+    Ok(out)
+}
+
+/// A first's or last's segments: each run's first or last value that is not null, with its
+/// time and row index.
+fn first_last_segments(slot: &Slot, kind: Kind, runs: &Runs<'_>) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let column = runs.required_column(slot)?;
+    for w in 0..runs.len() {
+        let mut rows = valid_rows(column.as_ref(), runs.rows(w));
+        let row = match slot.op {
+            Op::First(_) => rows.next(),
+            _ => rows.next_back(),
+        };
+        match row {
+            Some(r) => {
+                let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
+                encode(&slot.op, v, runs.times[r], r as u64, &mut out.bytes);
+            }
+            None => encode(&slot.op, Value::Null, 0, 0, &mut out.bytes),
+        }
+        out.end();
+    }
+    Ok(out)
+}
+
+/// A count_distinct's segments: each run's set of distinct values.
+fn count_distinct_segments(slot: &Slot, kind: Kind, runs: &Runs<'_>) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let column = runs.required_column(slot)?;
+    let (bytes, ends) = (&mut out.bytes, &mut out.ends);
+    super::distinct::run_sets(
+        column.as_ref(),
+        &slot.data_type,
+        kind,
+        runs.ranges.order,
+        runs.offsets,
+        bytes,
+        |b| ends.push(b.len()),
+    );
+    Ok(out)
+}
+
+/// A collect's segments: each run's values (with nulls if `nulls`) with their times and row
+/// indices, cut to `max_size` as `overflow` says.
+fn collect_segments(
+    slot: &Slot,
+    kind: Kind,
+    max_size: Option<usize>,
+    overflow: Overflow,
+    nulls: bool,
+    runs: &Runs<'_>,
+) -> Result<Segments> {
+    let mut out = Segments::new(runs.len());
+    let column = runs.required_column(slot)?;
+    let mut rows = Vec::new();
+    for w in 0..runs.len() {
+        rows.clear();
+        if nulls {
+            rows.extend(runs.rows(w).iter().map(|&r| r as usize));
+        } else {
+            rows.extend(valid_rows(column.as_ref(), runs.rows(w)));
+        }
+        let kept: &[usize] = match max_size {
+            Some(n) if rows.len() > n => match overflow {
+                Overflow::DropOldest => &rows[rows.len() - n..],
+                Overflow::DropNewest => &rows[..n],
+                Overflow::Fail => return Err(overflow_error(slot, n)),
+            },
+            _ => &rows,
+        };
+        put_varint(&mut out.bytes, kept.len() as u64);
+        for &r in kept {
+            put_i64(&mut out.bytes, runs.times[r]);
+            put_u64(&mut out.bytes, r as u64);
+            let v = Value::of_row(column.as_ref(), &slot.data_type, kind, r);
+            if nulls {
+                out.bytes.push(u8::from(v != Value::Null));
+            }
+            if v != Value::Null {
+                v.write(kind, &mut out.bytes);
             }
         }
+        out.end();
     }
     Ok(out)
 }

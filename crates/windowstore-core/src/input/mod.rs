@@ -1,6 +1,6 @@
 //! Input binding: which columns of an Arrow batch are the key, the time, the gap and the markers,
-//! checked
-//! once against the schema, then read batch by batch into plain slices the engines loop over.
+//! checked once against the schema, then read batch by batch into plain slices the engines loop
+//! over.
 
 mod conform;
 pub mod gap;
@@ -19,9 +19,6 @@ pub use gap::GapColumn;
 pub use key_codec::{KeyCodec, KeyView};
 pub use markers::{MarkerColumns, Markers};
 pub use time::TimeColumn;
-
-// The old path of the renamed public module, kept for callers.
-pub use key_codec as keys;
 
 /// The columns an engine reads, by name, as the caller gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]

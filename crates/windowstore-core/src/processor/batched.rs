@@ -56,7 +56,9 @@
 //! Any error on the way (an aggregate overflow, a put of an expired session) rolls the path
 //! back, and the call runs record by record, whose errors name the record that raised them.
 
-use super::kind::WindowKind;
+use super::held::Held;
+use super::kind::{RunOutcome, WindowKind};
+use super::lifecycle::Lifecycle;
 use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
 use crate::emit::{EmitMode, Rows};
@@ -159,84 +161,12 @@ impl<K: WindowKind> Processor<K> {
         if let Some(t) = advance {
             life.observe(t);
         }
-        // Per record, what the record path computes as it goes: arrival number, stream time,
-        // rejections; the usable records, and stream time once each is looked at.
-        let arrived = chunks.iter().map(|c| c.checked.len()).sum();
-        let mut records = Vec::with_capacity(arrived);
-        let mut stream_times = Vec::with_capacity(arrived);
-        for chunk in chunks {
-            let first = life.seq;
-            for (row, checked) in chunk.checked.iter().enumerate() {
-                let seq = life.seq;
-                life.seq += 1;
-                counters.records += 1;
-                match *checked {
-                    Ok(prepared) => {
-                        let t = chunk.ticks[row];
-                        stream_times.push(life.observe(t));
-                        records.push(Record {
-                            key: chunk.keys.rows.row(row).data(),
-                            inputs: &chunk.inputs,
-                            row,
-                            t,
-                            seq,
-                            prepared,
-                        });
-                    }
-                    Err(reason) => life.rejections.reject(row, reason),
-                }
-            }
-            let rejected = life.rejections.finish_batch(&chunk.batch)?;
-            if let Some(held) = held.as_mut() {
-                let keys = |row| chunk.keys.rows.row(row).data();
-                held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
-            }
-        }
-        counters.accepted += records.len() as u64;
+        let arrivals = arrive(chunks, life, held, &mut counters)?;
 
         let ticks = bound.ticks;
-        let before = bound.store.change_counts();
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
-        let mut scratch = K::Scratch::default();
-        let (mut puts, mut removes, mut isolated) = (0u64, 0u64, 0u64);
-        let mut from = 0;
-        while from < records.len() {
-            let to = slice_end(&stream_times, from, K::retention(&ticks));
-            let slice = &records[from..to];
-            let (order, runs) = group_by_key(slice.len(), |i| Some(slice[i].key));
-            let mut max_end = None;
-            let grouped: Vec<Record<'_, K::Prepared>> =
-                order.iter().map(|&i| slice[i as usize]).collect();
-            let mut lookups = Vec::with_capacity(WARM_RUNS);
-            for (i, run) in runs.windows(2).enumerate() {
-                if i % WARM_RUNS == 0 && step.store.reads_ahead() {
-                    // This run's lookup and the next ones', read together.
-                    lookups.clear();
-                    lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {
-                        let records = &grouped[run[0]..run[1]];
-                        K::run_reads(&ticks, records).map(|reads| (records[0].key, reads))
-                    }));
-                    std::hint::black_box(step.store.warm(&lookups));
-                }
-                let outcome =
-                    K::step_run(&ticks, &mut step, &mut scratch, &grouped[run[0]..run[1]])?;
-                puts += outcome.puts;
-                removes += outcome.removes;
-                isolated += outcome.isolated;
-                max_end = max_end.max(outcome.max_end);
-            }
-            step.store
-                .set_change_counts(before.0 + puts, before.1 + removes);
-            if mode == EmitMode::Final {
-                step.close = stream_times[to - 1].saturating_sub(K::grace(&ticks));
-                step.emit_closed();
-            }
-            if let Some(end) = max_end {
-                step.store.advance_time(end);
-            }
-            from = to;
-        }
+        let isolated = apply_slices(&ticks, &mut step, &arrivals)?;
         let rows = if mode == EmitMode::Final {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
@@ -245,7 +175,7 @@ impl<K: WindowKind> Processor<K> {
             step.changelog.take()
         };
         life.latest_end = step.latest_end;
-        *sparse_calls = if sparse(isolated, records.len()) {
+        *sparse_calls = if sparse(isolated, arrivals.records.len()) {
             SPARSE_CALLS
         } else {
             0
@@ -253,4 +183,125 @@ impl<K: WindowKind> Processor<K> {
         counters.emitted += rows.len() as u64;
         Ok((rows, counters))
     }
+}
+
+/// A call's usable records in arrival order, and stream time once each is looked at.
+struct Arrivals<'a, P> {
+    records: Vec<Record<'a, P>>,
+    stream_times: Vec<i64>,
+}
+
+/// Per record of `chunks`, what the record path computes as it goes: its arrival number, stream
+/// time, and its rejection or its row held (records mode); counts the records seen and
+/// accepted. Returns the usable records.
+fn arrive<'a, P: Copy, C>(
+    chunks: &'a [Chunk<P>],
+    life: &mut Lifecycle,
+    held: &mut Option<Held>,
+    counters: &mut Counters<C>,
+) -> Result<Arrivals<'a, P>> {
+    let arrived = chunks.iter().map(|c| c.checked.len()).sum();
+    let mut records = Vec::with_capacity(arrived);
+    let mut stream_times = Vec::with_capacity(arrived);
+    for chunk in chunks {
+        let first = life.seq;
+        for (row, checked) in chunk.checked.iter().enumerate() {
+            let seq = life.seq;
+            life.seq += 1;
+            counters.records += 1;
+            match *checked {
+                Ok(prepared) => {
+                    let t = chunk.ticks[row];
+                    stream_times.push(life.observe(t));
+                    records.push(Record {
+                        key: chunk.keys.rows.row(row).data(),
+                        inputs: &chunk.inputs,
+                        row,
+                        t,
+                        seq,
+                        prepared,
+                    });
+                }
+                Err(reason) => life.rejections.reject(row, reason),
+            }
+        }
+        let rejected = life.rejections.finish_batch(&chunk.batch)?;
+        if let Some(held) = held.as_mut() {
+            let keys = |row| chunk.keys.rows.row(row).data();
+            held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
+        }
+    }
+    counters.accepted += records.len() as u64;
+    Ok(Arrivals {
+        records,
+        stream_times,
+    })
+}
+
+/// Applies `arrivals` slice by slice ([`slice_end`]): each slice's keys, then the store's
+/// change counters set, its closed windows emitted (`final` mode) and store time moved.
+/// Returns how many records met no window of their key.
+fn apply_slices<K: WindowKind>(
+    ticks: &K::Ticks,
+    step: &mut Step<'_, K>,
+    arrivals: &Arrivals<'_, K::Prepared>,
+) -> Result<u64> {
+    let Arrivals {
+        records,
+        stream_times,
+    } = arrivals;
+    let before = step.store.change_counts();
+    let mut scratch = K::Scratch::default();
+    let (mut puts, mut removes, mut isolated) = (0u64, 0u64, 0u64);
+    let mut from = 0;
+    while from < records.len() {
+        let to = slice_end(stream_times, from, K::retention(ticks));
+        let slice = apply_slice(ticks, step, &mut scratch, &records[from..to])?;
+        puts += slice.puts;
+        removes += slice.removes;
+        isolated += slice.isolated;
+        step.store
+            .set_change_counts(before.0 + puts, before.1 + removes);
+        if step.mode == EmitMode::Final {
+            step.close = stream_times[to - 1].saturating_sub(K::grace(ticks));
+            step.emit_closed();
+        }
+        if let Some(end) = slice.max_end {
+            step.store.advance_time(end);
+        }
+        from = to;
+    }
+    Ok(isolated)
+}
+
+/// Applies `slice`'s records key by key, each key's run in one [`WindowKind::step_run`],
+/// reading the lookups of every [`WARM_RUNS`] runs ahead. Returns what the runs did, summed
+/// (`max_end`: the largest).
+fn apply_slice<K: WindowKind>(
+    ticks: &K::Ticks,
+    step: &mut Step<'_, K>,
+    scratch: &mut K::Scratch,
+    slice: &[Record<'_, K::Prepared>],
+) -> Result<RunOutcome> {
+    let (order, runs) = group_by_key(slice.len(), |i| Some(slice[i].key));
+    let grouped: Vec<Record<'_, K::Prepared>> = order.iter().map(|&i| slice[i as usize]).collect();
+    let mut total = RunOutcome::default();
+    let mut lookups = Vec::with_capacity(WARM_RUNS);
+    for (i, run) in runs.windows(2).enumerate() {
+        if i % WARM_RUNS == 0 && step.store.reads_ahead() {
+            // This run's lookup and the next ones', read together.
+            lookups.clear();
+            lookups.extend(runs[i..].windows(2).take(WARM_RUNS).filter_map(|run| {
+                let records = &grouped[run[0]..run[1]];
+                K::run_reads(ticks, records).map(|reads| (records[0].key, reads))
+            }));
+            std::hint::black_box(step.store.warm(&lookups));
+        }
+        let outcome = K::step_run(ticks, step, scratch, &grouped[run[0]..run[1]])?;
+        total.puts += outcome.puts;
+        total.removes += outcome.removes;
+        total.isolated += outcome.isolated;
+        total.max_end = total.max_end.max(outcome.max_end);
+    }
+    Ok(total)
 }

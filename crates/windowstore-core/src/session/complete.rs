@@ -18,7 +18,8 @@ use super::record_checks::record_gap;
 use super::spec::{GapSpec, OnInvalid, SessionSpec};
 use crate::agg::{fill_overflow, AggSpec, Aggregator};
 use crate::input::order::group_by_key_then_time;
-use crate::input::{BoundInput, InputSpec};
+use crate::input::time::BatchTimes;
+use crate::input::{BoundInput, InputSpec, KeyView};
 use crate::output::OutputBuilder;
 use crate::processor::WindowKind;
 use crate::reject::Rejections;
@@ -273,51 +274,118 @@ pub(crate) fn cut(
     let bound = BoundInput::try_new(&input, schema)?;
     let schema = bound.schema().clone();
     let base = bound.time.base();
-    let (fixed_gap, max_gap) = gap.to_ticks(&base)?;
-    if max_gap <= 0 {
-        let name = if fixed_gap.is_some() {
-            "gap"
-        } else {
-            "max_gap"
-        };
-        return Err(Error::invalid(name, format!("must be > 0, got {max_gap}")));
-    }
+    let gap = GapTicks::of(&gap, &base)?;
     let max_duration = match max_duration {
         Some(d) => capped_ticks(d, &base)?,
         None => i64::MAX,
     };
     let aggregator = Aggregator::try_new(aggs, &schema)?;
     let batch = one_batch(&bound, batches)?;
-    let n = batch.num_rows();
 
     let keys = bound.keys.view(&batch)?;
     let times = bound.time.read(&batch);
-    let gaps = bound.gap.as_ref().map(|g| g.read(&batch));
-    let mut rejections = Rejections::default();
-    // Per-record gaps are kept only for a gap column; a fixed gap needs no array.
-    let mut record_gap_of = if fixed_gap.is_some() {
-        Vec::new()
-    } else {
-        vec![0i64; n]
+    let checks = check_rows(&bound, &batch, &keys, &times, gap, on_invalid)?;
+
+    let grouped = group_by_key_then_time(&keys, &checks.valid, &times.ticks);
+    let (order, runs, sorted) = (grouped.order, grouped.runs, grouped.times);
+    let gap_of = |row: usize| gap.fixed.unwrap_or_else(|| checks.gaps[row]);
+    let flags = bound.markers.as_ref().map(|m| m.read(&batch));
+    let sessions = cut_sessions(
+        &order,
+        &runs,
+        &sorted,
+        gap_of,
+        flags.as_deref(),
+        max_duration,
+    );
+    let ticks = times.ticks.clone();
+    Ok(Cut {
+        schema,
+        batch,
+        bound,
+        aggregator,
+        ticks,
+        order,
+        offsets: sessions.offsets,
+        reach: sessions.reaches,
+        rejections: checks.rejections,
+        gap_clamped: checks.gap_clamped,
+        max_duration_cuts: sessions.max_duration_cuts,
+    })
+}
+
+/// A gap spec in ticks.
+#[derive(Debug, Clone, Copy)]
+struct GapTicks {
+    /// The fixed gap; `None` for a gap column.
+    fixed: Option<i64>,
+    /// The largest gap a record can have (a fixed gap's own).
+    max: i64,
+}
+
+impl GapTicks {
+    /// `gap` in ticks of `base`; the largest gap must be > 0.
+    fn of(gap: &GapSpec, base: &TimeBase) -> Result<Self> {
+        let (fixed, max) = gap.to_ticks(base)?;
+        if max <= 0 {
+            let name = if fixed.is_some() { "gap" } else { "max_gap" };
+            return Err(Error::invalid(name, format!("must be > 0, got {max}")));
+        }
+        Ok(Self { fixed, max })
+    }
+}
+
+/// What checking every row left.
+#[derive(Debug)]
+struct RowChecks {
+    /// Whether each row is usable.
+    valid: Vec<bool>,
+    /// Each row's gap in ticks, for a gap column (a fixed gap needs no array: empty).
+    gaps: Vec<i64>,
+    /// The rejected rows.
+    rejections: Rejections,
+    /// Dynamic gaps clamped to `max_gap`.
+    gap_clamped: u64,
+}
+
+/// Checks each row of `batch` (its key `keys`, its time `times`, its gap under `gap`): under
+/// `on_invalid="error"` the first bad row is an error, else bad rows are rejected.
+fn check_rows(
+    bound: &BoundInput,
+    batch: &RecordBatch,
+    keys: &KeyView<'_>,
+    times: &BatchTimes,
+    gap: GapTicks,
+    on_invalid: OnInvalid,
+) -> Result<RowChecks> {
+    let n = batch.num_rows();
+    let column_gaps = bound.gap.as_ref().map(|g| g.read(batch));
+    let mut checks = RowChecks {
+        valid: vec![true; n],
+        gaps: if gap.fixed.is_some() {
+            Vec::new()
+        } else {
+            vec![0i64; n]
+        },
+        rejections: Rejections::default(),
+        gap_clamped: 0,
     };
-    let mut gap_clamped = 0u64;
-    let mut valid = vec![true; n];
     for row in 0..n {
-        let column_gap = gaps.as_ref().and_then(|g| g[row]);
+        let column_gap = column_gaps.as_ref().and_then(|g| g[row]);
         let t = times.ticks[row];
         let reason = match record_gap(
             keys.is_null(row),
             times.problem(row),
             t,
-            fixed_gap,
+            gap.fixed,
             column_gap,
-            max_gap,
+            gap.max,
         ) {
             Ok((g, clamped)) => {
-                if fixed_gap.is_none() {
-                    record_gap_of[row] = g;
+                if gap.fixed.is_none() {
+                    checks.gaps[row] = g;
                 }
-                gap_clamped += u64::from(clamped);
+                checks.gap_clamped += u64::from(clamped);
                 None
             }
             Err(reason) => Some(reason),
@@ -329,17 +397,36 @@ pub(crate) fn cut(
                     reason: reason.as_str().to_string(),
                 });
             }
-            valid[row] = false;
-            rejections.reject(row, reason);
+            checks.valid[row] = false;
+            checks.rejections.reject(row, reason);
         }
     }
-    rejections.finish_batch(&batch)?;
+    checks.rejections.finish_batch(batch)?;
+    Ok(checks)
+}
 
-    let grouped = group_by_key_then_time(&keys, &valid, &times.ticks);
-    let (order, runs, sorted) = (grouped.order, grouped.runs, grouped.times);
-    let gap_of = |row: usize| fixed_gap.unwrap_or_else(|| record_gap_of[row]);
-    let flags = bound.markers.as_ref().map(|m| m.read(&batch));
-    // Cut each key group into sessions by the rule of `cuts`.
+/// Valid rows cut into sessions.
+#[derive(Debug)]
+struct Sessions {
+    /// Session `w` holds `order[offsets[w]..offsets[w + 1]]`.
+    offsets: Vec<usize>,
+    /// The reach (`max(t + g)`) of each session.
+    reaches: Vec<i64>,
+    /// Sessions ended by `max_duration`.
+    max_duration_cuts: u64,
+}
+
+/// Cuts each key group `order[runs[k]..runs[k + 1]]` (rows in (time, row) order, their times
+/// `sorted`) into sessions by the rule of `cuts`: each row's gap `gap_of(row)`, the marker
+/// `flags` of each row if any, and `max_duration` (`i64::MAX`: none).
+fn cut_sessions(
+    order: &[u32],
+    runs: &[usize],
+    sorted: &[i64],
+    gap_of: impl Fn(usize) -> i64,
+    flags: Option<&[u8]>,
+    max_duration: i64,
+) -> Sessions {
     let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
     offsets.push(0usize);
     let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
@@ -347,7 +434,7 @@ pub(crate) fn cut(
     let mut groups = Vec::new();
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
-        if let Some(flags) = &flags {
+        if let Some(flags) = flags {
             let flag = |i: usize| flags[order[lo + i] as usize];
             group_flags(hi - lo, |i| sorted[lo + i], flag, &mut groups);
         }
@@ -371,20 +458,11 @@ pub(crate) fn cut(
             reaches.push(s.reach);
         }
     }
-    let ticks = times.ticks.clone();
-    Ok(Cut {
-        schema,
-        batch,
-        bound,
-        aggregator,
-        ticks,
-        order,
+    Sessions {
         offsets,
-        reach: reaches,
-        rejections,
-        gap_clamped,
+        reaches,
         max_duration_cuts,
-    })
+    }
 }
 
 /// `max_duration` in ticks of `base`; it must be > 0.

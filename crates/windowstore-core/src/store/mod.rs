@@ -28,7 +28,3 @@ pub use key_schema::{KeyedSession, Session};
 pub use metrics::StoreMetrics;
 pub use session_store::SessionStore;
 pub use window_store::WindowStore;
-
-// The old paths of the renamed public modules, kept for callers.
-pub use key_table as keys;
-pub use snapshot_format as snapshot;

@@ -256,6 +256,54 @@ pub type Decoded = (SessionStore, HashMap<String, String>, Vec<Table>);
 /// Decodes snapshot file bytes written by [`encode_tables`].
 pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
     let refuse = |reason: String| Error::snapshot(path, reason);
+    let payload = checked_payload(path, bytes)?;
+    let ipc = zstd::stream::decode_all(payload)
+        .map_err(|e| refuse(format!("unreadable zstd payload: {e}")))?;
+    let mut rest = ipc.as_slice();
+    let reader = StreamReader::try_new(&mut rest, None)
+        .map_err(|e| refuse(format!("unreadable Arrow IPC payload: {e}")))?;
+    let schema = reader.schema();
+    let expected = entries_schema();
+    if schema.fields() != expected.fields() {
+        return Err(refuse(format!(
+            "unexpected columns {:?}, expected {:?}",
+            schema.fields(),
+            expected.fields()
+        )));
+    }
+    let mut metadata = schema.metadata().clone();
+    let mut store = restored_store(path, &mut metadata)?;
+    let names = metadata.remove(TABLES).unwrap_or_default();
+    let sessions = metadata
+        .remove(SESSIONS)
+        .map(|n| parse::<usize>(&n, SESSIONS))
+        .transpose()
+        .map_err(refuse)?;
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| refuse(format!("unreadable record batch: {e}")))?;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    if sessions.is_some_and(|n| n != rows) {
+        return Err(refuse(format!(
+            "it declares {} sessions and holds {rows} (rows were added or removed)",
+            sessions.unwrap_or(0)
+        )));
+    }
+    let tables = read_tables(path, &mut rest, &names)?;
+    if !rest.is_empty() {
+        return Err(refuse(format!(
+            "{} bytes after the tables the snapshot names",
+            rest.len()
+        )));
+    }
+    restore_rows(path, &mut store, &batches)?;
+    Ok((store, metadata, tables))
+}
+
+/// The compressed payload of snapshot file `bytes`, once the header says it is one of this
+/// layout and its length and checksum match.
+fn checked_payload<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a [u8]> {
+    let refuse = |reason: String| Error::snapshot(path, reason);
     if bytes.len() < HEADER_LEN {
         return Err(refuse(format!(
             "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
@@ -293,21 +341,13 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
              (the file was altered)"
         )));
     }
-    let ipc = zstd::stream::decode_all(&bytes[HEADER_LEN..])
-        .map_err(|e| refuse(format!("unreadable zstd payload: {e}")))?;
-    let mut rest = ipc.as_slice();
-    let reader = StreamReader::try_new(&mut rest, None)
-        .map_err(|e| refuse(format!("unreadable Arrow IPC payload: {e}")))?;
-    let schema = reader.schema();
-    let expected = entries_schema();
-    if schema.fields() != expected.fields() {
-        return Err(refuse(format!(
-            "unexpected columns {:?}, expected {:?}",
-            schema.fields(),
-            expected.fields()
-        )));
-    }
-    let mut metadata = schema.metadata().clone();
+    Ok(&bytes[HEADER_LEN..])
+}
+
+/// An empty store with the parameters, store time and counters the sessions' schema
+/// `metadata` holds, which it takes out of `metadata`.
+fn restored_store(path: &Path, metadata: &mut HashMap<String, String>) -> Result<SessionStore> {
+    let refuse = |reason: String| Error::snapshot(path, reason);
     let mut take = |name: &str| {
         metadata
             .remove(name)
@@ -331,27 +371,17 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
         expired_puts: parse(&take(EXPIRED_PUTS)?, EXPIRED_PUTS).map_err(refuse)?,
         expired_sessions: parse(&take(EXPIRED_SESSIONS)?, EXPIRED_SESSIONS).map_err(refuse)?,
     };
-    let mut store = SessionStore::restored(retention, interval, store_time, counters)
-        .map_err(|e| refuse(format!("bad store parameters: {e}")))?;
-    let names = metadata.remove(TABLES).unwrap_or_default();
-    let sessions = metadata
-        .remove(SESSIONS)
-        .map(|n| parse::<usize>(&n, SESSIONS))
-        .transpose()
-        .map_err(refuse)?;
-    let batches = reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| refuse(format!("unreadable record batch: {e}")))?;
-    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    if sessions.is_some_and(|n| n != rows) {
-        return Err(refuse(format!(
-            "it declares {} sessions and holds {rows} (rows were added or removed)",
-            sessions.unwrap_or(0)
-        )));
-    }
+    SessionStore::restored(retention, interval, store_time, counters)
+        .map_err(|e| refuse(format!("bad store parameters: {e}")))
+}
+
+/// The caller's tables `names` (comma-separated, in the order written), each an IPC stream
+/// read from the front of `rest`.
+fn read_tables(path: &Path, rest: &mut &[u8], names: &str) -> Result<Vec<Table>> {
+    let refuse = |reason: String| Error::snapshot(path, reason);
     let mut tables = Vec::new();
     for name in names.split(',').filter(|n| !n.is_empty()) {
-        let reader = StreamReader::try_new(&mut rest, None)
+        let reader = StreamReader::try_new(&mut *rest, None)
             .map_err(|e| refuse(format!("unreadable table {name}: {e}")))?;
         let schema = reader.schema();
         let table = reader
@@ -359,12 +389,12 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
             .map_err(|e| refuse(format!("unreadable table {name}: {e}")))?;
         tables.push((name.to_string(), schema, table));
     }
-    if !rest.is_empty() {
-        return Err(refuse(format!(
-            "{} bytes after the tables the snapshot names",
-            rest.len()
-        )));
-    }
+    Ok(tables)
+}
+
+/// Puts the sessions of `batches` (rows of [`entries_schema`]) into `store`, each validated.
+fn restore_rows(path: &Path, store: &mut SessionStore, batches: &[RecordBatch]) -> Result<()> {
+    let refuse = |reason: String| Error::snapshot(path, reason);
     let columns = batches
         .iter()
         .map(columns_of)
@@ -372,7 +402,7 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
         .map_err(refuse)?;
     // Room for every row before the first goes in: a map reserved batch by batch still
     // rehashed everything it held at each growth.
-    reserve(&mut store, &columns);
+    reserve(store, &columns);
     for (keys, starts, ends, values) in columns {
         for row in 0..keys.len() {
             store
@@ -385,7 +415,7 @@ pub fn decode_tables(path: &Path, bytes: &[u8]) -> Result<Decoded> {
                 .map_err(refuse)?;
         }
     }
-    Ok((store, metadata, tables))
+    Ok(())
 }
 
 /// A batch's four columns, typed.
@@ -422,8 +452,7 @@ fn columns_of(batch: &RecordBatch) -> Result<Columns<'_>, String> {
 
 /// Makes room in `store` for the snapshot's rows before they are put: their keys, and each
 /// segment's keys and value bytes. The rows come by key, then end, so a key's rows in one
-/// segment are neighbours and counted once. (Filling a million sessions into maps that grew
-/// as they filled spent a tenth of a restore rehashing.)
+/// segment are neighbours and counted once.
 fn reserve(store: &mut SessionStore, columns: &[Columns<'_>]) {
     // By segment id: an end in it, its keys, its arena bytes.
     let mut segments: hashbrown::HashMap<i64, (i64, usize, usize)> = hashbrown::HashMap::new();

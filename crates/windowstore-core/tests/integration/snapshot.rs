@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs;
 
-use windowstore_core::store::snapshot::{self, HEADER_LEN};
+use windowstore_core::store::snapshot_format::{self, HEADER_LEN};
 use windowstore_core::{Error, SessionStore};
 
 use crate::common;
@@ -67,18 +67,18 @@ fn a_restored_store_writes_what_its_original_writes() {
     // (ends 100 to 149) stays for [140, 140].
     assert_eq!(store.metrics().expired_sessions, 0);
     let extra = HashMap::new();
-    let bytes = snapshot::encode(&store, &extra).unwrap();
-    let (mut back, _) = snapshot::decode(std::path::Path::new("mem"), &bytes).unwrap();
+    let bytes = snapshot_format::encode(&store, &extra).unwrap();
+    let (mut back, _) = snapshot_format::decode(std::path::Path::new("mem"), &bytes).unwrap();
     assert_eq!(back.metrics().expired_sessions, 1);
-    assert_eq!(snapshot::encode(&back, &extra).unwrap(), bytes);
+    assert_eq!(snapshot_format::encode(&back, &extra).unwrap(), bytes);
     for s in [&mut store, &mut back] {
         s.put(b"d", 260, 260, b"later").unwrap();
     }
     assert_eq!(store.metrics().expired_sessions, 2);
     assert_eq!(back.metrics().expired_sessions, 2);
     assert_eq!(
-        snapshot::encode(&back, &extra).unwrap(),
-        snapshot::encode(&store, &extra).unwrap()
+        snapshot_format::encode(&back, &extra).unwrap(),
+        snapshot_format::encode(&store, &extra).unwrap()
     );
 }
 
@@ -89,8 +89,8 @@ fn extra_metadata_round_trips_and_payload_is_plain_arrow_ipc() {
         "windowstore.processor.stream_time".to_string(),
         "42".to_string(),
     )]);
-    let bytes = snapshot::encode(&store, &extra).unwrap();
-    let (_, got) = snapshot::decode("mem".as_ref(), &bytes).unwrap();
+    let bytes = snapshot_format::encode(&store, &extra).unwrap();
+    let (_, got) = snapshot_format::decode("mem".as_ref(), &bytes).unwrap();
     assert_eq!(got, extra);
     let ipc = zstd::stream::decode_all(&bytes[HEADER_LEN..]).unwrap();
     let reader = arrow_ipc::reader::StreamReader::try_new(ipc.as_slice(), None).unwrap();
@@ -100,10 +100,10 @@ fn extra_metadata_round_trips_and_payload_is_plain_arrow_ipc() {
 
 #[test]
 fn truncated_at_every_tenth_is_refused() {
-    let bytes = snapshot::encode(&sample(), &HashMap::new()).unwrap();
+    let bytes = snapshot_format::encode(&sample(), &HashMap::new()).unwrap();
     for tenth in 0..10 {
         let cut = bytes.len() * tenth / 10;
-        let why = reason(snapshot::decode("t".as_ref(), &bytes[..cut]).unwrap_err());
+        let why = reason(snapshot_format::decode("t".as_ref(), &bytes[..cut]).unwrap_err());
         assert!(why.contains("truncated"), "cut at {cut}: {why}");
     }
 }
@@ -112,25 +112,28 @@ fn truncated_at_every_tenth_is_refused() {
 fn every_flipped_byte_is_refused() {
     let mut s = SessionStore::new(100, None).unwrap();
     s.put(b"k", 1, 2, b"v").unwrap();
-    let bytes = snapshot::encode(&s, &HashMap::new()).unwrap();
+    let bytes = snapshot_format::encode(&s, &HashMap::new()).unwrap();
     for i in 0..bytes.len() {
         let mut damaged = bytes.clone();
         damaged[i] ^= 0x40;
-        let why = reason(snapshot::decode("f".as_ref(), &damaged).unwrap_err());
+        let why = reason(snapshot_format::decode("f".as_ref(), &damaged).unwrap_err());
         assert!(!why.is_empty(), "byte {i}");
     }
     let mut damaged = bytes.clone();
     damaged[HEADER_LEN + 7] ^= 1;
-    let why = reason(snapshot::decode("f".as_ref(), &damaged).unwrap_err());
+    let why = reason(snapshot_format::decode("f".as_ref(), &damaged).unwrap_err());
     assert!(why.contains("checksum mismatch"), "{why}");
 }
 
 #[test]
 fn trailing_bytes_and_foreign_files_are_refused() {
-    let mut bytes = snapshot::encode(&sample(), &HashMap::new()).unwrap();
+    let mut bytes = snapshot_format::encode(&sample(), &HashMap::new()).unwrap();
     bytes.push(0);
-    assert!(reason(snapshot::decode("x".as_ref(), &bytes).unwrap_err()).contains("trailing"));
-    let why = reason(snapshot::decode("x".as_ref(), b"PAR1 this is not a snapshot").unwrap_err());
+    assert!(
+        reason(snapshot_format::decode("x".as_ref(), &bytes).unwrap_err()).contains("trailing")
+    );
+    let why =
+        reason(snapshot_format::decode("x".as_ref(), b"PAR1 this is not a snapshot").unwrap_err());
     assert!(why.contains("not a windowstore snapshot"), "{why}");
     let dir = tempfile::tempdir().unwrap();
     let why = reason(SessionStore::restore(dir.path().join("missing")).unwrap_err());
@@ -146,8 +149,8 @@ fn crash_between_temp_write_and_rename_leaves_old_snapshot() {
     store.snapshot(&path).unwrap();
     store.put(b"k", 0, 1, b"new").unwrap();
     // The writer dies after staging and before the rename.
-    let bytes = snapshot::encode(&store, &HashMap::new()).unwrap();
-    let staged = snapshot::stage(&path, &bytes).unwrap();
+    let bytes = snapshot_format::encode(&store, &HashMap::new()).unwrap();
+    let staged = snapshot_format::stage(&path, &bytes).unwrap();
     assert!(staged.exists());
     let back = SessionStore::restore(&path).unwrap();
     assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"old"[..]));
@@ -201,8 +204,11 @@ fn a_write_removes_the_stale_temp_files_of_its_target_and_keeps_live_ones() {
     // Kept: a write of the same target in flight in this process (another thread's, say).
     let mut store = SessionStore::new(1000, None).unwrap();
     store.put(b"k", 0, 1, b"in flight").unwrap();
-    let in_flight =
-        snapshot::stage(&path, &snapshot::encode(&store, &HashMap::new()).unwrap()).unwrap();
+    let in_flight = snapshot_format::stage(
+        &path,
+        &snapshot_format::encode(&store, &HashMap::new()).unwrap(),
+    )
+    .unwrap();
 
     store.put(b"k", 0, 1, b"written").unwrap();
     store.snapshot(&path).unwrap();
@@ -217,7 +223,7 @@ fn a_write_removes_the_stale_temp_files_of_its_target_and_keeps_live_ones() {
     let back = SessionStore::restore(&path).unwrap();
     assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"written"[..]));
     // The write in flight completes normally.
-    snapshot::commit(&in_flight, &path).unwrap();
+    snapshot_format::commit(&in_flight, &path).unwrap();
     let back = SessionStore::restore(&path).unwrap();
     assert_eq!(back.fetch_session(b"k", 0, 1), Some(&b"in flight"[..]));
     // Once committed it is no longer in flight: nothing of this process is left over.

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use windowstore_core::store::session_store::PutOutcome;
-use windowstore_core::store::snapshot;
+use windowstore_core::store::snapshot_format;
 use windowstore_core::SessionStore;
 
 use crate::common::{rows, Row};
@@ -195,9 +195,9 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
                 prop_assert_eq!(store.earliest_held_end(ee), first);
             }
             Op::SnapshotRestore => {
-                let bytes = snapshot::encode(&store, &Default::default()).expect("encode");
+                let bytes = snapshot_format::encode(&store, &Default::default()).expect("encode");
                 let (restored, _) =
-                    snapshot::decode(std::path::Path::new("mem"), &bytes).expect("decode");
+                    snapshot_format::decode(std::path::Path::new("mem"), &bytes).expect("decode");
                 prop_assert_eq!(restored.store_time(), store.store_time());
                 prop_assert_eq!(restored.segment_interval(), store.segment_interval());
                 store = restored;

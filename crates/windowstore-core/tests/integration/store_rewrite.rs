@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use windowstore_core::store::edits::Edits;
-use windowstore_core::store::snapshot;
+use windowstore_core::store::snapshot_format;
 use windowstore_core::SessionStore;
 
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ fn rewritten(old: &[u8], add: u8, grow: usize, out: &mut Vec<u8>) {
 }
 
 fn bytes(store: &SessionStore) -> Vec<u8> {
-    snapshot::encode(store, &Default::default()).unwrap()
+    snapshot_format::encode(store, &Default::default()).unwrap()
 }
 
 fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), TestCaseError> {

@@ -18,7 +18,7 @@ use windowstore_core::processor::{restore_any, AnyProcessor, Processor, WindowKi
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
-use windowstore_core::store::snapshot;
+use windowstore_core::store::snapshot_format;
 use windowstore_core::time::Duration;
 use windowstore_core::{Error, SessionStore};
 
@@ -317,7 +317,7 @@ fn rejected_rows_travel_in_snapshots() {
 /// re-encoded with a valid checksum, as an attacker or a bug in another writer would.
 fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec<u8>)) -> Vec<u8> {
     let path = std::path::Path::new("<test>");
-    let (store, meta, tables) = snapshot::decode_tables(path, bytes).unwrap();
+    let (store, meta, tables) = snapshot_format::decode_tables(path, bytes).unwrap();
     let mut out = SessionStore::new(store.retention(), Some(store.segment_interval())).unwrap();
     for w in store.entries() {
         let (mut key, mut start, mut end, mut value) = w.to_owned_parts();
@@ -326,7 +326,7 @@ fn edited(bytes: &[u8], edit: impl Fn(&mut Vec<u8>, &mut i64, &mut i64, &mut Vec
             out.put(&key, start, end, &value).unwrap();
         }
     }
-    snapshot::encode_tables(&out, &meta, &tables).unwrap()
+    snapshot_format::encode_tables(&out, &meta, &tables).unwrap()
 }
 
 /// The bytes of `p` after a call with `recs`.
