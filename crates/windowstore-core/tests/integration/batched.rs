@@ -11,14 +11,15 @@ use std::sync::Arc;
 
 use crate::common::input;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
+use windowstore_core::input::Markers;
 use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::{GapSpec, SessionProcessor, SessionSpec};
+use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::time::Duration;
 
 /// A record: key, time (None: null), float value, gap (None: null).
@@ -30,7 +31,16 @@ fn schema() -> SchemaRef {
         Field::new("t", DataType::Int64, true),
         Field::new("x", DataType::Float64, true),
         Field::new("g", DataType::Int64, true),
+        Field::new("s", DataType::Boolean, true),
+        Field::new("e", DataType::Boolean, true),
     ]))
+}
+
+/// Whether a record starts (`s`) or ends (`e`) a session, for the kinds that read markers: a
+/// function of its value, about one record in seven and one in five.
+fn marks(r: &Rec) -> (bool, bool) {
+    let v = (r.2 * 700.0).round() as i64;
+    (v.rem_euclid(7) == 0, v.rem_euclid(5) == 1)
 }
 
 fn batch(recs: &[Rec]) -> RecordBatch {
@@ -42,7 +52,17 @@ fn batch(recs: &[Rec]) -> RecordBatch {
     let t: ArrayRef = Arc::new(recs.iter().map(|r| r.1).collect::<Int64Array>());
     let x: ArrayRef = Arc::new(recs.iter().map(|r| Some(r.2)).collect::<Float64Array>());
     let g: ArrayRef = Arc::new(recs.iter().map(|r| r.3).collect::<Int64Array>());
-    RecordBatch::try_new(schema(), vec![k, t, x, g]).unwrap()
+    let s: ArrayRef = Arc::new(
+        recs.iter()
+            .map(|r| Some(marks(r).0))
+            .collect::<BooleanArray>(),
+    );
+    let e: ArrayRef = Arc::new(
+        recs.iter()
+            .map(|r| Some(marks(r).1))
+            .collect::<BooleanArray>(),
+    );
+    RecordBatch::try_new(schema(), vec![k, t, x, g, s, e]).unwrap()
 }
 
 /// The aggregates: all of fixed width (a record folds into a state in place), or with lists.
@@ -251,6 +271,77 @@ proptest! {
     ) {
         compare(&recs, &sizes, gap_spec(dynamic, gap), grace, (emit, fixed), snapshot_at)?;
     }
+}
+
+/// A processor of sessions that keep their records (with a cap, markers, or both).
+fn capped(
+    gap: GapSpec,
+    grace: i64,
+    (emit, fixed): (EmitMode, bool),
+    (cap, marked): (Option<i64>, bool),
+    batched: bool,
+) -> Processor<CappedSessionSpec> {
+    let markers = Markers {
+        starts: marked.then(|| "s".to_string()),
+        ends: marked.then(|| "e".to_string()),
+    };
+    let spec = CappedSessionSpec {
+        session: SessionSpec {
+            gap,
+            grace: Duration::Ticks(grace),
+            retention: None,
+            emit,
+            on_invalid: OnInvalid::Drop,
+        },
+        max_duration: cap.map(Duration::Ticks),
+        markers,
+    };
+    let mut p = Processor::new(spec, input(), aggs(fixed)).unwrap();
+    p.set_batched(batched);
+    p
+}
+
+proptest! {
+    #![proptest_config(crate::common::cases(300))]
+
+    #[test]
+    fn the_batched_path_of_sessions_that_keep_their_records_equals_the_record_path(
+        (grace, recs) in graced_stream(),
+        sizes in call_sizes(),
+        dynamic in any::<bool>(),
+        gap in 1i64..40,
+        cap in proptest::option::of(1i64..60),
+        marked in any::<bool>(),
+        fixed in any::<bool>(),
+        snapshot_at in 0usize..8,
+    ) {
+        let (cap, marked) = if cap.is_none() { (cap, true) } else { (cap, marked) };
+        let make = |batched| {
+            let options = (EmitMode::Final, fixed);
+            capped(gap_spec(dynamic, gap), grace, options, (cap, marked), batched)
+        };
+        compare_kind(&recs, &sizes, make, snapshot_at)?;
+    }
+}
+
+#[test]
+fn sessions_that_keep_their_records_in_time_order_take_the_batched_path() {
+    let recs = in_order(2_000, 7);
+    let make = |batched| {
+        capped(
+            fixed_gap(5),
+            3,
+            (EmitMode::Final, true),
+            (None, true),
+            batched,
+        )
+    };
+    let batched = compare_kind(&recs, &[300], make, usize::MAX).unwrap();
+    assert!(batched >= 6, "{batched} calls took the batched path");
+}
+
+fn fixed_gap(gap: i64) -> GapSpec {
+    GapSpec::Fixed(Duration::Ticks(gap))
 }
 
 /// Records of `keys` keys in time order, every key once per `keys` ticks.
