@@ -212,13 +212,15 @@ fn arrive<'a, P: Copy, C>(
             match *checked {
                 Ok(prepared) => {
                     let t = chunk.ticks[row];
-                    stream_times.push(life.observe(t));
+                    let stream_time = life.observe(t);
+                    stream_times.push(stream_time);
                     records.push(Record {
                         key: chunk.keys.rows.row(row).data(),
                         inputs: &chunk.inputs,
                         row,
                         t,
                         seq,
+                        stream_time,
                         prepared,
                     });
                 }

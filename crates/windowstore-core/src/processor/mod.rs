@@ -627,7 +627,8 @@ impl<K: WindowKind> Processor<K> {
                     }
                 };
                 let t = chunk.ticks[row];
-                step.close = life.observe(t).saturating_sub(grace);
+                let stream_time = life.observe(t);
+                step.close = stream_time.saturating_sub(grace);
                 let key = chunk.keys.rows.row(row);
                 let record = Record {
                     key: key.as_ref(),
@@ -635,6 +636,7 @@ impl<K: WindowKind> Processor<K> {
                     row,
                     t,
                     seq,
+                    stream_time,
                     prepared,
                 };
                 if K::step(&ticks, &mut step, &mut scratch, record)? {

@@ -26,6 +26,8 @@ pub struct Record<'a, P> {
     pub t: i64,
     /// The record's arrival number (orders ties in time).
     pub seq: u64,
+    /// Stream time once the record is looked at (at least `t`).
+    pub stream_time: i64,
     /// What checking the record left.
     pub prepared: P,
 }

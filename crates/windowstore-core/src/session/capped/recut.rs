@@ -6,6 +6,8 @@
 use super::key::{KeySessions, Mem};
 use super::value::{put_record, read_records};
 use super::{CappedSessionSpec, CappedTicks, Prepared, CUT, ENDED, STARTED};
+use crate::agg::fill_overflow;
+use crate::agg::fold::Order;
 use crate::emit::EmitMode;
 use crate::input::markers::{ENDS, STARTS};
 use crate::processor::{Record, Step, WindowKind};
@@ -95,8 +97,8 @@ pub(super) struct Applied {
 /// Applies record `r` to its key's sessions in `sc.key` (which hold every session of the key
 /// whose closing is at least `r.t - max_gap`); `None`, having changed nothing, if it is late.
 /// A session whose closing a start marker lowers below what `final` mode has emitted is
-/// emitted at once; with `batched`, that is an error instead, and the call goes record by
-/// record (whose output order it keeps).
+/// emitted at once. With `batched`, a closing lowered below the record's close time is an
+/// error instead, and the call goes record by record (whose output order that keeps).
 pub(super) fn apply_record(
     ticks: &CappedTicks,
     step: &mut Step<'_, CappedSessionSpec>,
@@ -105,6 +107,7 @@ pub(super) fn apply_record(
     batched: bool,
 ) -> Result<Option<Applied>> {
     let t = r.t;
+    let close = r.stream_time.saturating_sub(ticks.session.grace);
     let list = &sc.key.list;
     let lower = t.saturating_sub(ticks.session.max_gap);
     // The sessions that can change: S0 (the last one starting at or before t) if t is within
@@ -125,7 +128,7 @@ pub(super) fn apply_record(
     }
     // A closed session is final: with one among them, only the exact re-cut can tell whether
     // the record leaves it as it is.
-    let closed = list[first..].iter().any(|m| m.reach < step.close);
+    let closed = list[first..].iter().any(|m| m.reach < close);
     sc.own.clear();
     step.aggs
         .encode_input(r.inputs, r.row, t, r.seq, &mut sc.own);
@@ -152,6 +155,7 @@ fn append(
 ) -> Result<Option<Applied>> {
     let (t, own) = (r.t, r.prepared);
     let reach = t + own.gap;
+    let close = r.stream_time.saturating_sub(ticks.session.grace);
     let before = sc.key.list.get(first).map(|s| Open {
         start: s.start,
         end: s.end,
@@ -174,25 +178,40 @@ fn append(
             session.add(t, reach, own.flags);
             let closing = session.last_join();
             // Accepting it would make a closed session of an open one.
-            if t < step.close && closing < step.close {
+            if t < close && closing < close {
                 return Ok(None);
             }
             let s0 = &mut sc.key.list[first];
-            sc.merged.clear();
-            step.merge(r.key, (s0.start, t), &s0.state, &sc.own, &mut sc.merged)?;
-            if step.mode != EmitMode::Final {
-                // The changelog forwards the window's update, after a delete if it moved.
-                let moved = s0.end != t;
-                if moved {
-                    let state = s0.state.clone();
-                    step.changelog
-                        .push(change(r.key, s0.start, s0.end, state, true), false);
-                }
-                let state = sc.merged.clone();
+            // The changelog forwards the window's update, after a delete if it moved.
+            let (log, moved) = (step.mode != EmitMode::Final, s0.end != t);
+            if log && moved {
+                let state = s0.state.clone();
+                step.changelog
+                    .push(change(r.key, s0.start, s0.end, state, true), false);
+            }
+            // merge(state, record), folded in place where the states have one size.
+            if step.aggs.folds_in_place() {
+                let named = |e| fill_overflow(e, step.keys.render(r.key), s0.start, t);
+                let input = (r.inputs, r.row);
+                step.aggs
+                    .fold_row(
+                        &mut s0.state,
+                        input,
+                        (t, r.seq),
+                        &mut sc.merged,
+                        Order::StateFirst,
+                    )
+                    .map_err(named)?;
+            } else {
+                sc.merged.clear();
+                step.merge(r.key, (s0.start, t), &s0.state, &sc.own, &mut sc.merged)?;
+                std::mem::swap(&mut s0.state, &mut sc.merged);
+            }
+            if log {
+                let state = s0.state.clone();
                 step.changelog
                     .push(change(r.key, s0.start, t, state, false), moved);
             }
-            std::mem::swap(&mut s0.state, &mut sc.merged);
             put_record(&own_rec, &sc.own, ticks.marked, &mut s0.records)?;
             applied.removes = u64::from(closing != s0.reach);
             s0.flags = (s0.flags & (CUT | STARTED)) | flag(session.ends, ENDED);
@@ -203,7 +222,7 @@ fn append(
         }
         _ => {
             let closing = Open::new(t, reach, own.flags).last_join();
-            if t < step.close && closing < step.close {
+            if t < close && closing < close {
                 return Ok(None);
             }
             let cut = before.is_some_and(|s| s.by_gap(t, own.flags));
@@ -239,6 +258,7 @@ fn recut_region(
     first: usize,
     batched: bool,
 ) -> Result<Option<Applied>> {
+    let close = r.stream_time.saturating_sub(ticks.session.grace);
     sc.bytes.clear();
     sc.old.clear();
     sc.recs.clear();
@@ -269,11 +289,12 @@ fn recut_region(
     sc.region.clear();
     sc.new.clear();
     recut(sc, own, ticks.max_duration, ticks.marked)?;
-    if changes_closed(sc, step.close, r.t) {
+    if changes_closed(sc, close, r.t) {
         return Ok(None);
     }
-    keep_closed(sc, step.close);
+    keep_closed(sc, close);
     states(step, sc, r.key)?;
+    let batched = batched.then_some(close);
     let applied = rebuild(step, sc, r.key, first, ticks.marked, batched)?;
     Ok(Some(applied))
 }
@@ -425,15 +446,16 @@ pub(super) fn marks(first: u8, last: u8) -> u8 {
 
 /// Puts the re-cut's sessions in place of `sc.key.list[first..]` (an unchanged one keeps its
 /// buffers), counting the puts and removes the record path makes and the cuts; in `final`
-/// mode, emits a session whose closing fell below what was emitted already (see
-/// [`apply_record`]).
+/// mode, emits a session whose closing fell below what was emitted already. On the batched
+/// path (`batched`: the record's close time), a session whose closing falls below the close
+/// time is an error instead (see [`apply_record`]): the record path may emit it at once.
 fn rebuild(
     step: &mut Step<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     key: &[u8],
     first: usize,
     marked: bool,
-    batched: bool,
+    batched: Option<i64>,
 ) -> Result<Applied> {
     let mut old: Vec<Option<Mem>> = sc.key.list.drain(first..).map(Some).collect();
     let mut applied = Applied::default();
@@ -478,14 +500,12 @@ fn rebuild(
         applied.puts += 1;
         applied.max_end = applied.max_end.max(Some(m.reach));
         step.latest_end = Some(step.latest_end.map_or(m.end, |e| e.max(m.end)));
+        if batched.is_some_and(|close| m.reach < close) {
+            return Err(Error::Internal(
+                "a start marker closed a session at once: the call goes record by record".into(),
+            ));
+        }
         if step.mode == EmitMode::Final && m.reach < step.emitted_below {
-            if batched {
-                return Err(Error::Internal(
-                    "a start marker closed a session below what was emitted: the call goes \
-                     record by record"
-                        .into(),
-                ));
-            }
             super::value::encode(&m, &mut sc.value)?;
             let session = Session {
                 start: m.start,
