@@ -8,10 +8,14 @@ import pyarrow as pa
 from typing_extensions import Unpack
 
 __all__ = [
+    "RECORDS_LAST",
+    "RECORDS_ROW",
+    "SESSION_COLUMNS",
     "Processor",
     "SessionStore",
     "__version__",
     "_panic",
+    "check_output",
     "check_session_durations",
     "check_sliding_durations",
     "merge_session_partials",
@@ -21,6 +25,13 @@ __all__ = [
 ]
 
 __version__: str
+#: Records mode's hidden input column of row numbers and its aggregate, and the columns it adds.
+RECORDS_ROW: str
+RECORDS_LAST: str
+SESSION_COLUMNS: tuple[str, str, str]
+
+def check_output(output: str, aggs: int, emit: str) -> bool:
+    """Whether ``output`` asks for records, refusing what records mode cannot do."""
 
 def _panic(message: str) -> None:
     """Panics in Rust under the bindings' guard (tests only): raises ``InternalError``."""

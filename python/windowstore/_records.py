@@ -12,7 +12,7 @@ import pyarrow as pa
 from windowstore import _core
 from windowstore._processor import arrow_data
 from windowstore.agg import Agg
-from windowstore.exceptions import InvalidWindowSpec, SchemaError
+from windowstore.exceptions import SchemaError
 
 __all__ = [
     "ROW",
@@ -24,36 +24,20 @@ __all__ = [
 ]
 
 #: The core's hidden input column of row numbers, and its aggregate of them (the last one).
-ROW = "__windowstore_row"
-LAST = "__windowstore_last"
+ROW = _core.RECORDS_ROW
+LAST = _core.RECORDS_LAST
 #: The columns ``output="records"`` adds to every row.
-SESSION_COLUMNS = ("session_start", "session_end", "session_id")
+SESSION_COLUMNS = _core.SESSION_COLUMNS
 
 #: What session windows output: one row per session, or every input row tagged with its session.
 Output = Literal["windows", "records"]
 
 
 def check_output(output: object, aggs: Sequence[Agg], emit: str = "final") -> bool:
-    """Whether ``output`` asks for records; refuses what records mode cannot do."""
-    if output not in ("windows", "records"):
-        raise InvalidWindowSpec(
-            f'invalid output: {output!r}; expected "windows" or "records"', "output"
-        )
-    if output == "windows":
-        return False
-    if emit != "final":
-        raise InvalidWindowSpec(
-            f'invalid output: "records" needs emit="final" (a session\'s rows come out once, '
-            f"when it closes), not emit={emit!r}",
-            "output",
-        )
-    if isinstance(aggs, Agg | str) or len(list(aggs)):
-        raise InvalidWindowSpec(
-            'invalid aggs: output="records" tags rows with their session and takes no '
-            "aggregations; group the tagged rows by session_id to aggregate them",
-            "aggs",
-        )
-    return True
+    """Whether ``output`` asks for records; refuses what records mode cannot do (the core's
+    rule)."""
+    n = 1 if isinstance(aggs, Agg | str) else len(list(aggs))
+    return _core.check_output(output if isinstance(output, str) else repr(output), n, emit)
 
 
 def check_columns(names: Sequence[str]) -> None:

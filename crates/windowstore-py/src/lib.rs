@@ -31,6 +31,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sliding::sliding_windows, m)?)?;
     m.add_function(wrap_pyfunction!(sessions::check_session_durations, m)?)?;
     m.add_function(wrap_pyfunction!(sliding::check_sliding_durations, m)?)?;
+    m.add_function(wrap_pyfunction!(sessions::check_output, m)?)?;
     m.add_function(wrap_pyfunction!(guard::panic_for_tests, m)?)?;
+    // Records mode's column names, which the Python layer checks inputs against.
+    m.add("RECORDS_ROW", windowstore_core::processor::ROW)?;
+    m.add("RECORDS_LAST", windowstore_core::processor::LAST)?;
+    m.add(
+        "SESSION_COLUMNS",
+        pyo3::types::PyTuple::new(m.py(), windowstore_core::processor::TAGS)?,
+    )?;
     Ok(())
 }

@@ -16,7 +16,7 @@ use pyo3_arrow::{PyRecordBatch, PySchema};
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::Markers;
 use windowstore_core::processor::{
-    restore_any, AnyProcessor, Clock, Processor, Then as Hook, WindowQuery,
+    restore_any, AnyProcessor, Clock, Output, Processor, Then as Hook, WindowQuery,
 };
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, SessionSpec};
@@ -106,16 +106,7 @@ impl PyProcessor {
         ends_session: Option<String>,
     ) -> PyResult<Self> {
         guard(|| {
-            let records = match output {
-                "windows" => false,
-                "records" => true,
-                other => {
-                    return Err(crate::errors::to_py(windowstore_core::Error::invalid(
-                        "output",
-                        format!("{other:?}; expected \"windows\" or \"records\""),
-                    )))
-                }
-            };
+            let records = Output::named(output).py()? == Output::Records;
             let spec = SessionSpec {
                 gap: gap_spec(gap, gap_column, max_gap)?,
                 grace: duration(grace, "grace")?,

@@ -8,7 +8,7 @@ use pyo3_arrow::PyDataType;
 use windowstore_core::agg::AggSpec;
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::{InputSpec, Markers};
-use windowstore_core::processor::{check_durations, Clock};
+use windowstore_core::processor::{check_durations, Clock, Output};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionSpec};
 use windowstore_core::time::parse_unit;
@@ -165,9 +165,12 @@ pub fn session_windows<'py>(
             starts: starts_session,
             ends: ends_session,
         };
+        let output = Output::named(output)
+            .and_then(|o| o.check(args.aggs.len(), EmitMode::Final))
+            .py()?;
         let result = py
             .detach(|| match output {
-                "windows" => windowstore_core::session::capped_session_windows(
+                Output::Windows => windowstore_core::session::capped_session_windows(
                     args.schema,
                     &args.batches,
                     args.input,
@@ -176,24 +179,14 @@ pub fn session_windows<'py>(
                     args.aggs,
                     args.on_invalid,
                 ),
-                "records" if args.aggs.is_empty() => {
-                    windowstore_core::session::capped_session_records(
-                        args.schema,
-                        &args.batches,
-                        args.input,
-                        gap,
-                        max_duration,
-                        args.on_invalid,
-                    )
-                }
-                "records" => Err(windowstore_core::Error::invalid(
-                    "aggs",
-                    "output=\"records\" tags rows with their session and takes no aggregations",
-                )),
-                other => Err(windowstore_core::Error::invalid(
-                    "output",
-                    format!("{other:?}; expected \"windows\" or \"records\""),
-                )),
+                Output::Records => windowstore_core::session::capped_session_records(
+                    args.schema,
+                    &args.batches,
+                    args.input,
+                    gap,
+                    max_duration,
+                    args.on_invalid,
+                ),
             })
             .py()?;
         Ok((
@@ -202,4 +195,16 @@ pub fn session_windows<'py>(
             result.gap_clamped,
         ))
     })
+}
+
+/// Whether `output` asks for records (`"records"`), refusing what records mode cannot do with
+/// `aggs` aggregations in emit mode `emit`: the rule of `Output`, for the Python layer's
+/// argument checks.
+#[pyfunction]
+pub fn check_output(output: &str, aggs: usize, emit: &str) -> PyResult<bool> {
+    let emit = EmitMode::parse(emit).py()?;
+    let output = Output::named(output)
+        .and_then(|o| o.check(aggs, emit))
+        .py()?;
+    Ok(output == Output::Records)
 }

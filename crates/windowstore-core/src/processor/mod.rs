@@ -41,7 +41,7 @@ pub use bound::check_durations;
 pub use clock::{system_now, Clock};
 pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
 pub use query::WindowQuery;
-pub use records::{id_fields, LAST, ROW, TAGS};
+pub use records::{id_fields, Output, LAST, ROW, TAGS};
 pub(crate) use records::{ids_of, sort_order, tagged_schema};
 pub use step::{Record, Step};
 
@@ -196,23 +196,7 @@ impl<K: WindowKind> Processor<K> {
                 ),
             ));
         }
-        if self.kind.emit() != EmitMode::Final {
-            return Err(Error::invalid(
-                "output",
-                format!(
-                    "\"records\" needs emit=\"final\" (a session's rows come out once, when it \
-                     closes), not emit={:?}",
-                    self.kind.emit().as_str()
-                ),
-            ));
-        }
-        if !self.agg_specs.is_empty() {
-            return Err(Error::invalid(
-                "aggs",
-                "output=\"records\" tags rows with their session and takes no aggregations; \
-                 group the tagged rows by session_id to aggregate them",
-            ));
-        }
+        Output::Records.check(self.agg_specs.len(), self.kind.emit())?;
         if self.bound.is_some() {
             return Err(Error::invalid("output", "set before the first batch"));
         }

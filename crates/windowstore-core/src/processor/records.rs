@@ -25,6 +25,7 @@ use blake2::digest::{Update, VariableOutput};
 use blake2::Blake2bVar;
 
 use crate::agg::{AggFunc, AggSpec};
+use crate::emit::EmitMode;
 use crate::{Error, Result};
 
 /// The hidden aggregate input: each row's arrival number.
@@ -34,6 +35,57 @@ pub const LAST: &str = "__windowstore_last";
 
 /// The columns records mode adds to every row.
 pub const TAGS: [&str; 3] = ["session_start", "session_end", "session_id"];
+
+/// What session windows output: one row per window, or every input row tagged with its
+/// session (records mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// One row per window, with its aggregates.
+    Windows,
+    /// Every input row, tagged with its session ([`TAGS`]).
+    Records,
+}
+
+impl Output {
+    /// The output the caller names: `"windows"` or `"records"`.
+    pub fn named(output: &str) -> Result<Self> {
+        match output {
+            "windows" => Ok(Self::Windows),
+            "records" => Ok(Self::Records),
+            other => Err(Error::invalid(
+                "output",
+                format!("{other:?}; expected \"windows\" or \"records\""),
+            )),
+        }
+    }
+
+    /// The output, checked against what records mode cannot do: `aggs` aggregations (it takes
+    /// none) and an emit mode other than `final` (a session's rows come out once, when it
+    /// closes).
+    pub fn check(self, aggs: usize, emit: EmitMode) -> Result<Self> {
+        if self == Self::Windows {
+            return Ok(self);
+        }
+        if emit != EmitMode::Final {
+            return Err(Error::invalid(
+                "output",
+                format!(
+                    "\"records\" needs emit=\"final\" (a session's rows come out once, when it \
+                     closes), not emit={:?}",
+                    emit.as_str()
+                ),
+            ));
+        }
+        if aggs > 0 {
+            return Err(Error::invalid(
+                "aggs",
+                "output=\"records\" tags rows with their session and takes no aggregations; \
+                 group the tagged rows by session_id to aggregate them",
+            ));
+        }
+        Ok(self)
+    }
+}
 
 /// The hidden aggregate of records mode: the last arrival number of a session.
 pub(crate) fn last_agg() -> AggSpec {
