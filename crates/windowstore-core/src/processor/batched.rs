@@ -56,6 +56,7 @@
 //! Any error on the way (an aggregate overflow, a put of an expired session) rolls the path
 //! back, and the call runs record by record, whose errors name the record that raised them.
 
+use super::call::CallState;
 use super::held::Held;
 use super::kind::{RunOutcome, WindowKind};
 use super::lifecycle::Lifecycle;
@@ -108,7 +109,7 @@ impl<K: WindowKind> Processor<K> {
         if !self.batched || !mode_ok {
             return false;
         }
-        let mut stream_time = match (self.life.stream_time, advance) {
+        let mut stream_time = match (self.call.life.stream_time, advance) {
             (Some(st), Some(a)) => Some(st.max(a)),
             (st, a) => st.or(a),
         };
@@ -142,14 +143,14 @@ impl<K: WindowKind> Processor<K> {
         advance: Option<i64>,
     ) -> Result<(Rows, Counters<K::Counters>)> {
         let Self {
-            kind,
-            bound,
+            kind, bound, call, ..
+        } = self;
+        let CallState {
             life,
             counters,
-            sparse_calls,
             held,
-            ..
-        } = self;
+            sparse_calls,
+        } = call;
         let bound = bound
             .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;

@@ -221,12 +221,14 @@ impl<K: WindowKind> Processor<K> {
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable("advance")?;
+        self.call.life.check_usable("advance")?;
         let wall = self.wall(now);
-        let before = self.life.stream_time;
+        let before = self.call.life.stream_time;
         let idle = wall.and_then(|wall| self.idle_target(wall));
         let out = self.advance_to(idle.map_or(t, |idle| idle.max(t)), then)?;
-        if let (Clock::Idle(_), Some(wall), Some(st)) = (self.clock, wall, self.life.stream_time) {
+        if let (Clock::Idle(_), Some(wall), Some(st)) =
+            (self.clock, wall, self.call.life.stream_time)
+        {
             if before.is_none_or(|b| t > b) {
                 self.restart_idle(wall, st);
             }
@@ -245,14 +247,14 @@ impl<K: WindowKind> Processor<K> {
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
-        self.life.check_usable("poll")?;
+        self.call.life.check_usable("poll")?;
         let Some(wall) = self.wall(now) else {
             return Ok(None);
         };
         match self.clock {
             Clock::Processing => self.advance_to(self.arrival(wall), then),
             Clock::Idle(_) if self.idle.is_none() => {
-                if let Some(st) = self.life.stream_time {
+                if let Some(st) = self.call.life.stream_time {
                     self.restart_idle(wall, st);
                 }
                 Ok(None)
@@ -268,7 +270,7 @@ impl<K: WindowKind> Processor<K> {
     /// Stream time to `t` inside a transaction (observed only, before a schema is known).
     fn advance_to(&mut self, t: i64, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
         if self.bound.is_none() {
-            self.life.observe(t);
+            self.call.life.observe(t);
             return Ok(None);
         }
         self.transaction(&[], Some(t), 0, then)
@@ -277,7 +279,7 @@ impl<K: WindowKind> Processor<K> {
     /// A processing-time record's time at reading `wall`: the latest reading so far (a clock
     /// that steps back is held there).
     pub(super) fn arrival(&self, wall: i64) -> i64 {
-        self.life.stream_time.map_or(wall, |st| st.max(wall))
+        self.call.life.stream_time.map_or(wall, |st| st.max(wall))
     }
 
     /// The idle period starts again: the last record arrived at `wall`, stream time just after
@@ -308,7 +310,8 @@ impl<K: WindowKind> Processor<K> {
             None => self.input.time_unit.unwrap_or(TimeUnit::Millisecond),
         };
         let target = self.idle.as_ref()?.target(wall, timeout, unit)?;
-        self.life
+        self.call
+            .life
             .stream_time
             .is_none_or(|st| target > st)
             .then_some(target)

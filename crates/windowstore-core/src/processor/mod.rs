@@ -7,8 +7,9 @@
 //! **A call is a transaction.** [`Processor::process_all`] first binds and checks every chunk
 //! of the input (schema, types, every record under `on_invalid="error"`) without touching
 //! state; then applies the records to the store under an undo log (`store::journal`), builds
-//! the output and the rejected rows, and commits last. Any error on the way rolls the store,
-//! stream time, the counters and the rejected rows back, so that the processor's bytes
+//! the output and the rejected rows, and commits last. Everything a call may change beside the
+//! store is one value, `call::CallState`, begun, committed and rolled back with the store: any
+//! error on the way rolls all of it back, so that the processor's bytes
 //! ([`Processor::to_bytes`]) are exactly what they were before the call.
 //!
 //! The processor's [`Clock`] decides what gives a record its time and what else moves stream
@@ -22,6 +23,7 @@
 mod any;
 mod batched;
 mod bound;
+mod call;
 mod clock;
 mod held;
 mod kind;
@@ -54,9 +56,9 @@ use crate::reject::{OnInvalid, Reason};
 use crate::store::WindowStore;
 use crate::{Error, KeyedSession, Result, StoreMetrics};
 use bound::Bound;
+use call::CallState;
 use clock::IdleMark;
 use held::{Bounds, Held};
-use lifecycle::Lifecycle;
 
 /// What a caller runs on a call's output before the call commits (`*_then` methods of
 /// [`Processor`]); an error from it ([`Error::Callback`] for the caller's own failures) rolls the
@@ -116,8 +118,8 @@ pub struct Processor<K: WindowKind> {
     input: InputSpec,
     agg_specs: Vec<AggSpec>,
     bound: Option<Bound<K>>,
-    life: Lifecycle,
-    counters: Counters<K::Counters>,
+    /// What a call may change beside the store (see `call`).
+    call: CallState<K::Counters>,
     /// What gives records their time, and what else moves stream time.
     clock: Clock,
     /// With an idle timeout: when the last record arrived, and stream time just after it.
@@ -127,16 +129,11 @@ pub struct Processor<K: WindowKind> {
     saved_idle: Option<(IdleMark, String)>,
     /// Who drives the processor ([`Self::resume_idle`]), written with the idle mark.
     run: Option<String>,
-    /// Records mode (`output="records"`): the accepted rows of open sessions.
-    held: Option<Held>,
     /// Whether calls may take the batched path (`batched`); the record path is its model.
     batched: bool,
     /// Calls that took the batched path since the processor was made or restored (not part of
     /// its state: a diagnostic).
     batched_calls: u64,
-    /// Calls left to take the record path because the last batched call found the keys sparse
-    /// (see `batched`; not part of the state: only the time of a call depends on it).
-    sparse_calls: u32,
 }
 
 /// A call's input, bound and checked, with the kind's counters after checking.
@@ -169,16 +166,13 @@ impl<K: WindowKind> Processor<K> {
             input,
             agg_specs: aggs,
             bound: None,
-            life: Lifecycle::default(),
-            counters: Counters::default(),
+            call: CallState::default(),
             clock: Clock::Event,
             idle: None,
             saved_idle: None,
             run: None,
-            held: None,
             batched: true,
             batched_calls: 0,
-            sparse_calls: 0,
         })
     }
 
@@ -201,13 +195,13 @@ impl<K: WindowKind> Processor<K> {
             return Err(Error::invalid("output", "set before the first batch"));
         }
         self.agg_specs = vec![records::last_agg()];
-        self.held = Some(Held::default());
+        self.call.held = Some(Held::default());
         Ok(self)
     }
 
     /// In records mode, how many rows the processor holds and their Arrow size in bytes.
     pub fn held(&self) -> Option<(usize, usize)> {
-        self.held.as_ref().map(|h| (h.rows(), h.bytes()))
+        self.call.held.as_ref().map(|h| (h.rows(), h.bytes()))
     }
 
     /// Calls that took the batched path since the processor was made or restored.
@@ -249,7 +243,7 @@ impl<K: WindowKind> Processor<K> {
                 &self.agg_specs,
                 &schema,
                 self.clock,
-                self.held.is_some(),
+                self.call.held.is_some(),
                 restored,
             )?);
         }
@@ -268,17 +262,17 @@ impl<K: WindowKind> Processor<K> {
 
     /// Stream time: the largest record time looked at.
     pub fn stream_time(&self) -> Option<i64> {
-        self.life.stream_time
+        self.call.life.stream_time
     }
 
     /// The processor's counters.
     pub fn counters(&self) -> Counters<K::Counters> {
-        self.counters
+        self.call.counters
     }
 
     /// Rejected records counted under `reason`.
     pub fn rejected_count(&self, reason: Reason) -> u64 {
-        self.life.rejections.count(reason)
+        self.call.life.rejections.count(reason)
     }
 
     /// Metrics of the underlying store, once bound.
@@ -289,7 +283,7 @@ impl<K: WindowKind> Processor<K> {
     /// Takes the rejected rows kept so far (input columns plus `reason`), once bound.
     pub fn rejected(&mut self) -> Result<Option<RecordBatch>> {
         match &self.bound {
-            Some(b) => self.life.rejections.drain(b.input.schema()).map(Some),
+            Some(b) => self.call.life.rejections.drain(b.input.schema()).map(Some),
             None => Ok(None),
         }
     }
@@ -342,7 +336,7 @@ impl<K: WindowKind> Processor<K> {
         now: Option<i64>,
         then: &mut Then<'_>,
     ) -> Result<RecordBatch> {
-        self.life.check_usable("process")?;
+        self.call.life.check_usable("process")?;
         let was_bound = self.bound.is_some();
         self.bind(schema)?;
         let wall = self.wall(now);
@@ -359,7 +353,9 @@ impl<K: WindowKind> Processor<K> {
             self.bound = None;
         }
         let out = result?;
-        if let (Clock::Idle(_), Some(wall), Some(st)) = (self.clock, wall, self.life.stream_time) {
+        if let (Clock::Idle(_), Some(wall), Some(st)) =
+            (self.clock, wall, self.call.life.stream_time)
+        {
             // The idle period starts again with records (or starts at the first call).
             if self.idle.is_none() || batches.iter().any(|b| b.num_rows() > 0) {
                 self.restart_idle(wall, st);
@@ -381,31 +377,34 @@ impl<K: WindowKind> Processor<K> {
     /// [`Self::flush`], running `then` on the output (if any) before the processor is marked
     /// flushed: if it fails, the processor is as it was and can flush again.
     pub fn flush_then(&mut self, then: &mut Then<'_>) -> Result<Option<RecordBatch>> {
-        self.life.check_usable("flush")?;
+        self.call.life.check_usable("flush")?;
         let Some(bound) = self.bound.as_ref() else {
-            self.life.flushed = true;
+            self.call.life.flushed = true;
             return Ok(None);
         };
         let mut rows = Rows::default();
         if self.kind.emit() == EmitMode::Final {
-            emit_pending::<K>(&bound.store, self.life.emitted_below, i64::MAX, &mut rows);
+            emit_pending::<K>(
+                &bound.store,
+                self.call.life.emitted_below,
+                i64::MAX,
+                &mut rows,
+            );
         }
-        if let Some(held) = self.held.as_mut() {
-            held.begin();
-        }
-        let out = self.tagged(&rows).and_then(|out| then(&out).map(|()| out));
-        if let Some(held) = self.held.as_mut() {
-            match &out {
-                Ok(_) => held.commit(),
-                Err(_) => held.rollback(),
+        let mark = self.begin_call();
+        let out = match self.tagged(&rows).and_then(|out| then(&out).map(|()| out)) {
+            Ok(out) => out,
+            Err(e) => {
+                self.rollback_call(&mark)?;
+                return Err(e);
             }
-        }
-        let out = out?;
-        self.life.flushed = true;
+        };
+        self.call.life.flushed = true;
         if self.kind.emit() == EmitMode::Final {
-            self.life.emitted_below = i64::MAX;
+            self.call.life.emitted_below = i64::MAX;
         }
-        self.counters.emitted += rows.len() as u64;
+        self.call.counters.emitted += rows.len() as u64;
+        self.commit_call();
         Ok(Some(out))
     }
 
@@ -417,7 +416,9 @@ impl<K: WindowKind> Processor<K> {
             .bound
             .as_ref()
             .filter(|_| self.kind.emit() == EmitMode::Final)?;
-        let first = bound.store.earliest_held_end(self.life.emitted_below)?;
+        let first = bound
+            .store
+            .earliest_held_end(self.call.life.emitted_below)?;
         Some(
             first
                 .saturating_add(K::grace(&bound.ticks))
@@ -435,18 +436,15 @@ impl<K: WindowKind> Processor<K> {
         then: &mut Then<'_>,
     ) -> Result<Option<RecordBatch>> {
         let (chunks, checked_counters) = self.prepare(batches, arrival)?;
-        let life = self.life.mark();
-        if let Some(held) = self.held.as_mut() {
-            held.begin();
+        if self.bound.is_none() {
+            return Err(Error::invalid(
+                "process",
+                "the processor has no input schema yet",
+            ));
         }
-        let bound = self
-            .bound
-            .as_mut()
-            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
-        bound.store.begin();
-        let sparse_calls = self.sparse_calls;
-        let mut batched = if sparse_calls > 0 {
-            self.sparse_calls -= 1;
+        let mut mark = self.begin_call();
+        let mut batched = if self.call.sparse_calls > 0 {
+            self.call.sparse_calls -= 1;
             false
         } else {
             self.batchable(&chunks, advance)
@@ -458,15 +456,8 @@ impl<K: WindowKind> Processor<K> {
         };
         if batched && applied.is_err() {
             // The record path gives the call's exact outcome, or its error naming the record.
-            if let Some(b) = self.bound.as_mut() {
-                b.store.rollback()?;
-                b.store.begin();
-            }
-            self.life.rollback(&life);
-            if let Some(held) = self.held.as_mut() {
-                held.rollback();
-                held.begin();
-            }
+            self.rollback_call(&mark)?;
+            mark = self.begin_call();
             batched = false;
             applied = self.apply(&chunks, checked_counters, advance);
         }
@@ -475,25 +466,13 @@ impl<K: WindowKind> Processor<K> {
             .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
         match applied {
             Ok((out, counters)) => {
-                if let Some(b) = self.bound.as_mut() {
-                    b.store.commit();
-                }
-                if let Some(held) = self.held.as_mut() {
-                    held.commit();
-                }
-                self.counters = counters;
+                self.call.counters = counters;
+                self.commit_call();
                 self.batched_calls += u64::from(batched);
                 Ok(Some(out))
             }
             Err(e) => {
-                if let Some(b) = self.bound.as_mut() {
-                    b.store.rollback()?;
-                }
-                self.life.rollback(&life);
-                if let Some(held) = self.held.as_mut() {
-                    held.rollback();
-                }
-                self.sparse_calls = sparse_calls;
+                self.rollback_call(&mark)?;
                 Err(e)
             }
         }
@@ -507,7 +486,7 @@ impl<K: WindowKind> Processor<K> {
             .as_ref()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
         let windows = bound.build(rows)?;
-        let Some(held) = self.held.as_mut() else {
+        let Some(held) = self.call.held.as_mut() else {
             return Ok(windows);
         };
         let bounds: Vec<Bounds<'_>> = held::bounds(rows).collect();
@@ -522,7 +501,7 @@ impl<K: WindowKind> Processor<K> {
     /// Binds and checks every chunk without changing any state; returns them with the kind's
     /// counters after checking (clamped gaps), for the commit.
     fn prepare(&self, batches: &[RecordBatch], arrival: i64) -> Result<Prepared<K>> {
-        let mut scratch = self.counters.kind;
+        let mut scratch = self.call.counters.kind;
         let Some(bound) = self.bound.as_ref() else {
             return Ok((Vec::new(), scratch));
         };
@@ -552,7 +531,7 @@ impl<K: WindowKind> Processor<K> {
                 }
                 checked.push(result);
             }
-            let inputs = bound.inputs(&batch, self.life.seq + offset as u64)?;
+            let inputs = bound.inputs(&batch, self.call.life.seq + offset as u64)?;
             offset += batch.num_rows();
             chunks.push(Chunk {
                 inputs,
@@ -574,13 +553,14 @@ impl<K: WindowKind> Processor<K> {
         advance: Option<i64>,
     ) -> Result<(Rows, Counters<K::Counters>)> {
         let Self {
-            kind,
-            bound,
+            kind, bound, call, ..
+        } = self;
+        let CallState {
             life,
             counters,
             held,
             ..
-        } = self;
+        } = call;
         let bound = bound
             .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;

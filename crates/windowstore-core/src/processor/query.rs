@@ -55,14 +55,15 @@ impl<K: WindowKind> Processor<K> {
                 .zip(k.last().map(Vec::as_slice))
         });
         let close = self
+            .call
             .life
             .stream_time
             .map_or(i64::MIN, |st| st.saturating_sub(K::grace(&bound.ticks)));
-        let open_from = close.max(self.life.emitted_below);
+        let open_from = close.max(self.call.life.emitted_below);
         // A session ends at or before its closing bound, so the bound filters the scan.
         let scan_from = open_from.max(query.earliest_end.unwrap_or(i64::MIN));
         let mut rows = Rows::default();
-        if !self.life.flushed {
+        if !self.call.life.flushed {
             let found = match range {
                 // A lookup of no key reads nothing.
                 Some(None) => Vec::new(),
@@ -85,7 +86,7 @@ impl<K: WindowKind> Processor<K> {
         let built = arrow_select::filter::filter_record_batch(&built, &wanted)
             .map_err(Error::arrow("selecting windows"))?;
         let key_columns = bound.input.keys.fields().len();
-        if let (Some(held), Some(schema)) = (self.held.as_ref(), bound.records.as_ref()) {
+        if let (Some(held), Some(schema)) = (self.call.held.as_ref(), bound.records.as_ref()) {
             let bounds: Vec<Bounds<'_>> = held::bounds(&rows)
                 .zip(wanted.values().iter())
                 .filter_map(|(b, wanted)| wanted.then_some(b))

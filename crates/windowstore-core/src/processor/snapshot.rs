@@ -69,12 +69,12 @@ impl<K: WindowKind> Processor<K> {
         let Some(schema) = self.bound.as_ref().map(|b| b.input.schema()) else {
             return Ok(tables);
         };
-        if let Some(held) = &self.held {
+        if let Some(held) = &self.call.held {
             let (rows, index) = held.to_batches(schema)?;
             tables.push((HELD.into(), schema.clone(), vec![rows]));
             tables.push((HELD_INDEX.into(), Held::index_schema(), vec![index]));
         }
-        let kept = self.life.rejections.kept();
+        let kept = self.call.life.rejections.kept();
         if !kept.is_empty() {
             let rejected = rejected_schema(schema);
             tables.push((REJECTED.into(), rejected, kept.to_vec()));
@@ -89,7 +89,7 @@ impl<K: WindowKind> Processor<K> {
         w.policies(self.kind.emit(), self.kind.on_invalid());
         let schema = self.bound.as_ref().map(|b| b.input.schema().as_ref());
         w.input(&self.input, &self.agg_specs, schema);
-        let life = &self.life;
+        let life = &self.call.life;
         if let Some(t) = life.stream_time {
             w.put("stream_time", t.to_string());
         }
@@ -114,10 +114,10 @@ impl<K: WindowKind> Processor<K> {
             let name = format!("rejected.{}", reason.as_str());
             w.put(&name, life.rejections.count(reason).to_string());
         }
-        for (name, value) in self.counters.pairs() {
+        for (name, value) in self.call.counters.pairs() {
             w.put(name, value.to_string());
         }
-        if self.held.is_some() {
+        if self.call.held.is_some() {
             w.put("output", "records".into());
         }
         Ok(meta)
@@ -159,8 +159,8 @@ impl<K: WindowKind> Processor<K> {
         if let Some(name) = tables.keys().next() {
             return Err(r.bad(&format!("an unexpected table {name:?}")));
         }
-        p.life.restore(read_progress(&r)?);
-        p.counters = read_counters(&r)?;
+        p.call.life.restore(read_progress(&r)?);
+        p.call.counters = read_counters(&r)?;
         p.validate_restored()
             .map_err(|why| r.bad(&format!("content refused: {why}")))?;
         Ok(p)
@@ -206,11 +206,11 @@ impl<K: WindowKind> Processor<K> {
         if let Some(kept) = tables.remove(REJECTED) {
             let kept = read_rows(kept, &rejected_schema(&schema))
                 .map_err(|why| r.bad(&format!("{REJECTED}: {why}")))?;
-            self.life.rejections.set_kept(kept);
+            self.call.life.rejections.set_kept(kept);
         }
         if let Some(held) = tables.remove(HELD) {
             let held = read_held(r, held, tables, &schema, &bound.input.keys)?;
-            self.held = Some(held);
+            self.call.held = Some(held);
             if !records {
                 return Err(r.bad("held rows without records mode"));
             }

@@ -36,10 +36,10 @@ impl<K: WindowKind> Processor<K> {
                 // Both kinds keep a record time before the state (a session's end, a sliding
                 // window's time): no record is later than stream time.
                 let (time, _) = state::split(s.value);
-                if self.life.stream_time.is_some_and(|st| time > st) {
+                if self.call.life.stream_time.is_some_and(|st| time > st) {
                     return Err(entry(format!(
                         "it holds a record at {time}, after the stream time {}",
-                        self.life.stream_time.unwrap_or(i64::MIN)
+                        self.call.life.stream_time.unwrap_or(i64::MIN)
                     )));
                 }
             }
@@ -61,8 +61,8 @@ impl<K: WindowKind> Processor<K> {
                 _ => return Err("key bytes do not encode the key columns".into()),
             }
         }
-        let emitted = self.life.emitted_below;
-        let stream_time = self.life.stream_time;
+        let emitted = self.call.life.emitted_below;
+        let stream_time = self.call.life.stream_time;
         if stream_time.is_none() && !entries.is_empty() {
             return Err("windows but no stream time".into());
         }
