@@ -24,12 +24,12 @@ import pytest
 from windowstore.spark import _bucket, _bucket_log
 from windowstore.spark._bucket import (
     BucketArgs,
-    WindowsProcessor,
+    BucketProcessor,
     join_chunks,
     read_log,
     write_chunks,
 )
-from windowstore.spark._bucket_log import LogWindowsProcessor
+from windowstore.spark._bucket_log import LogBucketProcessor
 
 from .test_spark_state_layout import whole_args
 
@@ -189,11 +189,11 @@ def cold_workers() -> Iterator[None]:
 def test_the_base_snapshot_is_map_entries_within_the_bound_and_restores_from_them() -> None:
     calls = many_calls(6)
     # Compacting every call: each call writes the base snapshot and a cold restore reads it.
-    reference, ref_handle = bucket(LogWindowsProcessor, bounded(16, limit=64 << 20))
+    reference, ref_handle = bucket(LogBucketProcessor, bounded(16, limit=64 << 20))
     want = [call(reference, ref_handle, *c) for c in calls]
     assert sum(len(rows) for out in want for rows in out) > 0, "windows closed"
 
-    cold, handle = bucket(LogWindowsProcessor, bounded(0, compact_ratio=0))
+    cold, handle = bucket(LogBucketProcessor, bounded(0, compact_ratio=0))
     for c, expected in zip(calls, want, strict=True):
         assert call(cold, handle, *c) == expected
         meta = handle.states["windowstore_meta"].get()
@@ -212,11 +212,11 @@ def test_the_base_snapshot_is_map_entries_within_the_bound_and_restores_from_the
 
 def test_a_base_snapshot_in_the_list_state_of_earlier_versions_still_restores() -> None:
     calls = many_calls(6)
-    reference, ref_handle = bucket(LogWindowsProcessor, bounded(16, compact_ratio=1000))
+    reference, ref_handle = bucket(LogBucketProcessor, bounded(16, compact_ratio=1000))
     want = [call(reference, ref_handle, *c) for c in calls]
 
     args = bounded(0, compact_ratio=1000)
-    old, handle = bucket(LogWindowsProcessor, args)
+    old, handle = bucket(LogBucketProcessor, args)
     for c, expected in zip(calls[:3], want[:3], strict=True):
         assert call(old, handle, *c) == expected
     # As earlier versions left it: the base snapshot in the list state, the log map holding
@@ -232,7 +232,7 @@ def test_a_base_snapshot_in_the_list_state_of_earlier_versions_still_restores() 
     assert call(old, handle, *calls[3]) == want[3]
     assert handle.states["windowstore_base"].exists()
     # A compaction moves the base to the map and clears the list.
-    moved = LogWindowsProcessor(dataclasses.replace(args, compact_ratio=0))
+    moved = LogBucketProcessor(dataclasses.replace(args, compact_ratio=0))
     moved.init(handle)  # type: ignore[arg-type]
     assert call(moved, handle, *calls[4]) == want[4]
     assert not handle.states["windowstore_base"].exists()
@@ -245,14 +245,14 @@ def test_the_whole_layout_spills_a_large_row_into_map_entries() -> None:
     bound in chunks instead of failing; a cold restore reads them; a row back under the bound
     holds its bytes again and the chunks go."""
     calls = many_calls(6)
-    reference, ref_handle = bucket(WindowsProcessor, bounded(16, limit=64 << 20))
+    reference, ref_handle = bucket(BucketProcessor, bounded(16, limit=64 << 20))
     want = [call(reference, ref_handle, *c) for c in calls]
     big_rows = [ref_handle.states["windowstore"].get()]
     assert big_rows[0] is not None
     assert len(big_rows[0][1]) > LIMIT
 
     spilled = 0
-    cold, handle = bucket(WindowsProcessor, bounded(0))
+    cold, handle = bucket(BucketProcessor, bounded(0))
     for c, expected in zip(calls, want, strict=True):
         assert call(cold, handle, *c) == expected
         row = handle.states["windowstore"].get()
@@ -278,7 +278,7 @@ def test_the_whole_layout_spills_a_large_row_into_map_entries() -> None:
 
 def test_chunks_of_another_snapshot_fail_loudly() -> None:
     calls = many_calls(3)
-    p, handle = bucket(WindowsProcessor, bounded(0))
+    p, handle = bucket(BucketProcessor, bounded(0))
     for c in calls[:2]:
         call(p, handle, *c)
     row = handle.states["windowstore"].get()
@@ -309,8 +309,8 @@ def test_chunks_come_back_whole_and_apart_from_the_log_entries() -> None:
 @pytest.mark.parametrize(
     ("kind", "names"),
     [
-        (LogWindowsProcessor, {"windowstore_meta", LOG, "windowstore_base", "windowstore"}),
-        (WindowsProcessor, {"windowstore", LOG, "windowstore_meta"}),
+        (LogBucketProcessor, {"windowstore_meta", LOG, "windowstore_base", "windowstore"}),
+        (BucketProcessor, {"windowstore", LOG, "windowstore_meta"}),
     ],
 )
 def test_each_processor_registers_the_state_variables_its_checkpoints_hold(

@@ -8,7 +8,7 @@ bucket's keys. A call then feeds all of the bucket's new records to the Rust eng
 
 Two layouts of a bucket's state:
 
-- ``whole`` (:class:`WindowsProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
+- ``whole`` (:class:`BucketProcessor`, :func:`apply_in_pandas_with_state`; the only one with the
   default provider, whose API has one state value per grouping key): one row, the bytes of
   :meth:`~windowstore.SessionWindowProcessor.to_bytes` (the core's one layout, compressed by the
   core), written whole
@@ -17,7 +17,7 @@ Two layouts of a bucket's state:
   goes to the map state ``windowstore_log`` in chunks instead (:func:`write_chunks`); the
   default provider has no other state than the row, so there the query fails, naming the
   setting;
-- ``log`` (:class:`._bucket_log.LogWindowsProcessor`, RocksDB, event time): a base snapshot in
+- ``log`` (:class:`._bucket_log.LogBucketProcessor`, RocksDB, event time): a base snapshot in
   chunks, a log of the calls since and a meta entry; a call appends to the log, and Python
   workers keep the processors they ran, so that a call neither reads nor writes the snapshot
   unless it compacts.
@@ -94,7 +94,7 @@ __all__ = [
     "REJECTED",
     "STATE_SCHEMA",
     "BucketArgs",
-    "WindowsProcessor",
+    "BucketProcessor",
     "apply_in_pandas_with_state",
     "join_chunks",
     "output_schema",
@@ -255,7 +255,7 @@ def step(
     row and the timer (a watermark in ms, or a processing time in ms if ``args.wall``) of its
     next call, if any. ``now_ms``: the micro-batch's processing time (read only if
     ``args.wall``). A row past ``args.max_entry_bytes`` fails the call unless the caller
-    ``spills`` it into chunks (:class:`WindowsProcessor`, RocksDB).
+    ``spills`` it into chunks (:class:`BucketProcessor`, RocksDB).
 
     The worker keeps the processor after the call, under the new row's token: the bucket's
     next call in this worker finds it and does not restore the row's bytes, if the row it is
@@ -310,7 +310,7 @@ def run(
     """Runs one call on ``p``: stream time to the watermark, then ``records`` (the call's
     input, :func:`_records`); returns the output frames. Deterministic: the same calls on the
     same processor leave the same state (the log of
-    :class:`._bucket_log.LogWindowsProcessor` replays them)."""
+    :class:`._bucket_log.LogBucketProcessor` replays them)."""
     out = engine_calls(args, p, watermark_ms, records, now_ms)
     parts = [_window_rows(args, args.from_engine(t)) for t in out if t.num_rows]
     rejected = p.rejected()
@@ -405,7 +405,7 @@ class _BucketProcessor(StatefulProcessor):
         yield from self._call((), timerValues, fired)
 
 
-class WindowsProcessor(_BucketProcessor):
+class BucketProcessor(_BucketProcessor):
     """``transformWithStateInPandas``: a bucket's state in a value state, one timer. A row past
     ``max_entry_bytes`` holds no engine bytes: they are chunks in the map state
     ``windowstore_log`` under the row's token (:func:`write_chunks`), where the log layout

@@ -41,7 +41,7 @@ from windowstore.spark._state import (
     write_chunks,
 )
 
-__all__ = ["LogWindowsProcessor"]
+__all__ = ["LogBucketProcessor"]
 
 #: How many missing log entries a cached processor catches up with one read each; past that,
 #: the bucket is restored from its base and whole log (read in bulk).
@@ -63,7 +63,7 @@ class _Cached:
 _CACHE: OrderedDict[str, _Cached] = OrderedDict()
 
 
-class LogWindowsProcessor(_BucketProcessor):
+class LogBucketProcessor(_BucketProcessor):
     """``transformWithStateInPandas`` with state that scales with the micro-batch: a bucket's
     state is a base snapshot (in chunks of bounded size, :func:`write_chunks`) plus a log of the
     calls since (one map state holds both: each call's watermark and records), with a small meta
@@ -86,7 +86,7 @@ class LogWindowsProcessor(_BucketProcessor):
         # The base snapshot as earlier versions kept it (one list state, one RocksDB value):
         # read when the log map has no chunks, cleared at the next compaction.
         self.old_base = handle.getListState("windowstore_base", CHUNK_SCHEMA)
-        # The whole-state layout's row (WindowsProcessor; its chunks, if it spilled, are in
+        # The whole-state layout's row (BucketProcessor; its chunks, if it spilled, are in
         # the log map): read once, to carry a checkpoint of that layout over.
         self.whole = handle.getValueState("windowstore", STATE_SCHEMA)
 

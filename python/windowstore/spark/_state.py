@@ -114,7 +114,7 @@ _SPARK_TYPES: dict[str, tuple[DataType, bool]] = {
     "int": (LongType(), False),
     "int | None": (LongType(), True),
 }
-#: A bucket's position in the log layout (:class:`._bucket_log.LogWindowsProcessor`), its one
+#: A bucket's position in the log layout (:class:`._bucket_log.LogBucketProcessor`), its one
 #: value state: the parameters that made it, then the fields of a ``Position``.
 META_SCHEMA = StructType(
     [

@@ -368,7 +368,7 @@ def _windows_operator(
     mode = "Append" if emit == "final" else "Update"
     if rocksdb:
         log = layout == "log"
-        processor = _bucket_log.LogWindowsProcessor(args) if log else _bucket.WindowsProcessor(args)
+        processor = _bucket_log.LogBucketProcessor(args) if log else _bucket.BucketProcessor(args)
         return grouped.transformWithStateInPandas(
             processor,
             spark_output,

@@ -161,7 +161,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
 
     /// Applies `records` (one key's records of a call, all run-safe, in arrival order) as
     /// [`Self::step`] applies them one by one, with two differences the caller makes good:
-    /// puts go through `SessionStore::put_held` (store time does not move), and the store's
+    /// puts go through `SessionStore::put_keeping_time` (store time does not move), and the store's
     /// `puts` and `removes` counters are not what the steps would have counted; the
     /// [`RunOutcome`] says what they would have. Like the steps, it keeps `step.latest_end`
     /// up to date if the kind tracks it. A kind that has no such path keeps

@@ -74,7 +74,7 @@ pub(crate) fn emit_pending<K: WindowKind>(
     latest: i64,
     rows: &mut Rows,
 ) {
-    push_finals::<K>(&store.held_sessions_by_end(emitted_below, latest), rows);
+    push_finals::<K>(&store.stored_sessions_by_end(emitted_below, latest), rows);
 }
 
 /// Appends the held windows `due` to `rows` as final rows.
@@ -137,7 +137,7 @@ pub struct Processor<K: WindowKind> {
 }
 
 /// A call's input, bound and checked, with the kind's counters after checking.
-type Prepared<K> = (
+type CheckedCall<K> = (
     Vec<Chunk<<K as WindowKind>::Prepared>>,
     <K as WindowKind>::Counters,
 );
@@ -418,7 +418,7 @@ impl<K: WindowKind> Processor<K> {
             .filter(|_| self.kind.emit() == EmitMode::Final)?;
         let first = bound
             .store
-            .earliest_held_end(self.call.life.emitted_below)?;
+            .earliest_stored_end(self.call.life.emitted_below)?;
         Some(
             first
                 .saturating_add(K::grace(&bound.ticks))
@@ -500,7 +500,7 @@ impl<K: WindowKind> Processor<K> {
 
     /// Binds and checks every chunk without changing any state; returns them with the kind's
     /// counters after checking (clamped gaps), for the commit.
-    fn prepare(&self, batches: &[RecordBatch], arrival: i64) -> Result<Prepared<K>> {
+    fn prepare(&self, batches: &[RecordBatch], arrival: i64) -> Result<CheckedCall<K>> {
         let mut scratch = self.call.counters.kind;
         let Some(bound) = self.bound.as_ref() else {
             return Ok((Vec::new(), scratch));

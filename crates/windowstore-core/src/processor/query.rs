@@ -67,7 +67,7 @@ impl<K: WindowKind> Processor<K> {
             let found = match range {
                 // A lookup of no key reads nothing.
                 Some(None) => Vec::new(),
-                range => bound.store.held_sessions(range.flatten(), scan_from),
+                range => bound.store.stored_sessions(range.flatten(), scan_from),
             };
             rows.reserve_for(found.iter());
             for window in &found {

@@ -42,7 +42,7 @@
 //! is written back once; the counters and the store's metrics are those of the record path.
 //!
 //! The changelog follows the re-cut: a window the re-cut keeps, with new records, is forwarded
-//! as an update without a delete first (plain sessions forward Kafka's delete, `super::run`).
+//! as an update without a delete first (plain sessions forward Kafka's delete, `super::rule`).
 //!
 //! - `value`: the stored value, read and written;
 //! - `key`: a key's sessions in memory;

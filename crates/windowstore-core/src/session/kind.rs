@@ -6,7 +6,7 @@
 //! with gap `g` meets the sessions with `reach >= t` and `start <= t + g`, and the sessions that
 //! close once stream time passes `x + grace` are those with reach `x`, so emitting them never
 //! scans sessions that stay open (a large `max_gap` costs nothing per call). What a record does
-//! to the sessions it meets, record by record or a key's records at once, is `super::run`.
+//! to the sessions it meets, record by record or a key's records at once, is `super::rule`.
 
 use arrow_schema::TimeUnit;
 
@@ -46,7 +46,7 @@ impl WindowKind for SessionSpec {
     type Counters = SessionCounters;
     /// The record's gap in ticks.
     type Prepared = i64;
-    type Scratch = super::run::Scratch;
+    type Scratch = super::rule::Scratch;
     type Store = SessionStore;
 
     const KIND: &'static str = "session-processor/2";
@@ -123,15 +123,15 @@ impl WindowKind for SessionSpec {
     fn step(
         ticks: &Resolved,
         step: &mut Step<'_, Self>,
-        sc: &mut super::run::Scratch,
+        sc: &mut super::rule::Scratch,
         r: Record<'_, i64>,
     ) -> Result<bool> {
-        super::run::step_record(step, sc, &r, ticks.retention)
+        super::rule::step_record(step, sc, &r, ticks.retention)
     }
 
     fn run_safe(ticks: &Resolved, t: i64, stream_time: i64) -> bool {
         // Such a record is not late, and every session it meets is open and visible (see
-        // `super::run`).
+        // `super::rule`).
         t >= stream_time.saturating_sub(ticks.grace)
     }
 
@@ -140,14 +140,14 @@ impl WindowKind for SessionSpec {
     fn step_run(
         _ticks: &Resolved,
         step: &mut Step<'_, Self>,
-        sc: &mut super::run::Scratch,
+        sc: &mut super::rule::Scratch,
         records: &[Record<'_, i64>],
     ) -> Result<RunOutcome> {
-        super::run::step_run(step, sc, records)
+        super::rule::step_run(step, sc, records)
     }
 
     fn run_reads(_ticks: &Resolved, records: &[Record<'_, i64>]) -> Option<Reads> {
-        let (lowest, highest) = super::run::reads(records)?;
+        let (lowest, highest) = super::rule::reads(records)?;
         Some(Reads {
             earliest_end: lowest,
             latest_start: highest,

@@ -2,7 +2,7 @@
 //!
 //! - [`spec`]: the parameters and their checks;
 //! - [`kind`]: sessions as a window kind of the streaming processor;
-//! - `run`: the session rule, what a record does to its key's sessions, applied to one record
+//! - `rule`: the session rule, what a record does to its key's sessions, applied to one record
 //!   (the processor's record path) or to a key's records of a call (its batched path);
 //! - `record_checks`: the rules that make a record usable, shared by the processor and complete
 //!   mode;
@@ -18,7 +18,7 @@ mod cuts;
 pub mod kind;
 pub mod partial;
 mod record_checks;
-mod run;
+mod rule;
 pub mod spec;
 
 pub use capped::{CappedCounters, CappedSessionSpec};

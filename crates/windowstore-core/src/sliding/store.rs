@@ -317,7 +317,7 @@ impl SlidingStore {
     }
 
     /// Expired windows still held.
-    fn expired_held(&self) -> u64 {
+    fn expired_stored(&self) -> u64 {
         let first_live_start = self.min_live_end().saturating_sub(self.d);
         self.by_key
             .iter()
@@ -327,7 +327,7 @@ impl SlidingStore {
 
     /// The live windows of key `id` whose end lies in `[from, to]`, as keyed windows.
     fn keyed(&self, id: KeyId, from: i64, to: i64) -> impl Iterator<Item = KeyedSession<'_>> {
-        self.keyed_held(id, from.max(self.min_live_end()), to)
+        self.keyed_stored(id, from.max(self.min_live_end()), to)
     }
 
     /// The live keys' ids.
@@ -396,7 +396,7 @@ impl WindowStore for SlidingStore {
             return Err(retention_mismatch());
         }
         let mut counters = store.counters();
-        counters.expired_sessions += store.expired_held();
+        counters.expired_sessions += store.expired_stored();
         self.store_time = store.store_time();
         self.counters = counters;
         self.swept_at = self.store_time;
@@ -476,10 +476,10 @@ impl WindowStore for SlidingStore {
         }
     }
 
-    fn held_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
+    fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
         let mut found: Vec<KeyedSession<'_>> = self
             .live_ids()
-            .flat_map(|id| self.keyed_held(id, earliest_end, latest_end))
+            .flat_map(|id| self.keyed_stored(id, earliest_end, latest_end))
             .collect();
         sort_by_end(&mut found);
         found
@@ -487,7 +487,7 @@ impl WindowStore for SlidingStore {
 
     fn take_due(&mut self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
         if !self.tracks_due {
-            return self.held_sessions_by_end(earliest_end, latest_end);
+            return self.stored_sessions_by_end(earliest_end, latest_end);
         }
         let mut due = Vec::new();
         self.due.take(earliest_end, latest_end, &mut due);
@@ -545,7 +545,7 @@ impl WindowStore for SlidingStore {
             .collect()
     }
 
-    fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
+    fn earliest_stored_end(&self, earliest_end: i64) -> Option<i64> {
         if self.tracks_due {
             return self.due.earliest(earliest_end.max(self.due_from));
         }
@@ -558,7 +558,7 @@ impl WindowStore for SlidingStore {
             .min()
     }
 
-    fn held_sessions(
+    fn stored_sessions(
         &self,
         keys: Option<(&[u8], &[u8])>,
         earliest_end: i64,
@@ -569,7 +569,7 @@ impl WindowStore for SlidingStore {
             Some((from, to)) => self.keys.range(from, to),
         };
         ids.into_iter()
-            .flat_map(|id| self.keyed_held(id, earliest_end, i64::MAX))
+            .flat_map(|id| self.keyed_stored(id, earliest_end, i64::MAX))
             .collect()
     }
 
@@ -581,7 +581,7 @@ impl WindowStore for SlidingStore {
 
     fn encode_tables(&self, extra: &HashMap<String, String>, tables: &[Table]) -> Result<Vec<u8>> {
         let mut counters = self.counters;
-        counters.expired_sessions += self.expired_held();
+        counters.expired_sessions += self.expired_stored();
         let header = Header {
             retention: self.retention,
             segment_interval: (self.retention / 2).max(1),
@@ -595,7 +595,12 @@ impl WindowStore for SlidingStore {
 impl SlidingStore {
     /// The held windows of key `id` (expired ones not swept yet included) whose end lies in
     /// `[from, to]`.
-    fn keyed_held(&self, id: KeyId, from: i64, to: i64) -> impl Iterator<Item = KeyedSession<'_>> {
+    fn keyed_stored(
+        &self,
+        id: KeyId,
+        from: i64,
+        to: i64,
+    ) -> impl Iterator<Item = KeyedSession<'_>> {
         let w = &self.by_key[id as usize];
         let first = w.first_from(from.saturating_sub(self.d));
         let key = self.keys.bytes(id);

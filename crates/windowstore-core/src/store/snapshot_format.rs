@@ -139,7 +139,7 @@ pub fn encode_tables(
     tables: &[Table],
 ) -> Result<Vec<u8>> {
     let mut counters = store.counters();
-    counters.expired_sessions += store.expired_held();
+    counters.expired_sessions += store.expired_stored();
     let header = Header {
         retention: store.retention(),
         segment_interval: store.segment_interval(),

@@ -34,18 +34,18 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
     fn metrics(&self) -> StoreMetrics;
     /// The held windows (expired ones not dropped yet included) whose stored end lies in
     /// `[earliest_end, latest_end]`, in (end, start, key) order. Changes nothing.
-    fn held_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>>;
-    /// The windows due in `final` mode: [`Self::held_sessions_by_end`], within a transaction,
+    fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>>;
+    /// The windows due in `final` mode: [`Self::stored_sessions_by_end`], within a transaction,
     /// where a store may keep track of what it has handed out (`earliest_end` only grows from
     /// call to call).
     fn take_due(&mut self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
-        self.held_sessions_by_end(earliest_end, latest_end)
+        self.stored_sessions_by_end(earliest_end, latest_end)
     }
     /// The smallest stored end at or after `earliest_end` of any held window.
-    fn earliest_held_end(&self, earliest_end: i64) -> Option<i64>;
+    fn earliest_stored_end(&self, earliest_end: i64) -> Option<i64>;
     /// The held windows whose end is at least `earliest_end`, of the keys in `[from, to]`
     /// (byte order, both inclusive; `None`: every key), in no particular order.
-    fn held_sessions(
+    fn stored_sessions(
         &self,
         keys: Option<(&[u8], &[u8])>,
         earliest_end: i64,
@@ -103,20 +103,20 @@ impl WindowStore for SessionStore {
         SessionStore::metrics(self)
     }
 
-    fn held_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
-        SessionStore::held_sessions_by_end(self, earliest_end, latest_end)
+    fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
+        SessionStore::stored_sessions_by_end(self, earliest_end, latest_end)
     }
 
-    fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
-        SessionStore::earliest_held_end(self, earliest_end)
+    fn earliest_stored_end(&self, earliest_end: i64) -> Option<i64> {
+        SessionStore::earliest_stored_end(self, earliest_end)
     }
 
-    fn held_sessions(
+    fn stored_sessions(
         &self,
         keys: Option<(&[u8], &[u8])>,
         earliest_end: i64,
     ) -> Vec<KeyedSession<'_>> {
-        SessionStore::held_sessions(self, keys, earliest_end)
+        SessionStore::stored_sessions(self, keys, earliest_end)
     }
 
     fn entries_unordered(&self) -> Vec<KeyedSession<'_>> {

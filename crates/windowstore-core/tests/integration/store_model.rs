@@ -189,10 +189,10 @@ fn check(retention: i64, interval: Option<i64>, ops: Vec<Op>) -> Result<(), Test
                 prop_assert_eq!(got, want);
                 // The index-free next close: the first end the held scan would emit.
                 let first = store
-                    .held_sessions_by_end(ee, i64::MAX)
+                    .stored_sessions_by_end(ee, i64::MAX)
                     .first()
                     .map(|s| s.session.end);
-                prop_assert_eq!(store.earliest_held_end(ee), first);
+                prop_assert_eq!(store.earliest_stored_end(ee), first);
             }
             Op::SnapshotRestore => {
                 let bytes = snapshot_format::encode(&store, &Default::default()).expect("encode");

@@ -71,7 +71,7 @@ impl KeySessions {
     }
 
     /// Puts every session that changed (through `Step::put`, or with `held` through
-    /// `SessionStore::put_held`, which leaves store time alone), then removes what the store
+    /// `SessionStore::put_keeping_time`, which leaves store time alone), then removes what the store
     /// holds under bounds no session has any longer; `value` is a buffer.
     pub fn write_back(
         &mut self,
@@ -83,7 +83,8 @@ impl KeySessions {
         for m in self.list.iter_mut().filter(|m| m.dirty) {
             encode(m, value)?;
             let outcome = if held {
-                step.store.put_held((key, None), m.start, m.reach, value)?
+                step.store
+                    .put_keeping_time((key, None), m.start, m.reach, value)?
             } else {
                 step.put(key, m.start, m.reach, value)?
             };

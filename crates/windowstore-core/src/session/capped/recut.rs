@@ -12,7 +12,7 @@ use crate::emit::EmitMode;
 use crate::input::markers::{ENDS, STARTS};
 use crate::processor::{Record, Step, WindowKind};
 use crate::session::cuts::{closing, group_flags, Open};
-use crate::session::run::change;
+use crate::session::rule::change;
 use crate::store::{KeyedSession, Session};
 use crate::{Error, Result};
 

@@ -134,7 +134,7 @@ impl SessionStore {
 
     /// Like [`Self::find_sessions_by_end`], but also returns sessions that are expired and not
     /// dropped yet. An engine uses it to emit closed sessions that expiry has made invisible.
-    pub fn held_sessions_by_end(
+    pub fn stored_sessions_by_end(
         &self,
         earliest_end: i64,
         latest_end: i64,
@@ -143,10 +143,10 @@ impl SessionStore {
     }
 
     /// The smallest end at or after `earliest_end` of any held session, expired ones not
-    /// dropped yet included (what [`Self::held_sessions_by_end`] would return first). Segments
+    /// dropped yet included (what [`Self::stored_sessions_by_end`] would return first). Segments
     /// are ordered by end, so only the segments up to the first that holds such an end are
     /// read, and nothing is collected or sorted.
-    pub fn earliest_held_end(&self, earliest_end: i64) -> Option<i64> {
+    pub fn earliest_stored_end(&self, earliest_end: i64) -> Option<i64> {
         self.segments
             .search(earliest_end, i64::MAX)
             .find_map(|segment| segment.earliest_end_from(earliest_end))
@@ -260,11 +260,11 @@ impl SessionStore {
         found
     }
 
-    /// The held sessions (live, or expired and not dropped yet: what [`Self::held_sessions_by_end`]
+    /// The held sessions (live, or expired and not dropped yet: what [`Self::stored_sessions_by_end`]
     /// reads) whose end is at least `earliest_end`, of the keys in `[from, to]` (byte order,
     /// both inclusive; `None`: every key), in no particular order. One key costs a hash probe
     /// per segment; a range of keys visits every key (the key table is hashed).
-    pub fn held_sessions(
+    pub fn stored_sessions(
         &self,
         keys: Option<(&[u8], &[u8])>,
         earliest_end: i64,

@@ -9,7 +9,7 @@ impl SessionStore {
     /// it also holds live ones. A snapshot leaves them out ([`Self::entries`]) and counts them
     /// as expired, the count the store reaches once their segment goes: so a store restored
     /// from a snapshot and the store it was taken from write the same snapshots from then on.
-    pub(crate) fn expired_held(&self) -> u64 {
+    pub(crate) fn expired_stored(&self) -> u64 {
         let live = self.min_live_end();
         self.segments
             .search(i64::MIN, live.saturating_sub(1))

@@ -24,7 +24,7 @@ impl SessionStore {
     /// expires in between. A session already expired at the current store time is refused
     /// and counted, as `put` refuses it. `id`: the key's id, if the caller has it
     /// ([`Self::key_id`]), which spares a lookup.
-    pub(crate) fn put_held(
+    pub(crate) fn put_keeping_time(
         &mut self,
         (key, id): (&[u8], Option<KeyId>),
         start: i64,
@@ -42,7 +42,7 @@ impl SessionStore {
     }
 
     /// Advances store time to `t` if it is later, dropping the segments that expire with it
-    /// (after [`Self::put_held`]).
+    /// (after [`Self::put_keeping_time`]).
     pub(crate) fn advance_time(&mut self, t: i64) {
         self.observe(t);
     }
@@ -102,8 +102,8 @@ impl SessionStore {
         self.amend_moving(key, from, to, edits, true)
     }
 
-    /// [`Self::amend`] without moving store time (see [`Self::put_held`]).
-    pub(crate) fn amend_held(
+    /// [`Self::amend`] without moving store time (see [`Self::put_keeping_time`]).
+    pub(crate) fn amend_keeping_time(
         &mut self,
         key: &[u8],
         from: (i64, i64),

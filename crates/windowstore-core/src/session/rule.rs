@@ -2,12 +2,12 @@
 //! key's sessions. Both of the processor's paths apply records through [`apply`]: the record
 //! path ([`super::kind`]'s step) is a run of one record, the batched path
 //! (`processor::batched`) a run of a key's records of a call, in arrival order. A run reads the
-//! key's sessions its records can meet from the store once (it "holds" them), applies its
+//! key's sessions its records can meet from the store once (it "loads" them), applies its
 //! records to them one by one, and writes what changed back.
 //!
 //! Per record at `t` with gap `g`, stream time already advanced (the processor does it):
 //!
-//! 1. it meets the held sessions whose coverage `[start, reach]` meets `[t, t + g]` (one hop
+//! 1. it meets the loaded sessions whose coverage `[start, reach]` meets `[t, t + g]` (one hop
 //!    suffices: their union with `[t, t + g]` is one interval);
 //! 2. it is late if the merged session would be closed (`reach + grace < stream time`) or if it
 //!    meets a closed session, and then changes nothing;
@@ -18,15 +18,15 @@
 //!    copy a `collect` list of `n` records per record);
 //! 4. the changelog modes get the rows Kafka forwards ([`log_merge`]).
 //!
-//! **Record path.** A record holds the sessions it meets that Kafka's store would still show
+//! **Record path.** A record loads the sessions it meets that Kafka's store would still show
 //! (docs/semantics.md 2.6), their states left in the store: the one session it extends is
 //! edited there (`SessionStore::amend`). Store time moves with each change, `final` mode first
 //! emitting what the change would expire (as `Step::put` does).
 //!
-//! **Batched path.** A run holds every session its records can meet, states copied (but a
+//! **Batched path.** A run loads every session its records can meet, states copied (but a
 //! large value, a long `collect` list, which stays in the store and is edited there, so that a
 //! long session grown over many calls costs what the records add). Changes leave store time
-//! where it is (`put_held`, `amend_held`) for the processor to move once. The records are
+//! where it is (`put_keeping_time`, `amend_keeping_time`) for the processor to move once. The records are
 //! run-safe (within the grace), so none is late and every session one meets is visible
 //! (retention covers max gap + grace): the rule's checks never fire (`step.close` is then the
 //! close of an earlier record, at most the record's own), and the outcome is the record
@@ -47,9 +47,9 @@ use crate::store::segment::BIG_VALUE_BYTES;
 use crate::store::session_store::PutOutcome;
 use crate::{Error, Result, SessionStore};
 
-/// A held session of the key: its window, reach, and where its state is.
+/// A loaded session of the key: its window, reach, and where its state is.
 #[derive(Debug)]
-struct Held {
+struct Loaded {
     start: i64,
     end: i64,
     reach: i64,
@@ -64,16 +64,16 @@ enum State {
         len: usize,
         changed: bool,
     },
-    /// In the store under the held window, edited there.
+    /// In the store under the loaded window, edited there.
     Stored,
 }
 
 /// Buffers reused from run to run within a call.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    /// The held sessions, in the store's (reach, start) order.
-    held: Vec<Held>,
-    /// The copied states of the held sessions, one after the other (a state that changes
+    /// The loaded sessions, in the store's (reach, start) order.
+    loaded: Vec<Loaded>,
+    /// The copied states of the loaded sessions, one after the other (a state that changes
     /// length is appended again; the old bytes stay until the next run).
     states: Vec<u8>,
     /// The key's windows the store holds among those read or written here.
@@ -114,7 +114,7 @@ pub(super) fn step_record(
     let visible = step
         .latest_end
         .map_or(i64::MIN, |e| e.saturating_sub(retention));
-    hold(step, sc, r.key, (r.t, r.t + r.prepared), visible, false);
+    load(step, sc, r.key, (r.t, r.t + r.prepared), visible, false);
     if apply(step, sc, r)?.is_none() {
         return Ok(false);
     }
@@ -133,7 +133,7 @@ pub(super) fn step_run(
     };
     // Every session a run-safe record meets is visible (and the ends put by the other keys'
     // runs of the call, applied before this one, are no measure of it).
-    hold(step, sc, first.key, bounds, i64::MIN, true);
+    load(step, sc, first.key, bounds, i64::MIN, true);
     sc.isolated = 0;
     // Each record puts its session once: every one is accepted.
     let mut outcome = RunOutcome {
@@ -157,7 +157,7 @@ pub(super) fn step_run(
 
 /// Holds the sessions of `key` with reach `>= lowest`, start `<= highest` and end `>=
 /// visible`.
-fn hold(
+fn load(
     step: &Step<'_, SessionSpec>,
     sc: &mut Scratch,
     key: &[u8],
@@ -165,7 +165,7 @@ fn hold(
     visible: i64,
     batched: bool,
 ) {
-    sc.held.clear();
+    sc.loaded.clear();
     sc.states.clear();
     sc.in_store.clear();
     sc.batched = batched;
@@ -190,7 +190,7 @@ fn hold(
         } else {
             State::Stored
         };
-        sc.held.push(Held {
+        sc.loaded.push(Loaded {
             start: s.start,
             end,
             reach: s.end,
@@ -200,7 +200,7 @@ fn hold(
     }
 }
 
-/// Applies record `r` to the held sessions: the rule (see the module doc). Returns the removes
+/// Applies record `r` to the loaded sessions: the rule (see the module doc). Returns the removes
 /// the record makes (sessions whose window or reach the merge changes) and the reach of the
 /// session it puts; `None`, having changed nothing, if it is late.
 fn apply(
@@ -210,16 +210,16 @@ fn apply(
 ) -> Result<Option<(u64, i64)>> {
     let t = r.t;
     let reach = t + r.prepared;
-    // The held sessions are in (reach, start) order: those met are among the ones from the
+    // The loaded sessions are in (reach, start) order: those met are among the ones from the
     // first reaching t on.
-    let from = sc.held.partition_point(|h| h.reach < t);
+    let from = sc.loaded.partition_point(|h| h.reach < t);
     sc.met.clear();
     sc.met
-        .extend((from..sc.held.len()).filter(|&i| sc.held[i].start <= reach));
+        .extend((from..sc.loaded.len()).filter(|&i| sc.loaded[i].start <= reach));
     let (mut m_start, mut m_end, mut m_reach) = (t, t, reach);
     let mut meets_closed = false;
     for &i in &sc.met {
-        let h = &sc.held[i];
+        let h = &sc.loaded[i];
         m_start = m_start.min(h.start);
         m_end = m_end.max(h.end);
         m_reach = m_reach.max(h.reach);
@@ -249,7 +249,7 @@ fn apply(
     Ok(Some((removes, m_reach)))
 }
 
-/// The one session met, `held[i]`, extended by record `r` into `merged` (start, end, reach):
+/// The one session met, `loaded[i]`, extended by record `r` into `merged` (start, end, reach):
 /// edited in the store where it is there ([`amend`]), else its copy folded or appended in
 /// place; every way gives the bytes of the merge. Returns the removes (1 if it moved).
 fn extend(
@@ -260,7 +260,7 @@ fn extend(
     (m_start, m_end, m_reach): (i64, i64, i64),
 ) -> Result<u64> {
     let t = r.t;
-    let (from, end) = ((sc.held[i].start, sc.held[i].reach), sc.held[i].end);
+    let (from, end) = ((sc.loaded[i].start, sc.loaded[i].reach), sc.loaded[i].end);
     let to = (m_start, m_reach);
     // The state before, for the delete the changelog forwards; one it elides (or does not
     // forward: the merged window is the record's own `[t, t]`) needs none.
@@ -268,24 +268,24 @@ fn extend(
         && (m_start, m_end) != (t, t)
         && step.changelog.keeps_delete(r.key, from.0, end)
     {
-        state_of(step.store, r.key, &sc.held[i], &sc.states)?.to_vec()
+        state_of(step.store, r.key, &sc.loaded[i], &sc.states)?.to_vec()
     } else {
         Vec::new()
     };
-    if matches!(sc.held[i].state, State::Stored) && !amend(step, sc, r, (from, end), to)? {
+    if matches!(sc.loaded[i].state, State::Stored) && !amend(step, sc, r, (from, end), to)? {
         // The store cannot edit it in place: a copy is edited instead, and put.
         let at = sc.states.len();
         sc.states
             .extend_from_slice(stored(step.store, r.key, from)?);
         let len = sc.states.len() - at;
-        sc.held[i].state = State::Copied {
+        sc.loaded[i].state = State::Copied {
             at,
             len,
             changed: false,
         };
     }
     let named = |e| fill_overflow(e, step.keys.render(r.key), m_start, m_end);
-    match &mut sc.held[i].state {
+    match &mut sc.loaded[i].state {
         State::Stored => {}
         State::Copied { at, len, changed } if step.aggs.folds_in_place() => {
             let state = &mut sc.states[*at..*at + *len];
@@ -323,10 +323,10 @@ fn extend(
             *changed = true;
         }
     }
-    let h = &mut sc.held[i];
+    let h = &mut sc.loaded[i];
     (h.start, h.end, h.reach) = (m_start, m_end, m_reach);
     if logs(step) {
-        let state = state_of(step.store, r.key, &sc.held[i], &sc.states)?.to_vec();
+        let state = state_of(step.store, r.key, &sc.loaded[i], &sc.states)?.to_vec();
         let met = [((from.0, end), delete)];
         log_merge(
             &mut step.changelog,
@@ -338,7 +338,7 @@ fn extend(
     }
     let moved = to != from;
     if moved {
-        reorder(&mut sc.held, i);
+        reorder(&mut sc.loaded, i);
     }
     Ok(u64::from(moved))
 }
@@ -361,7 +361,7 @@ fn amend(
     let value = step
         .store
         .fetch_session(r.key, from.0, from.1)
-        .ok_or_else(not_held)?;
+        .ok_or_else(not_loaded)?;
     step.aggs
         .append_edits(
             (&value[8.min(value.len())..], &sc.acc),
@@ -372,7 +372,7 @@ fn amend(
         )
         .map_err(|e| fill_overflow(e, step.keys.render(r.key), to.0, end.max(r.t)))?;
     let outcome = if sc.batched {
-        step.store.amend_held(r.key, from, to, &sc.edits)?
+        step.store.amend_keeping_time(r.key, from, to, &sc.edits)?
     } else {
         if step.mode == EmitMode::Final && step.store.put_would_drop_segments(to.1) {
             step.emit_closed();
@@ -399,7 +399,7 @@ fn merge_all(
 ) -> Result<u64> {
     encode(step, sc, r);
     for &i in &sc.met {
-        let state = state_of(step.store, r.key, &sc.held[i], &sc.states)?;
+        let state = state_of(step.store, r.key, &sc.loaded[i], &sc.states)?;
         sc.merged.clear();
         step.merge(r.key, (m_start, m_end), &sc.acc, state, &mut sc.merged)?;
         std::mem::swap(&mut sc.acc, &mut sc.merged);
@@ -409,7 +409,7 @@ fn merge_all(
             .met
             .iter()
             .map(|&i| {
-                let h = &sc.held[i];
+                let h = &sc.loaded[i];
                 let state = state_of(step.store, r.key, h, &sc.states)?.to_vec();
                 Ok(((h.start, h.end), state))
             })
@@ -420,19 +420,19 @@ fn merge_all(
     let removes = sc
         .met
         .iter()
-        .filter(|&&i| (sc.held[i].start, sc.held[i].reach) != (m_start, m_reach))
+        .filter(|&&i| (sc.loaded[i].start, sc.loaded[i].reach) != (m_start, m_reach))
         .count() as u64;
     for &i in sc.met.iter().rev() {
-        sc.held.remove(i);
+        sc.loaded.remove(i);
     }
     insert(sc, (m_start, m_end, m_reach));
     Ok(removes)
 }
 
-/// Puts the held sessions that changed, then removes the key's stored windows that are no
-/// longer held (puts first, so that the key stays interned).
+/// Puts the loaded sessions that changed, then removes the key's stored windows that are no
+/// longer loaded (puts first, so that the key stays interned).
 fn write_back(step: &mut Step<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
-    for h in &sc.held {
+    for h in &sc.loaded {
         if let State::Copied {
             at,
             len,
@@ -443,7 +443,7 @@ fn write_back(step: &mut Step<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) ->
             state::join(h.end, &sc.states[at..at + len], &mut sc.value);
             expired(if sc.batched {
                 step.store
-                    .put_held((key, sc.id), h.start, h.reach, &sc.value)?
+                    .put_keeping_time((key, sc.id), h.start, h.reach, &sc.value)?
             } else {
                 step.put(key, h.start, h.reach, &sc.value)?
             })?;
@@ -452,7 +452,7 @@ fn write_back(step: &mut Step<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) ->
     if let Some(id) = sc.id {
         for &(start, reach) in &sc.in_store {
             let kept = sc
-                .held
+                .loaded
                 .binary_search_by(|h| (h.reach, h.start).cmp(&(reach, start)))
                 .is_ok();
             if !kept {
@@ -483,11 +483,11 @@ fn logs(step: &Step<'_, SessionSpec>) -> bool {
     step.mode != EmitMode::Final
 }
 
-/// The aggregate state of held session `h` of `key`: its copy in `states`, or the store's.
+/// The aggregate state of loaded session `h` of `key`: its copy in `states`, or the store's.
 fn state_of<'a>(
     store: &'a SessionStore,
     key: &[u8],
-    h: &Held,
+    h: &Loaded,
     states: &'a [u8],
 ) -> Result<&'a [u8]> {
     match h.state {
@@ -500,12 +500,12 @@ fn state_of<'a>(
 fn stored<'a>(store: &'a SessionStore, key: &[u8], (start, reach): (i64, i64)) -> Result<&'a [u8]> {
     let value = store
         .fetch_session(key, start, reach)
-        .ok_or_else(not_held)?;
+        .ok_or_else(not_loaded)?;
     Ok(state::split(value).1)
 }
 
-fn not_held() -> Error {
-    Error::Internal("a held session is not in the store".into())
+fn not_loaded() -> Error {
+    Error::Internal("a loaded session is not in the store".into())
 }
 
 /// Where record `r` goes in a session ending at `end`.
@@ -526,11 +526,11 @@ fn insert(sc: &mut Scratch, (start, end, reach): (i64, i64, i64)) {
     };
     sc.states.extend_from_slice(&sc.acc);
     let at = sc
-        .held
+        .loaded
         .partition_point(|h| (h.reach, h.start) < (reach, start));
-    sc.held.insert(
+    sc.loaded.insert(
         at,
-        Held {
+        Loaded {
             start,
             end,
             reach,
@@ -539,15 +539,15 @@ fn insert(sc: &mut Scratch, (start, end, reach): (i64, i64, i64)) {
     );
 }
 
-/// Moves `held[i]`, whose reach or start changed, back to its place in (reach, start) order.
-fn reorder(held: &mut [Held], mut i: usize) {
-    let order = |h: &Held| (h.reach, h.start);
-    while i + 1 < held.len() && order(&held[i]) > order(&held[i + 1]) {
-        held.swap(i, i + 1);
+/// Moves `loaded[i]`, whose reach or start changed, back to its place in (reach, start) order.
+fn reorder(loaded: &mut [Loaded], mut i: usize) {
+    let order = |h: &Loaded| (h.reach, h.start);
+    while i + 1 < loaded.len() && order(&loaded[i]) > order(&loaded[i + 1]) {
+        loaded.swap(i, i + 1);
         i += 1;
     }
-    while i > 0 && order(&held[i]) < order(&held[i - 1]) {
-        held.swap(i, i - 1);
+    while i > 0 && order(&loaded[i]) < order(&loaded[i - 1]) {
+        loaded.swap(i, i - 1);
         i -= 1;
     }
 }
