@@ -24,13 +24,12 @@ checkpoint), with the same deterministic results.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 from pyspark.sql.types import TimestampType
@@ -42,8 +41,8 @@ from windowstore._durations import (
 )
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
-from windowstore.spark import _bucket, _bucket_log, _schema
-from windowstore.spark._plan import column, positive_int
+from windowstore.spark import _bucket, _bucket_log, _schema, _stream_state
+from windowstore.spark._plan import column
 from windowstore.spark._schema import engine_arrow_type
 from windowstore.spark._stream_checks import check_durations, check_stream_time
 
@@ -54,8 +53,6 @@ _WATERMARK = "spark.watermarkDelayMs"
 #: microseconds, as Spark compares them), so that Spark drops no row as late.
 _MARK = "__windowstore_watermark"
 _NEVER_LATE = (1 << 63) - 1
-_ROCKSDB = "RocksDBStateStoreProvider"
-_PARTITIONS = "spark.sql.shuffle.partitions"
 #: Output columns that hold event times (epoch microseconds in the engine).
 _TIME_OUTPUTS = ("session_start", "session_end", "window_start", "window_end", "window_time")
 
@@ -89,8 +86,8 @@ def stream_windows(
     _check_emit_and_name(emit, name)
     df, delay_ms = _stream_time(df, kind, time, params, grace, clock, idle_timeout)
     processing = clock == "processing"
-    partitions = _local_partitions(df.sparkSession)
-    n = _buckets(df, buckets, partitions)
+    partitions = _stream_state.local_partitions(df.sparkSession)
+    n = _stream_state.buckets(df, buckets, partitions)
     # Rejected records come back whole, as in the batch adapter; tagged records too.
     used = _input_columns(df, used, records=records, whole_rows=return_rejected or records)
     # Timestamps go to Python as epoch microseconds: pandas would shift them into the session
@@ -118,8 +115,8 @@ def stream_windows(
     )
     output_schema = _bucket.output_schema(windows_schema)
     conf = df.sparkSession.conf
-    rocksdb = _on_rocksdb(conf)
-    layout = _layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
+    rocksdb = _stream_state.on_rocksdb(conf)
+    layout = _stream_state.layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
     args = _bucket.BucketArgs(
         kind=kind,
         params=engine_params,
@@ -139,9 +136,15 @@ def stream_windows(
         timer_inclusive=rocksdb,
         timestamps=timestamps,
         wall=wall,
-        max_entry_bytes=_conf_number(conf, _bucket.MAX_ENTRY_CONF, _bucket.DEFAULT_MAX_ENTRY, 1024),
-        compact_ratio=_conf_number(conf, _bucket.COMPACT_CONF, _bucket.DEFAULT_COMPACT_RATIO, 0),
-        cache_entries=_conf_number(conf, _bucket.CACHE_CONF, _bucket.DEFAULT_CACHE_ENTRIES, 0),
+        max_entry_bytes=_stream_state.conf_number(
+            conf, _bucket.MAX_ENTRY_CONF, _bucket.DEFAULT_MAX_ENTRY, 1024
+        ),
+        compact_ratio=_stream_state.conf_number(
+            conf, _bucket.COMPACT_CONF, _bucket.DEFAULT_COMPACT_RATIO, 0
+        ),
+        cache_entries=_stream_state.conf_number(
+            conf, _bucket.CACHE_CONF, _bucket.DEFAULT_CACHE_ENTRIES, 0
+        ),
     )
     out = _windows_operator(projected, args, emit, rocksdb=rocksdb, layout=layout)
     is_window = F.col(_bucket.REJECTED).isNull()
@@ -158,7 +161,7 @@ def stream_windows(
     )
     if partitions is not None:
         # Last: a call that raises changes nothing.
-        _set_local_partitions(df.sparkSession, partitions)
+        _stream_state.set_local_partitions(df.sparkSession, partitions)
     if not return_rejected:
         return windows
     return windows, _rejected_records(out.filter(~is_window), rejected_schema, micros)
@@ -340,22 +343,6 @@ def _engine_schemas(
     return windows_schema, rejected_schema
 
 
-def _on_rocksdb(conf: Any) -> bool:
-    """Whether the session's state store provider is RocksDB; a warning when it is Spark's
-    default (HDFSBackedStateStoreProvider)."""
-    provider = conf.get("spark.sql.streaming.stateStore.providerClass") or ""
-    if provider.rsplit(".", 1)[-1] in ("", "HDFSBackedStateStoreProvider"):
-        # Once per windows query defined; the speed-up is benches/bench_spark_streaming.py's.
-        logging.getLogger("windowstore.spark").warning(
-            "this streaming query runs on Spark's default state store provider "
-            "(HDFSBackedStateStoreProvider); windowstore runs about twice as fast on RocksDB: "
-            "set spark.sql.streaming.stateStore.providerClass="
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-            " before a query starts on a new checkpoint"
-        )
-    return _ROCKSDB in provider
-
-
 def _windows_operator(
     projected: DataFrame, args: _bucket.BucketArgs, emit: str, *, rocksdb: bool, layout: str
 ) -> DataFrame:
@@ -383,19 +370,6 @@ def _windows_operator(
         GroupStateTimeout.EventTimeTimeout
         if args.wall is None
         else GroupStateTimeout.ProcessingTimeTimeout,
-    )
-
-
-def _set_local_partitions(spark: SparkSession, partitions: int) -> None:
-    """Gives the local session ``partitions`` state partitions (see
-    :func:`_local_partitions`), with a warning that says so."""
-    spark.conf.set(_PARTITIONS, str(partitions))
-    logging.getLogger("windowstore.spark").warning(
-        "spark.sql.shuffle.partitions was Spark's default (200) on this local session; set "
-        "to %d, its default parallelism: every micro-batch runs one Python task per state "
-        "partition, and a query keeps its checkpoint's count. Set it before defining the "
-        "query to choose another",
-        partitions,
     )
 
 
@@ -476,70 +450,3 @@ def _grace_micros(grace: DurationLike) -> int:
             f"invalid grace: {grace!r} is finer than the microseconds of a timestamp", "grace"
         )
     return micros
-
-
-def _layout(chosen: str | None, rocksdb: bool, wall: str | None) -> str:
-    """The state layout: ``log`` (base snapshot plus a log of calls, RocksDB only, event time
-    only) or ``whole`` (each bucket's state in one row, rewritten by every call)."""
-    if chosen not in (None, "log", "whole"):
-        raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: {chosen!r}; "log" (the default with the RocksDB '
-            'provider) or "whole"',
-            _bucket.LAYOUT_CONF,
-        )
-    if chosen == "log" and not rocksdb:
-        raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: "log" needs the RocksDB state store provider '
-            "(its list and map state); with other providers a bucket's state is one row",
-            _bucket.LAYOUT_CONF,
-        )
-    if chosen == "log" and wall is not None:
-        raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: "log" replays event-time calls; processing-time '
-            'sessions and idle_timeout keep each bucket\'s state whole ("whole")',
-            _bucket.LAYOUT_CONF,
-        )
-    if chosen is None:
-        return "log" if rocksdb and wall is None else "whole"
-    return chosen
-
-
-def _conf_number(conf: Any, name: str, default: float, low: float) -> Any:
-    """A numeric Spark configuration of windowstore's state, of the type of its default."""
-    value = conf.get(name, None)
-    if value is None:
-        return default
-    try:
-        number = type(default)(value)
-    except ValueError:
-        number = None
-    if number is None or number < low:
-        raise InvalidWindowSpec(f"invalid {name}: {value!r}; a number >= {low} is needed", name)
-    return number
-
-
-def _buckets(df: DataFrame, buckets: int | None, partitions: int | None) -> int:
-    """The bucket count: ``buckets``, else one per state partition."""
-    if buckets is not None:
-        return positive_int(buckets, "buckets")
-    if partitions is not None:
-        return partitions
-    return int(df.sparkSession.conf.get(_PARTITIONS) or 200)
-
-
-def _local_partitions(spark: SparkSession) -> int | None:
-    """The state partitions to give a local session that left ``spark.sql.shuffle.partitions``
-    at Spark's default (its default parallelism), else None.
-
-    Spark's Python stateful operators start a Python task per state partition in every
-    micro-batch, data or not: at the default 200 a small local stream spends its time there
-    (benches/bench_small_stream.py). The count is the session's when a query first starts on a
-    checkpoint, and the checkpoint's from then on, so a session that chose it keeps it."""
-    try:
-        sc = spark.sparkContext
-        chosen = spark._jsparkSession.sessionState().conf().contains(_PARTITIONS)
-    except Exception:  # Spark Connect: the server's configuration
-        return None
-    if chosen or not (sc.master or "").startswith("local"):
-        return None
-    return max(1, int(sc.defaultParallelism))
