@@ -427,42 +427,62 @@ fn cut_sessions(
     flags: Option<&[u8]>,
     max_duration: i64,
 ) -> Sessions {
-    let mut offsets = Vec::with_capacity(order.len() / 4 + 2);
-    offsets.push(0usize);
-    let mut reaches = Vec::with_capacity(order.len() / 4 + 1);
-    let mut max_duration_cuts = 0u64;
+    let mut out = Sessions {
+        offsets: Vec::with_capacity(order.len() / 4 + 2),
+        reaches: Vec::with_capacity(order.len() / 4 + 1),
+        max_duration_cuts: 0,
+    };
+    out.offsets.push(0usize);
     let mut groups = Vec::new();
     for group in runs.windows(2) {
         let (lo, hi) = (group[0], group[1]);
-        if let Some(flags) = flags {
-            let flag = |i: usize| flags[order[lo + i] as usize];
-            group_flags(hi - lo, |i| sorted[lo + i], flag, &mut groups);
-        }
-        let group_of = |i: usize| groups.get(i - lo).copied().unwrap_or(0);
-        let mut open: Option<Open> = None;
-        for (i, (&row, &t)) in (lo..hi).zip(order[lo..hi].iter().zip(&sorted[lo..hi])) {
-            let (reach, g) = (t + gap_of(row as usize), group_of(i));
-            match open.as_mut() {
-                Some(s) if s.joins(t, g, max_duration) => s.add(t, reach, g),
-                Some(s) => {
-                    max_duration_cuts += u64::from(s.by_gap(t, g));
-                    offsets.push(i);
-                    reaches.push(s.reach);
-                    open = Some(Open::new(t, reach, g));
-                }
-                None => open = Some(Open::new(t, reach, g)),
+        let (rows, times) = (&order[lo..hi], &sorted[lo..hi]);
+        match flags {
+            // Without markers every group's flags are 0: the rule is the gap and the cap alone.
+            None => cut_key((rows, times, lo), &gap_of, |_| 0, max_duration, &mut out),
+            Some(flags) => {
+                let flag = |i: usize| flags[rows[i] as usize];
+                group_flags(hi - lo, |i| times[i], flag, &mut groups);
+                let groups = &groups;
+                cut_key(
+                    (rows, times, lo),
+                    &gap_of,
+                    |i| groups[i],
+                    max_duration,
+                    &mut out,
+                );
             }
         }
-        if let Some(s) = open {
-            offsets.push(hi);
-            reaches.push(s.reach);
+    }
+    out
+}
+
+/// Cuts one key's rows (`rows`, at `times`, the key's first at position `at` of the cut) into
+/// sessions by the rule of `cuts`, each record's group flags `group_of(i)`, into `out`.
+fn cut_key(
+    (rows, times, at): (&[u32], &[i64], usize),
+    gap_of: &impl Fn(usize) -> i64,
+    group_of: impl Fn(usize) -> u8,
+    max_duration: i64,
+    out: &mut Sessions,
+) {
+    let (Some(&first), Some(&t0)) = (rows.first(), times.first()) else {
+        return;
+    };
+    let mut open = Open::new(t0, t0 + gap_of(first as usize), group_of(0));
+    for (i, (&row, &t)) in rows.iter().zip(times).enumerate().skip(1) {
+        let (reach, g) = (t + gap_of(row as usize), group_of(i));
+        if open.joins(t, g, max_duration) {
+            open.add(t, reach, g);
+        } else {
+            out.max_duration_cuts += u64::from(open.by_gap(t, g));
+            out.offsets.push(at + i);
+            out.reaches.push(open.reach);
+            open = Open::new(t, reach, g);
         }
     }
-    Sessions {
-        offsets,
-        reaches,
-        max_duration_cuts,
-    }
+    out.offsets.push(at + rows.len());
+    out.reaches.push(open.reach);
 }
 
 /// `max_duration` in ticks of `base`; it must be > 0.
