@@ -16,7 +16,6 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::input::Markers;
 use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::session::spec::OnInvalid;
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
@@ -281,21 +280,7 @@ fn capped(
     (cap, marked): (Option<i64>, bool),
     batched: bool,
 ) -> Processor<CappedSessionSpec> {
-    let markers = Markers {
-        starts: marked.then(|| "s".to_string()),
-        ends: marked.then(|| "e".to_string()),
-    };
-    let spec = CappedSessionSpec {
-        session: SessionSpec {
-            gap,
-            grace: Duration::Ticks(grace),
-            retention: None,
-            emit,
-            on_invalid: OnInvalid::Drop,
-        },
-        max_duration: cap.map(Duration::Ticks),
-        markers,
-    };
+    let spec = crate::capped::spec(gap, grace, emit, cap, marked);
     let mut p = Processor::new(spec, input(), aggs(fixed)).unwrap();
     p.set_batched(batched);
     p

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use windowstore_core::emit::EmitMode;
+use windowstore_core::input::Markers;
 use windowstore_core::processor::Processor;
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
@@ -18,23 +19,34 @@ use crate::session::{aggs, batch, column, finals, fixed, replay, rows, schema, s
 
 type Capped = Processor<CappedSessionSpec>;
 
-fn processor(gap: GapSpec, grace: i64, max_duration: i64, emit: EmitMode) -> Capped {
-    Capped::new(
-        CappedSessionSpec {
-            session: SessionSpec {
-                gap,
-                grace: Duration::Ticks(grace),
-                retention: None,
-                emit,
-                on_invalid: OnInvalid::Drop,
-            },
-            max_duration: Some(Duration::Ticks(max_duration)),
-            markers: Default::default(),
+/// Sessions that keep their records: capped at `cap`, and with `marked`, started and ended by
+/// the boolean columns `s` and `e`.
+pub(crate) fn spec(
+    gap: GapSpec,
+    grace: i64,
+    emit: EmitMode,
+    cap: Option<i64>,
+    marked: bool,
+) -> CappedSessionSpec {
+    CappedSessionSpec {
+        session: SessionSpec {
+            gap,
+            grace: Duration::Ticks(grace),
+            retention: None,
+            emit,
+            on_invalid: OnInvalid::Drop,
         },
-        input(),
-        aggs(),
-    )
-    .unwrap()
+        max_duration: cap.map(Duration::Ticks),
+        markers: Markers {
+            starts: marked.then(|| "s".to_string()),
+            ends: marked.then(|| "e".to_string()),
+        },
+    }
+}
+
+fn processor(gap: GapSpec, grace: i64, max_duration: i64, emit: EmitMode) -> Capped {
+    let spec = spec(gap, grace, emit, Some(max_duration), false);
+    Capped::new(spec, input(), aggs()).unwrap()
 }
 
 /// Complete mode's windows and its count of sessions the cap ended.

@@ -15,7 +15,7 @@ use windowstore_core::input::{InputSpec, Markers};
 use windowstore_core::processor::Processor;
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSpec, SessionSpec};
+use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSpec};
 use windowstore_core::time::Duration;
 
 use crate::capped::{arrival, emitted, recs_strategy, run_restoring};
@@ -65,17 +65,7 @@ fn batch(recs: &[Rec], flags: &[u8]) -> RecordBatch {
 }
 
 fn processor(gap: GapSpec, grace: i64, cap: Option<i64>, emit: EmitMode) -> Marked {
-    let spec = CappedSessionSpec {
-        session: SessionSpec {
-            gap,
-            grace: Duration::Ticks(grace),
-            retention: None,
-            emit,
-            on_invalid: OnInvalid::Drop,
-        },
-        max_duration: cap.map(Duration::Ticks),
-        markers: markers(),
-    };
+    let spec = crate::capped::spec(gap, grace, emit, cap, true);
     Marked::new(spec, crate::common::input(), aggs()).unwrap()
 }
 
