@@ -15,7 +15,7 @@ use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSp
 use windowstore_core::time::Duration;
 
 use crate::common::input;
-use crate::session::{aggs, batch, column, finals, fixed, replay, rows, schema, sorted, Rec, Win};
+use crate::session::{aggs, batch, finals, fixed, replay, rows, schema, sorted, Rec, Win};
 
 type Capped = Processor<CappedSessionSpec>;
 
@@ -240,36 +240,6 @@ pub(crate) fn emitted(emit: EmitMode, out: Vec<(Win, bool)>) -> Vec<Win> {
 
 proptest! {
     #![proptest_config(crate::common::cases(1000))]
-
-    /// Within the grace, whatever the order: complete mode and every emit mode of the
-    /// processor equal the definition, also through a snapshot, and count the same cuts.
-    #[test]
-    fn within_the_grace_streaming_equals_the_definition(
-        recs in recs_strategy(false),
-        dynamic in recs_strategy(true),
-        use_dynamic in any::<bool>(),
-        gap in 1i64..25,
-        max_duration in 1i64..60,
-        grace in 0i64..80,
-        chunk in 1usize..12,
-        restore_at in 0usize..8,
-    ) {
-        let (recs, g, spec_gap) = if use_dynamic {
-            (dynamic, None, column(gap))
-        } else {
-            (recs, Some(gap), fixed(gap))
-        };
-        let fed = arrival(&recs, grace);
-        let (want, cuts) = model(&fed, g, gap, max_duration);
-        prop_assert_eq!(complete(&fed, spec_gap.clone(), max_duration), (want.clone(), cuts));
-        for emit in [EmitMode::Final, EmitMode::Updates, EmitMode::Changes] {
-            let p = processor(spec_gap.clone(), grace, max_duration, emit);
-            let (out, p) = run_restoring(p, &fed, batch, chunk, restore_at);
-            prop_assert_eq!(p.rejected_count(Reason::Late), 0);
-            prop_assert_eq!(p.counters().kind.max_duration_cuts, cuts);
-            prop_assert_eq!(&emitted(emit, out), &want, "{:?}", emit);
-        }
-    }
 
     /// With disorder beyond the grace: every record is accepted or rejected as late, never
     /// lost; each window is emitted once; the windows are the definition's over the accepted

@@ -65,7 +65,18 @@ fn batch(recs: &[Rec], flags: &[u8]) -> RecordBatch {
 }
 
 fn processor(gap: GapSpec, grace: i64, cap: Option<i64>, emit: EmitMode) -> Marked {
-    let spec = crate::capped::spec(gap, grace, emit, cap, true);
+    processor_of(gap, grace, cap, emit, true)
+}
+
+/// [`processor`], reading the marker columns only if `marked` (else a capped processor).
+fn processor_of(
+    gap: GapSpec,
+    grace: i64,
+    cap: Option<i64>,
+    emit: EmitMode,
+    marked: bool,
+) -> Marked {
+    let spec = crate::capped::spec(gap, grace, emit, cap, marked);
     Marked::new(spec, crate::common::input(), aggs()).unwrap()
 }
 
@@ -164,12 +175,14 @@ proptest! {
     #![proptest_config(crate::common::cases(1000))]
 
     /// Within the grace, whatever the order: complete mode and every emit mode of the
-    /// processor equal the definition, also through a snapshot, and count the same cuts.
+    /// processor equal the definition, also through a snapshot, and count the same cuts; with
+    /// markers or without (then capped: the kind of `max_duration` alone).
     #[test]
     fn within_the_grace_streaming_equals_the_definition(
         recs in recs_strategy(false),
         dynamic in recs_strategy(true),
         flags in flags_strategy(),
+        marked in any::<bool>(),
         use_dynamic in any::<bool>(),
         gap in 1i64..25,
         cap in proptest::option::of(1i64..60),
@@ -182,11 +195,12 @@ proptest! {
         } else {
             (recs, Some(gap), fixed(gap))
         };
+        let (cap, flags) = if marked { (cap, flags) } else { (cap.or(Some(gap)), vec![0; 70]) };
         let fed = arrival(&recs, grace);
         let (want, cuts) = model(&fed, &flags, g, gap, cap);
         prop_assert_eq!(complete(&fed, &flags, spec_gap.clone(), cap), (want.clone(), cuts));
         for emit in [EmitMode::Final, EmitMode::Updates, EmitMode::Changes] {
-            let p = processor(spec_gap.clone(), grace, cap, emit);
+            let p = processor_of(spec_gap.clone(), grace, cap, emit, marked);
             let (out, p) = run(p, &fed, &flags, chunk, restore_at);
             prop_assert_eq!(p.rejected_count(Reason::Late), 0);
             prop_assert_eq!(p.counters().kind.max_duration_cuts, cuts);
