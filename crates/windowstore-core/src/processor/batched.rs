@@ -57,13 +57,14 @@
 //! back, and the call runs record by record, whose errors name the record that raised them.
 
 use super::call::CallState;
-use super::held::Held;
+use super::held::{unstored, Held};
 use super::kind::{RunOutcome, WindowKind};
 use super::lifecycle::Lifecycle;
 use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
 use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
+use crate::store::key_table::KeyTable;
 use crate::store::WindowStore;
 use crate::{Error, Result};
 
@@ -167,7 +168,7 @@ impl<K: WindowKind> Processor<K> {
         let ticks = bound.ticks;
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
-        let isolated = apply_slices(&ticks, &mut step, &arrivals)?;
+        let isolated = apply_slices(&ticks, &mut step, held.as_mut(), &arrivals)?;
         let rows = if mode == EmitMode::Final {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
@@ -230,8 +231,7 @@ fn arrive<'a, P: Copy, C>(
         }
         let rejected = life.rejections.finish_batch(&chunk.batch)?;
         if let Some(held) = held.as_mut() {
-            let keys = |row| chunk.keys.rows.row(row).data();
-            held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
+            held.keep(&chunk.batch, first, &rejected, &chunk.ticks)?;
         }
     }
     counters.accepted += records.len() as u64;
@@ -247,6 +247,7 @@ fn arrive<'a, P: Copy, C>(
 fn apply_slices<K: WindowKind>(
     ticks: &K::Ticks,
     step: &mut Step<'_, K>,
+    mut held: Option<&mut Held>,
     arrivals: &Arrivals<'_, K::Prepared>,
 ) -> Result<u64> {
     let Arrivals {
@@ -259,7 +260,13 @@ fn apply_slices<K: WindowKind>(
     let mut from = 0;
     while from < records.len() {
         let to = slice_end(stream_times, from, K::retention(ticks));
-        let slice = apply_slice(ticks, step, &mut scratch, &records[from..to])?;
+        let slice = apply_slice(
+            ticks,
+            step,
+            &mut scratch,
+            held.as_deref_mut(),
+            &records[from..to],
+        )?;
         puts += slice.puts;
         removes += slice.removes;
         isolated += slice.isolated;
@@ -278,12 +285,13 @@ fn apply_slices<K: WindowKind>(
 }
 
 /// Applies `slice`'s records key by key, each key's run in one [`WindowKind::step_run`],
-/// reading the lookups of every [`WARM_RUNS`] runs ahead. Returns what the runs did, summed
-/// (`max_end`: the largest).
+/// reading the lookups of every [`WARM_RUNS`] runs ahead, then holding the run's rows (records
+/// mode) under its key's id. Returns what the runs did, summed (`max_end`: the largest).
 fn apply_slice<K: WindowKind>(
     ticks: &K::Ticks,
     step: &mut Step<'_, K>,
     scratch: &mut K::Scratch,
+    mut held: Option<&mut Held>,
     slice: &[Record<'_, K::Prepared>],
 ) -> Result<RunOutcome> {
     let (order, runs) = group_by_key(slice.len(), |i| Some(slice[i].key));
@@ -300,11 +308,27 @@ fn apply_slice<K: WindowKind>(
             }));
             std::hint::black_box(step.store.warm(&lookups));
         }
-        let outcome = K::step_run(ticks, step, scratch, &grouped[run[0]..run[1]])?;
+        let run = &grouped[run[0]..run[1]];
+        let outcome = K::step_run(ticks, step, scratch, run)?;
+        if let Some(held) = held.as_deref_mut() {
+            hold_run(held, step.store.keys_mut(), run)?;
+        }
         total.puts += outcome.puts;
         total.removes += outcome.removes;
         total.isolated += outcome.isolated;
         total.max_end = total.max_end.max(outcome.max_end);
     }
     Ok(total)
+}
+
+/// Holds the rows of `run`, one key's records, applied: under the id its key has in `table`.
+fn hold_run<P>(held: &mut Held, table: &mut KeyTable, run: &[Record<'_, P>]) -> Result<()> {
+    let Some(first) = run.first() else {
+        return Ok(());
+    };
+    let id = table.get(first.key).ok_or_else(unstored)?;
+    for r in run {
+        held.hold(table, id, r.t, r.seq);
+    }
+    Ok(())
 }

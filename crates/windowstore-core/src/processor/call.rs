@@ -7,6 +7,7 @@ use super::held::Held;
 use super::kind::WindowKind;
 use super::lifecycle::{LifeMark, Lifecycle};
 use super::{Counters, Processor};
+use crate::store::key_table::KeyTable;
 use crate::store::WindowStore;
 use crate::Result;
 
@@ -51,8 +52,9 @@ impl<C: Copy> CallState<C> {
         }
     }
 
-    /// Puts everything back as it stood at `mark`.
-    fn rollback(&mut self, mark: &CallMark<C>) {
+    /// Puts everything back as it stood at `mark`, before the store's rollback (the held rows'
+    /// references go back to its key `table`).
+    fn rollback(&mut self, mark: &CallMark<C>, table: Option<&mut KeyTable>) -> Result<()> {
         let Self {
             life,
             counters,
@@ -61,10 +63,11 @@ impl<C: Copy> CallState<C> {
         } = self;
         life.rollback(&mark.life);
         *counters = mark.counters;
-        if let Some(held) = held.as_mut() {
-            held.rollback();
-        }
         *sparse_calls = mark.sparse_calls;
+        match (held.as_mut(), table) {
+            (Some(held), Some(table)) => held.rollback(table),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -87,10 +90,12 @@ impl<K: WindowKind> Processor<K> {
 
     /// Rolls a call back to `mark`: the store and the call state as they stood.
     pub(super) fn rollback_call(&mut self, mark: &CallMark<K::Counters>) -> Result<()> {
+        // The held rows first: they name keys by the ids the call left (see `held::index`).
+        let table = self.bound.as_mut().map(|b| b.store.keys_mut());
+        self.call.rollback(mark, table)?;
         if let Some(bound) = self.bound.as_mut() {
             bound.store.rollback()?;
         }
-        self.call.rollback(mark);
         Ok(())
     }
 }

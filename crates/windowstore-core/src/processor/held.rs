@@ -1,7 +1,9 @@
 //! The rows records mode holds for open sessions, found by key and time when a session closes.
 //!
 //! Every accepted row is kept, with its arrival number, in the Arrow batch it came in (one
-//! [`Segment`] per call), and indexed under its key as `(time, arrival)`. The sessions of a key
+//! [`Segment`] per call), and indexed under its key as `(time, arrival)` once the record is
+//! applied and its key is in the store ([`index`], which shares the store's key ids). The
+//! sessions of a key
 //! are disjoint time ranges and every accepted record lies in exactly one (docs/semantics.md:
 //! a record joins a session when the rule reaches it, and records at one time always share a
 //! session, capped or not), so a closed session `(key, start, end)` holds exactly its key's
@@ -9,7 +11,7 @@
 //!
 //! A call changes the held rows inside its transaction: [`Held::begin`] keeps the segment list
 //! (shared Arrow batches, so no row is copied) and journals each change to the index, which
-//! [`Held::rollback`] undoes newest first.
+//! [`Held::rollback`] undoes newest first, after the store's rollback.
 
 use std::sync::Arc;
 
@@ -18,20 +20,17 @@ use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use hashbrown::HashTable;
-use smallvec::SmallVec;
-use std::hash::BuildHasher;
 
 use super::records;
 use crate::emit::Rows;
+use crate::store::key_table::{KeyId, KeyTable};
 use crate::{Error, Result};
 
 mod closing;
+mod index;
 
 use closing::{no_rows, Closing};
-
-/// A held row as its key's index lists it: event time in ticks, then arrival number.
-type Entry = (i64, i64);
+use index::{Entry, Index};
 
 /// One call's held rows: the rows, their arrival numbers (ascending) and event times, and
 /// which of them are still held. A row taken out is only marked; a segment is compacted once
@@ -107,172 +106,6 @@ impl Segment {
     }
 }
 
-/// One key's held rows, in no particular order. A slot keeps its buffers when its key leaves,
-/// for the next key put in it.
-#[derive(Debug, Default)]
-struct KeyRows {
-    key: SmallVec<[u8; 24]>,
-    rows: SmallVec<[Entry; 2]>,
-}
-
-/// How to undo one change to the index. Within a call every hold comes before every take.
-#[derive(Debug)]
-enum Undo {
-    /// Row `seq` was pushed onto the key in slot `id`, which was there already.
-    Pushed { id: u32, seq: i64 },
-    /// Row `seq` was pushed onto a new key, put in slot `id`; `reused`: a freed slot.
-    Added { id: u32, seq: i64, reused: bool },
-    /// A take removed rows `from..to` of the journal's taken rows from slot `id`; `removed`:
-    /// it took them all, and the key left the index (its slot freed, its bytes kept).
-    Took {
-        id: u32,
-        from: usize,
-        to: usize,
-        removed: bool,
-    },
-}
-
-/// The held rows of each key: a hash table of slot numbers, as the store's key table, and the
-/// journal of the running call's changes.
-#[derive(Debug, Default)]
-struct Index {
-    table: HashTable<u32>,
-    slots: Vec<KeyRows>,
-    free: Vec<u32>,
-    hasher: hashbrown::DefaultHashBuilder,
-    undo: Vec<Undo>,
-    /// The rows the running call took, for [`Undo::Took`].
-    took: Vec<Entry>,
-}
-
-impl Index {
-    fn find(&self, key: &[u8]) -> Option<u32> {
-        self.find_hashed(self.hasher.hash_one(key), key)
-    }
-
-    /// [`Self::find`] of a key whose hash the caller has.
-    fn find_hashed(&self, hash: u64, key: &[u8]) -> Option<u32> {
-        self.table
-            .find(hash, |&id| &*self.slots[id as usize].key == key)
-            .copied()
-    }
-
-    /// Puts slot `id`, whose key hashes to `hash`, in the table.
-    fn insert(&mut self, hash: u64, id: u32) {
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.table
-            .insert_unique(hash, id, |&i| hasher.hash_one(&*slots[i as usize].key));
-    }
-
-    fn remove(&mut self, id: u32) {
-        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
-        if let Ok(entry) = self.table.find_entry(hash, |&i| i == id) {
-            entry.remove();
-        }
-    }
-
-    /// Holds `entry` under `key`.
-    fn push(&mut self, key: &[u8], entry: Entry) -> Result<()> {
-        let seq = entry.1;
-        let hash = self.hasher.hash_one(key);
-        if let Some(id) = self.find_hashed(hash, key) {
-            self.slots[id as usize].rows.push(entry);
-            self.undo.push(Undo::Pushed { id, seq });
-            return Ok(());
-        }
-        let (id, reused) = match self.free.pop() {
-            Some(id) => (id, true),
-            None => {
-                let id = u32::try_from(self.slots.len())
-                    .map_err(|_| Error::Capacity("more than 2^32 keys with held rows".into()))?;
-                self.slots.push(KeyRows::default());
-                (id, false)
-            }
-        };
-        let slot = &mut self.slots[id as usize];
-        slot.key.clear();
-        slot.key.extend_from_slice(key);
-        slot.rows.push(entry);
-        self.insert(hash, id);
-        self.undo.push(Undo::Added { id, seq, reused });
-        Ok(())
-    }
-
-    /// Takes out of slot `id` the rows `taken` says.
-    fn take(&mut self, id: u32, mut taken: impl FnMut(Entry) -> bool) {
-        let from = self.took.len();
-        let rows = &mut self.slots[id as usize].rows;
-        let mut kept = 0;
-        for i in 0..rows.len() {
-            let e = rows[i];
-            if taken(e) {
-                self.took.push(e);
-            } else {
-                rows[kept] = e;
-                kept += 1;
-            }
-        }
-        rows.truncate(kept);
-        let removed = kept == 0;
-        if removed {
-            self.remove(id);
-            self.free.push(id);
-        }
-        let to = self.took.len();
-        self.undo.push(Undo::Took {
-            id,
-            from,
-            to,
-            removed,
-        });
-    }
-
-    /// Forgets the journal: the changes stay.
-    fn commit(&mut self) {
-        self.undo.clear();
-        self.took.clear();
-    }
-
-    /// Undoes the journal's changes, newest first.
-    fn rollback(&mut self) {
-        let pull = |rows: &mut SmallVec<[Entry; 2]>, seq: i64| {
-            if let Some(at) = rows.iter().rposition(|e| e.1 == seq) {
-                rows.swap_remove(at);
-            }
-        };
-        while let Some(change) = self.undo.pop() {
-            match change {
-                Undo::Pushed { id, seq } => pull(&mut self.slots[id as usize].rows, seq),
-                Undo::Added { id, seq, reused } => {
-                    pull(&mut self.slots[id as usize].rows, seq);
-                    self.remove(id);
-                    if reused {
-                        self.free.push(id);
-                    } else {
-                        self.slots.pop();
-                    }
-                }
-                Undo::Took {
-                    id,
-                    from,
-                    to,
-                    removed,
-                } => {
-                    if removed {
-                        let freed = self.free.pop();
-                        debug_assert_eq!(freed, Some(id));
-                        let hash = self.hasher.hash_one(&*self.slots[id as usize].key);
-                        self.insert(hash, id);
-                    }
-                    let rows = &mut self.slots[id as usize].rows;
-                    rows.extend_from_slice(&self.took[from..to]);
-                }
-            }
-        }
-        self.took.clear();
-    }
-}
-
 /// The accepted rows of open sessions, in segments of one call each, oldest first, and
 /// indexed by key.
 #[derive(Debug, Default)]
@@ -321,25 +154,25 @@ impl Held {
         self.index.commit();
     }
 
-    /// Puts the held rows back as they were at [`Self::begin`].
-    pub fn rollback(&mut self) {
+    /// Puts the held rows back as they were at [`Self::begin`], once the store is back as it
+    /// was: the index's references go back to `keys`.
+    pub fn rollback(&mut self, keys: &mut KeyTable) -> Result<()> {
         if let Some(segments) = self.saved.take() {
             self.segments = segments;
         }
-        self.index.rollback();
+        self.index.rollback(keys)
     }
 
-    /// Holds the rows of `batch`, numbered from `first`, except `rejected` (row indices); row
-    /// `i` has key `keys(i)` and time `ticks[i]`.
-    pub fn hold<'k>(
+    /// Keeps the rows of `batch`, numbered from `first`, except `rejected` (row indices); row
+    /// `i` has time `ticks[i]`. Returns each kept row's index and arrival number: the caller
+    /// holds each under its key once the key is in the store ([`Self::hold`]).
+    pub fn keep(
         &mut self,
         batch: &RecordBatch,
         first: u64,
         rejected: &[u32],
-        keys: impl Fn(usize) -> &'k [u8],
         ticks: &ScalarBuffer<i64>,
-    ) -> Result<()> {
-        let first = i64::try_from(first).unwrap_or(i64::MAX);
+    ) -> Result<Vec<(usize, u64)>> {
         let n = batch.num_rows();
         let mut keep = vec![true; n];
         for &r in rejected {
@@ -347,16 +180,15 @@ impl Held {
                 *k = false;
             }
         }
-        let mut seqs = Vec::with_capacity(n - rejected.len().min(n));
-        for (i, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-            let seq = first + i as i64;
-            self.index.push(keys(i), (ticks[i], seq))?;
-            seqs.push(seq);
+        let kept: Vec<(usize, u64)> = (0..n)
+            .filter(|&i| keep[i])
+            .map(|i| (i, first + i as u64))
+            .collect();
+        if kept.is_empty() {
+            return Ok(kept);
         }
-        if seqs.is_empty() {
-            return Ok(());
-        }
-        let (rows, times) = if seqs.len() == n {
+        let seqs: Vec<i64> = kept.iter().map(|&(_, seq)| seq_number(seq)).collect();
+        let (rows, times) = if kept.len() == n {
             (batch.clone(), ticks.clone())
         } else {
             let times = keep.iter().zip(ticks.iter()).filter(|(&k, _)| k);
@@ -366,7 +198,13 @@ impl Held {
             (rows, times)
         };
         self.segments.push(Segment::new(&seqs, times, rows));
-        Ok(())
+        Ok(kept)
+    }
+
+    /// Holds row `seq`, kept by [`Self::keep`] and timed `t` (ticks), under key `id` of the
+    /// store's key `table` (its key holds the row's session).
+    pub fn hold(&mut self, table: &mut KeyTable, id: KeyId, t: i64, seq: u64) {
+        self.index.push(table, id, (t, seq_number(seq)));
     }
 
     /// Takes the rows of the closed sessions `windows` out of the held rows and returns them
@@ -376,6 +214,7 @@ impl Held {
     /// `bounds` are its rows' key bytes and bounds in ticks.
     pub fn take(
         &mut self,
+        table: &mut KeyTable,
         windows: &RecordBatch,
         bounds: &[Bounds<'_>],
         keys: usize,
@@ -384,8 +223,8 @@ impl Held {
         let closing = Closing::new(windows, bounds, keys)?;
         // Each key's rows are found and taken out in one pass.
         let found = closing.rows(bounds, |key, spans, found| {
-            let id = self.index.find(key).ok_or_else(no_rows)?;
-            self.index.take(id, |e| {
+            let id = table.get(key).ok_or_else(no_rows)?;
+            self.index.take(table, id, |e| {
                 let place = spans.holder(e);
                 found.extend(place.map(|place| (place, e)));
                 place.is_some()
@@ -401,6 +240,7 @@ impl Held {
     /// held.
     pub fn tag(
         &self,
+        table: &KeyTable,
         windows: &RecordBatch,
         bounds: &[Bounds<'_>],
         keys: usize,
@@ -408,12 +248,8 @@ impl Held {
     ) -> Result<RecordBatch> {
         let closing = Closing::new(windows, bounds, keys)?;
         let found = closing.rows(bounds, |key, spans, found| {
-            let rows = &self.index.slots[self.index.find(key).ok_or_else(no_rows)? as usize];
-            found.extend(
-                rows.rows
-                    .iter()
-                    .filter_map(|&e| Some((spans.holder(e)?, e))),
-            );
+            let rows = self.index.rows(table.get(key).ok_or_else(no_rows)?);
+            found.extend(rows.iter().filter_map(|&e| Some((spans.holder(e)?, e))));
             Ok(())
         })?;
         Ok(self.gather(windows, &closing, &found, keys, schema)?.0)
@@ -548,12 +384,14 @@ impl Held {
     }
 
     /// Held rows from a snapshot's batches ([`Self::to_batches`]), row `i` under key
-    /// `keys(i)`; their numbers must ascend and lie below `next_seq`. Says what is wrong.
+    /// `keys(i)`, which must have a session in the restored store's key `table`; their numbers
+    /// must ascend and lie below `next_seq`. Says what is wrong.
     pub fn from_batches<'k>(
         rows: RecordBatch,
         index: &RecordBatch,
         next_seq: u64,
         keys: impl Fn(usize) -> &'k [u8],
+        table: &mut KeyTable,
     ) -> std::result::Result<Self, String> {
         let column = |i: usize| Some(index.column(i)).filter(|c| c.null_count() == 0);
         let seqs = column(0)
@@ -575,9 +413,10 @@ impl Held {
         }
         let mut held = Self::default();
         for (i, (&seq, &t)) in seqs.iter().zip(times.iter()).enumerate() {
-            held.index
-                .push(keys(i), (t, seq))
-                .map_err(|e| e.to_string())?;
+            let id = table
+                .get(keys(i))
+                .ok_or("a held row whose key has no session")?;
+            held.index.push(table, id, (t, seq));
         }
         held.index.commit();
         if !seqs.is_empty() {
@@ -585,6 +424,17 @@ impl Held {
         }
         Ok(held)
     }
+}
+
+/// Arrival number `seq` as the held rows keep it.
+fn seq_number(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// The error of an accepted row whose key has no session in the store after its record is
+/// applied.
+pub(crate) fn unstored() -> Error {
+    Error::Internal("records mode: an accepted row's key has no session in the store".into())
 }
 
 /// The key columns and start of `windows` (what a session id hashes).

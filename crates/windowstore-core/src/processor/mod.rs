@@ -483,19 +483,15 @@ impl<K: WindowKind> Processor<K> {
     fn tagged(&mut self, rows: &Rows) -> Result<RecordBatch> {
         let bound = self
             .bound
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
         let windows = bound.build(rows)?;
         let Some(held) = self.call.held.as_mut() else {
             return Ok(windows);
         };
         let bounds: Vec<Bounds<'_>> = held::bounds(rows).collect();
-        held.take(
-            &windows,
-            &bounds,
-            bound.input.keys.fields().len(),
-            bound.out_schema(),
-        )
+        let (keys, schema) = (bound.input.keys.fields().len(), bound.out_schema().clone());
+        held.take(bound.store.keys_mut(), &windows, &bounds, keys, &schema)
     }
 
     /// Binds and checks every chunk without changing any state; returns them with the kind's
@@ -603,16 +599,21 @@ impl<K: WindowKind> Processor<K> {
                     stream_time,
                     prepared,
                 };
-                if K::step(&ticks, &mut step, &mut scratch, record)? {
-                    counters.accepted += 1;
-                } else {
+                if !K::step(&ticks, &mut step, &mut scratch, record)? {
                     life.rejections.reject(row, Reason::Late);
+                    continue;
+                }
+                counters.accepted += 1;
+                if let Some(held) = held.as_mut() {
+                    // Held now: its session may close and leave the store before the call ends.
+                    let table = step.store.keys_mut();
+                    let id = table.get(key.as_ref()).ok_or_else(held::unstored)?;
+                    held.hold(table, id, t, seq);
                 }
             }
             let rejected = life.rejections.finish_batch(&chunk.batch)?;
             if let Some(held) = held.as_mut() {
-                let keys = |row| chunk.keys.rows.row(row).data();
-                held.hold(&chunk.batch, first, &rejected, keys, &chunk.ticks)?;
+                held.keep(&chunk.batch, first, &rejected, &chunk.ticks)?;
             }
         }
         life.latest_end = step.latest_end;

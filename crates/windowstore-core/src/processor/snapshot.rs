@@ -17,6 +17,7 @@ use super::{Counters, KindCounters, Processor, WindowKind};
 use crate::input::KeyCodec;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::reject::{rejected_schema, Reason};
+use crate::store::key_table::KeyTable;
 use crate::store::{snapshot_format, WindowStore};
 use crate::{Error, Result, SessionStore};
 
@@ -209,7 +210,8 @@ impl<K: WindowKind> Processor<K> {
             self.call.life.rejections.set_kept(kept);
         }
         if let Some(held) = tables.remove(HELD) {
-            let held = read_held(r, held, tables, &schema, &bound.input.keys)?;
+            let table = bound.store.keys_mut();
+            let held = read_held(r, held, tables, &schema, &bound.input.keys, table)?;
             self.call.held = Some(held);
             if !records {
                 return Err(r.bad("held rows without records mode"));
@@ -256,6 +258,7 @@ fn read_held(
     tables: &mut Tables,
     schema: &SchemaRef,
     keys: &KeyCodec,
+    table: &mut KeyTable,
 ) -> Result<Held> {
     let bad = |why: &dyn std::fmt::Display| r.bad(&format!("{HELD}: {why}"));
     let (index_schema, index) = tables
@@ -273,7 +276,7 @@ fn read_held(
         return Err(bad(&"a held row with a null key"));
     }
     let key = |i| keys.rows.row(i).data();
-    Held::from_batches(rows, &index, next_seq, key).map_err(|why| bad(&why))
+    Held::from_batches(rows, &index, next_seq, key, table).map_err(|why| bad(&why))
 }
 
 /// Where the processor stood: stream time, the emitted bound, the next arrival number, the

@@ -476,6 +476,14 @@ impl WindowStore for SlidingStore {
         }
     }
 
+    fn keys(&self) -> &KeyTable {
+        &self.keys
+    }
+
+    fn keys_mut(&mut self) -> &mut KeyTable {
+        &mut self.keys
+    }
+
     fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
         let mut found: Vec<KeyedSession<'_>> = self
             .live_ids()

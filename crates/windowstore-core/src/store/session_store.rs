@@ -59,7 +59,7 @@ pub struct Reads {
 pub struct SessionStore {
     retention: i64,
     segments: Segments,
-    keys: KeyTable,
+    pub(super) keys: KeyTable,
     store_time: Option<i64>,
     sessions: u64,
     counters: Counters,

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt::Debug;
 
 use super::key_schema::KeyedSession;
+use super::key_table::KeyTable;
 use super::session_store::{Reads, SessionStore};
 use super::snapshot_format::{self, Table};
 use super::StoreMetrics;
@@ -32,6 +33,10 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
 
     /// Counters and sizes.
     fn metrics(&self) -> StoreMetrics;
+    /// The ids of the keys with windows stored (records mode's held rows share them).
+    fn keys(&self) -> &KeyTable;
+    /// [`Self::keys`], to take or let go of a reference.
+    fn keys_mut(&mut self) -> &mut KeyTable;
     /// The held windows (expired ones not dropped yet included) whose stored end lies in
     /// `[earliest_end, latest_end]`, in (end, start, key) order. Changes nothing.
     fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>>;
@@ -101,6 +106,14 @@ impl WindowStore for SessionStore {
 
     fn metrics(&self) -> StoreMetrics {
         SessionStore::metrics(self)
+    }
+
+    fn keys(&self) -> &KeyTable {
+        &self.keys
+    }
+
+    fn keys_mut(&mut self) -> &mut KeyTable {
+        &mut self.keys
     }
 
     fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
