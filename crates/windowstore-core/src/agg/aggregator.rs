@@ -5,9 +5,11 @@ use arrow_schema::{FieldRef, Schema};
 use hashbrown::HashSet;
 
 use super::agg_spec::AggSpec;
-use super::columnar::{first_range_overflow, range_slot, run_bounds, Ranges};
+use super::columnar::{first_range_overflow, range_slot};
 use super::finish::finish_slot;
+use super::fold::Order;
 use super::inputs::Inputs;
+use super::row_ranges::{run_bounds, Ranges};
 use super::slot::{Op, Slot};
 use super::state_layout::{encode, merge, open, segment, VERSION};
 use crate::{Error, Result};
@@ -108,6 +110,13 @@ impl Aggregator {
         }
     }
 
+    /// The inputs of `batch` for this aggregator's slots. `batch` should have the schema the
+    /// aggregator was made for; a column it lacks, or of another type, reads as null (as
+    /// [`Value::of_row`](super::value::Value::of_row) reads it).
+    pub(crate) fn inputs(&self, batch: &RecordBatch) -> Inputs {
+        Inputs::of(&self.slots, batch)
+    }
+
     /// Appends to `out` the state merging states `a` and `b` (as produced by
     /// `encode_row`/`merge`). Merging is associative and commutative in the results it leads
     /// to (float sums up to rounding).
@@ -150,6 +159,34 @@ impl Aggregator {
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         super::append::append_edits(&self.slots, (state, record), place, base, edits, scratch)
+    }
+
+    /// Whether every state of this aggregator has one size ([`Self::fold_row`] applies).
+    pub(crate) fn folds_in_place(&self) -> bool {
+        self.fixed.is_some()
+    }
+
+    /// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
+    /// into `state` in place: `state` becomes `merge(encode_row(row), state)` with
+    /// [`Order::RecordFirst`] (the session step's order), `merge(state, encode_row(row))` with
+    /// [`Order::StateFirst`] (the sliding step's; the two differ in which sum an overflowed
+    /// integer sum keeps, and in which of two equal min/max/first/last values the merge
+    /// keeps). The caller has checked [`Self::folds_in_place`]; `scratch` is a buffer reused
+    /// between calls.
+    ///
+    /// Errors: a state that is not of this aggregator (its length or version is wrong, or a
+    /// segment does not decode); `state` may then be partly folded.
+    #[inline]
+    pub(crate) fn fold_row(
+        &self,
+        state: &mut [u8],
+        (inputs, row): (&Inputs, usize),
+        stamp: (i64, u64),
+        scratch: &mut Vec<u8>,
+        order: Order,
+    ) -> Result<()> {
+        let slots = (self.slots.as_slice(), self.fixed.as_deref());
+        super::fold::fold_row(slots, state, (inputs, row), stamp, scratch, order)
     }
 
     /// One output array per spec (in spec order), one row per state.
@@ -344,16 +381,6 @@ impl Aggregator {
             ));
         }
         Ok(())
-    }
-}
-
-/// The value kind of a non-count op.
-pub(crate) fn kind(op: &Op) -> super::value_kind::Kind {
-    match *op {
-        Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
-        Op::CountDistinct(k) => k,
-        Op::Collect { kind, .. } => kind,
-        Op::Count => super::value_kind::Kind::Bool,
     }
 }
 

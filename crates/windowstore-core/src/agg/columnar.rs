@@ -28,6 +28,7 @@ use super::agg_spec::Overflow;
 use super::decimal;
 use super::finish::{decimals, list_array, list_offset, sum_overflow};
 use super::native::{better_key, dispatch_numeric, dispatch_word, Num};
+use super::row_ranges::Ranges;
 use super::slot::{Op, Slot};
 use super::state_layout::overflow_error;
 use super::value_kind::Kind;
@@ -37,7 +38,6 @@ use crate::{Error, Result};
 mod ranges;
 
 use ranges::{fold_monotone, running, with_rows, Every, Rows};
-pub(crate) use ranges::{run_bounds, Ranges};
 
 /// Every range's sum (exact, in `i128`) and count of the valid values of an integer column,
 /// handed to `emit` range by range, with [`running`].

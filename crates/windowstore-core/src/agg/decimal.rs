@@ -1,5 +1,5 @@
-//! Decimal128 aggregates: Spark's result types, the precision a sum must stay within, the
-//! exact mean, and the overflow error.
+//! Decimal128 aggregates: the precision a sum must stay within, the exact mean, and the
+//! overflow error (Spark's result types themselves are in `decimal_type`).
 //!
 //! A column of `Decimal128(p, s)` is aggregated on its unscaled `i128` values (one column has
 //! one scale). As Spark does:
@@ -15,34 +15,9 @@ use arrow_array::types::{Decimal128Type, Decimal256Type, DecimalType};
 use arrow_buffer::i256;
 use arrow_schema::DataType;
 
+use super::decimal_type::{mean_type, precision_scale, sum_type};
 use super::slot::{Op, Slot};
 use crate::{Error, Result};
-
-/// The largest precision of a Decimal128.
-const MAX_PRECISION: u8 = 38;
-
-/// The precision and scale of a Decimal128 type (`(38, 0)` for another type, never used).
-pub(crate) fn precision_scale(data_type: &DataType) -> (u8, i8) {
-    match data_type {
-        DataType::Decimal128(p, s) => (*p, *s),
-        _ => (MAX_PRECISION, 0),
-    }
-}
-
-/// The type of `sum` of `Decimal128(p, s)`: `Decimal128(min(38, p + 10), s)`.
-pub(crate) fn sum_type(input: &DataType) -> DataType {
-    let (p, s) = precision_scale(input);
-    DataType::Decimal128(p.saturating_add(10).min(MAX_PRECISION), s)
-}
-
-/// The type of `mean` of `Decimal128(p, s)`: `Decimal128(min(38, p + 4), min(38, s + 4))`.
-pub(crate) fn mean_type(input: &DataType) -> DataType {
-    let (p, s) = precision_scale(input);
-    DataType::Decimal128(
-        p.saturating_add(4).min(MAX_PRECISION),
-        s.saturating_add(4).min(MAX_PRECISION as i8),
-    )
-}
 
 /// `a + b`, two sums of `slot` (a `sum` or `mean` of a decimal column), if the result is
 /// within the sum type's precision; else the overflow error.

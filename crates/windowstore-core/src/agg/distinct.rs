@@ -19,8 +19,8 @@ use arrow_schema::DataType;
 use hashbrown::HashMap;
 
 use super::codec::{corrupt, put_varint, Reader};
-use super::columnar::Ranges;
 use super::native::Num;
+use super::row_ranges::Ranges;
 use super::value::Value;
 use super::value_kind::Kind;
 use crate::Result;

@@ -1,19 +1,18 @@
 //! Folding one record into a state in place, for aggregators whose segments all have a fixed
 //! width (count, sum, mean, and min/max/first/last of fixed-width values): the state keeps its
 //! size, so each segment is overwritten where it lies, with no walk of the state, no splice
-//! list and no second buffer. [`Aggregator::fold_row`] gives the bytes of
-//! `merge(encode_row(record), state)`, the record first as the session step merges it: counts,
-//! sums and means are added where they lie with `merge`'s arithmetic, and a selecting function
-//! (min, max, first, last) keeps the record's encoded segment or the state's by `merge`'s own
-//! rule ([`keeps_second`]). [`Aggregator::fold_row`] with [`Order::StateFirst`] gives those of
-//! `merge(state, encode_row(record))`, the state first, as the sliding step merges a record
-//! into each window that contains it.
+//! list and no second buffer. [`fold_row`] gives the bytes of `merge(encode_row(record),
+//! state)`, the record first as the session step merges it: counts, sums and means are added
+//! where they lie with `merge`'s arithmetic, and a selecting function (min, max, first, last)
+//! keeps the record's encoded segment or the state's by `merge`'s own rule ([`keeps_second`]).
+//! [`fold_row`] with [`Order::StateFirst`] gives those of `merge(state, encode_row(record))`,
+//! the state first, as the sliding step merges a record into each window that contains it.
+//! [`Aggregator::fold_row`](super::Aggregator::fold_row) calls [`fold_row`].
 //!
 //! Each slot's way of folding is chosen once, when the aggregator is made ([`Fixed`]): count,
 //! sums, and min/max of numbers, times and dates read the record's word and fold it with no
 //! call per slot, which the streaming processors pay per record and per window.
 
-use super::aggregator::Aggregator;
 use super::inputs::Inputs;
 use super::slot::{Op, Slot};
 use super::state_layout::{
@@ -41,9 +40,9 @@ pub(crate) fn fixed_width(op: &Op) -> Option<usize> {
     }
 }
 
-/// How [`Aggregator::fold_row`] folds a record into one slot's segment, chosen once when the
-/// aggregator is made: the common functions get their own arm, read the record's word
-/// directly and compare words, with no [`Value`] and no call per slot; the rest go through
+/// How [`fold_row`] folds a record into one slot's segment, chosen once when the aggregator
+/// is made: the common functions get their own arm, read the record's word directly and
+/// compare words, with no [`Value`] and no call per slot; the rest go through
 /// [`fold_segment`]. Both give `merge`'s bytes.
 #[derive(Debug, Clone, Copy)]
 enum FoldOp {
@@ -99,90 +98,76 @@ impl Fixed {
     }
 }
 
-impl Aggregator {
-    /// Whether every state of this aggregator has one size ([`Self::fold_row`] applies).
-    pub(crate) fn folds_in_place(&self) -> bool {
-        self.fixed.is_some()
+/// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
+/// into `state` in place, in `order`, for an aggregator of `slots` whose folds are `fixed`
+/// (`None` when a segment has no fixed width, an error): what
+/// [`Aggregator::fold_row`](super::Aggregator::fold_row) does.
+///
+/// Errors: as [`Aggregator::fold_row`](super::Aggregator::fold_row).
+pub(crate) fn fold_row(
+    (slots, fixed): (&[Slot], Option<&[Fixed]>),
+    state: &mut [u8],
+    (inputs, row): (&Inputs, usize),
+    stamp: (i64, u64),
+    scratch: &mut Vec<u8>,
+    order: Order,
+) -> Result<()> {
+    if state.first() != Some(&VERSION) {
+        return Err(super::codec::corrupt("state version"));
     }
-
-    /// Folds row `row` of the batch whose inputs are `inputs` (time `time`, arrival `seq`)
-    /// into `state` in place: `state` becomes `merge(encode_row(row), state)` with
-    /// [`Order::RecordFirst`] (the session step's order), `merge(state, encode_row(row))` with
-    /// [`Order::StateFirst`] (the sliding step's; the two differ in which sum an overflowed
-    /// integer sum keeps, and in which of two equal min/max/first/last values the merge
-    /// keeps). The caller has checked [`Self::folds_in_place`]; `scratch` is a buffer reused
-    /// between calls.
-    ///
-    /// Errors: a state that is not of this aggregator (its length or version is wrong, or a
-    /// segment does not decode); `state` may then be partly folded.
-    pub(crate) fn fold_row(
-        &self,
-        state: &mut [u8],
-        (inputs, row): (&Inputs, usize),
-        stamp: (i64, u64),
-        scratch: &mut Vec<u8>,
-        order: Order,
-    ) -> Result<()> {
-        if state.first() != Some(&VERSION) {
-            return Err(super::codec::corrupt("state version"));
-        }
-        let fixed = self
-            .fixed
-            .as_deref()
-            .ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
-        let state_first = order == Order::StateFirst;
-        let mut at = 1;
-        for (i, (slot, f)) in self.slots.iter().zip(fixed).enumerate() {
-            let seg = state
-                .get_mut(at..at + f.width)
-                .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
-            at += f.width;
-            match f.op {
-                FoldOp::Count => {
-                    let n = u64_at(seg, 0)?;
-                    seg[..8].copy_from_slice(&1u64.saturating_add(n).to_le_bytes());
-                }
-                FoldOp::SumInt(kind) => {
-                    let word = inputs.word(i, row);
-                    fold_int_sum(kind, word, seg, state_first)?;
-                }
-                FoldOp::SumFloat(kind) => {
-                    let word = inputs.word(i, row);
-                    let (fa, sa) = (
-                        if word.is_some() { SEEN } else { 0 },
-                        word.map_or(-0.0, |w| float_term(kind, w)),
-                    );
-                    let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
-                    seg[0] = (fa | fb) & SEEN;
-                    seg[1..9].copy_from_slice(&add_f64(sa, sb).to_le_bytes());
-                }
-                FoldOp::Best { max, kind } => {
-                    let word = inputs.word(i, row);
-                    let held = match seg[0] {
-                        0 => None,
-                        _ => Some(u64_at(seg, 1)?),
-                    };
-                    let record_wins = if state_first {
-                        best_word_is_second(max, kind, held, word)
-                    } else {
-                        !best_word_is_second(max, kind, word, held)
-                    };
-                    if record_wins {
-                        seg[0] = u8::from(word.is_some());
-                        seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
-                    }
-                }
-                FoldOp::Other => {
-                    let value = inputs.value(i, row);
-                    fold_segment(slot, value, stamp, seg, scratch, order)?;
+    let fixed = fixed.ok_or_else(|| super::codec::corrupt("a segment of no fixed width"))?;
+    let state_first = order == Order::StateFirst;
+    let mut at = 1;
+    for (i, (slot, f)) in slots.iter().zip(fixed).enumerate() {
+        let seg = state
+            .get_mut(at..at + f.width)
+            .ok_or_else(|| super::codec::corrupt("state shorter than its segments"))?;
+        at += f.width;
+        match f.op {
+            FoldOp::Count => {
+                let n = u64_at(seg, 0)?;
+                seg[..8].copy_from_slice(&1u64.saturating_add(n).to_le_bytes());
+            }
+            FoldOp::SumInt(kind) => {
+                let word = inputs.word(i, row);
+                fold_int_sum(kind, word, seg, state_first)?;
+            }
+            FoldOp::SumFloat(kind) => {
+                let word = inputs.word(i, row);
+                let (fa, sa) = (
+                    if word.is_some() { SEEN } else { 0 },
+                    word.map_or(-0.0, |w| float_term(kind, w)),
+                );
+                let (fb, sb) = (seg[0], f64::from_bits(u64_at(seg, 1)?));
+                seg[0] = (fa | fb) & SEEN;
+                seg[1..9].copy_from_slice(&add_f64(sa, sb).to_le_bytes());
+            }
+            FoldOp::Best { max, kind } => {
+                let word = inputs.word(i, row);
+                let held = match seg[0] {
+                    0 => None,
+                    _ => Some(u64_at(seg, 1)?),
+                };
+                let record_wins = if state_first {
+                    best_word_is_second(max, kind, held, word)
+                } else {
+                    !best_word_is_second(max, kind, word, held)
+                };
+                if record_wins {
+                    seg[0] = u8::from(word.is_some());
+                    seg[1..9].copy_from_slice(&word.unwrap_or(0).to_le_bytes());
                 }
             }
+            FoldOp::Other => {
+                let value = inputs.value(i, row);
+                fold_segment(slot, value, stamp, seg, scratch, order)?;
+            }
         }
-        if at != state.len() {
-            return Err(super::codec::corrupt("state longer than its segments"));
-        }
-        Ok(())
     }
+    if at != state.len() {
+        return Err(super::codec::corrupt("state longer than its segments"));
+    }
+    Ok(())
 }
 
 /// Which operand of `merge` a folded record is.

@@ -13,9 +13,8 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType;
 
-use super::aggregator::{kind, Aggregator};
 use super::native::{dispatch_word, Num};
-use super::slot::Op;
+use super::slot::{kind, Op, Slot};
 use super::value::Value;
 use super::value_kind::Kind;
 
@@ -46,8 +45,8 @@ enum Input {
     },
 }
 
-/// The aggregate inputs of one batch, one per slot of the [`Aggregator`] that resolved them
-/// ([`Aggregator::inputs`]).
+/// The aggregate inputs of one batch, one per slot of the [`Aggregator`](super::Aggregator)
+/// that resolved them ([`Aggregator::inputs`](super::Aggregator::inputs)).
 pub struct Inputs {
     slots: Vec<Input>,
 }
@@ -102,13 +101,11 @@ fn is_null(row: usize, len: usize, nulls: &Option<NullBuffer>) -> bool {
     row >= len || nulls.as_ref().is_some_and(|n| n.is_null(row))
 }
 
-impl Aggregator {
-    /// The inputs of `batch` for this aggregator's slots. `batch` should have the schema the
-    /// aggregator was made for; a column it lacks, or of another type, reads as null (as
-    /// [`Value::of_row`] reads it).
-    pub(crate) fn inputs(&self, batch: &RecordBatch) -> Inputs {
-        let slots = self
-            .slots
+impl Inputs {
+    /// The inputs of `batch` for `slots`, an aggregator's: what
+    /// [`Aggregator::inputs`](super::Aggregator::inputs) gives.
+    pub(crate) fn of(slots: &[Slot], batch: &RecordBatch) -> Inputs {
+        let slots = slots
             .iter()
             .map(|slot| match (slot.op, batch.columns().get(slot.index)) {
                 (Op::Count, _) | (_, None) => Input::Null,

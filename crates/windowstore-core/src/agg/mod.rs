@@ -22,8 +22,9 @@
 //!
 //! Modules:
 //! - what is asked and what it accepts: [`agg_spec`] (the specs), `value_kind` (accepted types
-//!   and how each is stored in a state), `slot` (a spec bound to a schema), `native` (primitive
-//!   order, state words, sum terms), `decimal` (decimal result types and arithmetic);
+//!   and how each is stored in a state), `decimal_type` (decimal result types), `slot` (a spec
+//!   bound to a schema), `native` (primitive order, state words, sum terms), `decimal` (decimal
+//!   arithmetic and overflow errors);
 //! - states: [`state_layout`] (the layout, public for its documentation: states are stored in
 //!   snapshots), `codec` (checked byte reads and writes), `value` (one value of a column),
 //!   `distinct` (`count_distinct`'s set);
@@ -31,9 +32,9 @@
 //!   schema: encode, merge, finish), `inputs` (a batch's aggregate inputs resolved once per
 //!   batch), [`append`] (a record added to a state as in-place edits), `fold` (a record folded
 //!   into a fixed-width state in place), `build` and `finish` (states to output arrays);
-//! - whole windows at once, for complete mode: `columnar` (every spec over ranges of rows),
-//!   `window_values` (an output column under construction), `run_states` (the state of each
-//!   window, for map-side partial sessions);
+//! - whole windows at once, for complete mode: `row_ranges` (the windows as monotone ranges of
+//!   rows), `columnar` (every spec over those ranges), `window_values` (an output column under
+//!   construction), `run_states` (the state of each window, for map-side partial sessions);
 //! - [`overflow`]: naming the window of an aggregate's overflow error.
 
 pub mod agg_spec;
@@ -43,12 +44,14 @@ pub(crate) mod build;
 pub(crate) mod codec;
 pub(crate) mod columnar;
 pub(crate) mod decimal;
+pub(crate) mod decimal_type;
 pub(crate) mod distinct;
 pub(crate) mod finish;
 pub(crate) mod fold;
 pub(crate) mod inputs;
 pub(crate) mod native;
 pub mod overflow;
+pub(crate) mod row_ranges;
 pub(crate) mod run_states;
 pub(crate) mod slot;
 pub mod state_layout;

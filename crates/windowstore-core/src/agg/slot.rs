@@ -40,6 +40,16 @@ pub(crate) enum Op {
     },
 }
 
+/// The value kind of a non-count op.
+pub(crate) fn kind(op: &Op) -> Kind {
+    match *op {
+        Op::Sum(k) | Op::Mean(k) | Op::Min(k) | Op::Max(k) | Op::First(k) | Op::Last(k) => k,
+        Op::CountDistinct(k) => k,
+        Op::Collect { kind, .. } => kind,
+        Op::Count => Kind::Bool,
+    }
+}
+
 /// One compiled spec.
 #[derive(Debug, Clone)]
 pub(crate) struct Slot {
@@ -137,7 +147,7 @@ fn resolve(func: AggFunc, column: &str, data_type: &DataType) -> Result<(Op, Dat
         AggFunc::Sum => {
             let kind = numeric()?;
             let out = match kind {
-                Kind::Dec128 => super::decimal::sum_type(data_type),
+                Kind::Dec128 => super::decimal_type::sum_type(data_type),
                 k if k.is_integer() => DataType::Int64,
                 _ => DataType::Float64,
             };
@@ -146,7 +156,7 @@ fn resolve(func: AggFunc, column: &str, data_type: &DataType) -> Result<(Op, Dat
         AggFunc::Mean => {
             let kind = numeric()?;
             let out = match kind {
-                Kind::Dec128 => super::decimal::mean_type(data_type),
+                Kind::Dec128 => super::decimal_type::mean_type(data_type),
                 _ => DataType::Float64,
             };
             (Op::Mean(kind), out)
