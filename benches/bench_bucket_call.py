@@ -30,7 +30,8 @@ import pyarrow as pa
 
 from windowstore import agg
 from windowstore.sessions import SessionWindowProcessor
-from windowstore.spark._bucket import BucketArgs, output_schema, step
+from windowstore.spark._bucket import output_schema, step
+from windowstore.spark._bucket_args import BucketArgs
 
 SCHEMA = pa.schema([("k", pa.int64()), ("ts", pa.int64()), ("x", pa.int64())])
 PARAMS = {

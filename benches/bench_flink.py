@@ -62,7 +62,6 @@ import itertools
 import os
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,7 +74,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 from bench_sessions import GAP_MS, GRACE_MS, delayed
-from harness import arguments
+from harness import arguments, scratch
 from stream_contenders import (
     AGGS,
     SESSION,
@@ -361,8 +360,7 @@ def main() -> None:
     )
 
     with contextlib.ExitStack() as stack:
-        root = Path(tempfile.mkdtemp(prefix="ws-bench-flink-"))
-        stack.callback(shutil.rmtree, root, ignore_errors=True)
+        root = stack.enter_context(scratch("ws-bench-flink-"))
         single = root / "input" / "part-0.csv"
         write_csv(data, single)
         sources = {1: single} | {

@@ -30,7 +30,6 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -38,11 +37,15 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from harness import scratch, tests_module
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from windowstore import agg
 from windowstore.spark import session_windows
+
+#: The Spark tests' streams (tests/spark/streams.py): the queries run to their sink as theirs do.
+streams = tests_module("spark.streams")
 
 BASE = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
 #: (key, seconds after BASE, x) per micro-batch.
@@ -112,15 +115,7 @@ def run(
     windows = build(df.parquet(str(source)))
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
     started = time.perf_counter()
-    query = (
-        windows.writeStream.format("parquet")
-        .option("path", str(work / "out"))
-        .option("checkpointLocation", str(work / "ck"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    streams.to_parquet(windows, work / "out", work / "ck", availableNow=True).awaitTermination()
     elapsed = time.perf_counter() - started
     rows = spark.read.parquet(str(work / "out")).collect()
     return elapsed, partitions, sorted(tuple(r) for r in rows)
@@ -141,8 +136,7 @@ def main() -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    root = Path(tempfile.mkdtemp(prefix="ws-bench-small-"))
-    try:
+    with spark, scratch("ws-bench-small-") as root:
         write_stream(root / "in")
         contenders = {
             "native": lambda df: native(df, a.buckets),
@@ -170,9 +164,6 @@ def main() -> None:
         for name, m in med.items():
             print(f"{name:12s} median {m:6.1f} s")
         print(f"ratio windowstore / native: {med['windowstore'] / med['native']:.2f}")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-        spark.stop()
 
 
 if __name__ == "__main__":

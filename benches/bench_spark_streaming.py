@@ -64,7 +64,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -73,7 +72,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness import ROCKSDB, kafka_module, tests_module
+from harness import ROCKSDB, kafka_module, scratch, tests_module
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from streaming_costs import PeakMemory, checkpoint_bytes, rocksdb_compactions
@@ -252,8 +251,7 @@ def long_scenario(a: argparse.Namespace) -> None:
     each run a child process (:func:`long_child`)."""
     contenders = ["native", "windowstore"] + (["windowstore-whole"] if a.whole else [])
     contenders += ["floor"] if a.floor else []
-    root = Path(tempfile.mkdtemp(prefix="ws-bench-long-"))
-    try:
+    with scratch("ws-bench-long-") as root:
         for sessions in [int(n) for n in a.sessions.split(",")]:
             folder = root / f"in-{sessions}"
             write_long(folder, sessions, a.batches, a.events)
@@ -288,8 +286,6 @@ def long_scenario(a: argparse.Namespace) -> None:
             native_s = statistics.median(r["latency_s"] for r in results["native"])
             ours_s = statistics.median(r["latency_s"] for r in results["windowstore"])
             print(f"latency ratio windowstore / native: {ours_s / native_s:.2f}", flush=True)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _long_line(r: dict[str, float]) -> str:
@@ -390,9 +386,8 @@ def main() -> None:
 
     spark = session(a, None if kafka is None else kafka.spark_jars())
 
-    root = Path(tempfile.mkdtemp(prefix="ws-bench-stream-"))
     with contextlib.ExitStack() as stack:
-        stack.callback(shutil.rmtree, root, ignore_errors=True)
+        root = stack.enter_context(scratch("ws-bench-stream-"))
         stack.callback(spark.stop)
         if kafka is not None:
             broker = stack.enter_context(kafka.KafkaBroker(root / "kafka"))

@@ -26,14 +26,13 @@ import argparse
 import os
 import shutil
 import statistics
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from harness import ROCKSDB
+from harness import ROCKSDB, scratch, tests_module
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -83,13 +82,7 @@ def query_seconds(
     out = df.groupBy("k").transformWithStateInPandas(
         PerKey(extra_variables), "k long, n long", "Append", "EventTime"
     )
-    query = (
-        out.writeStream.format("noop")
-        .option("checkpointLocation", str(root / "ck"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    query = tests_module("spark.streams").to_noop(out, root / "ck")
     return [
         p["durationMs"]["triggerExecution"] / 1000
         for p in query.recentProgress
@@ -115,8 +108,7 @@ def main() -> None:
         },
         app="windowstore-bench-tws",
     )
-    root = Path(tempfile.mkdtemp(prefix="ws-bench-tws-"))
-    try:
+    with spark, scratch("ws-bench-tws-") as root:
         (root / "in").mkdir()
         for i in range(a.batches):
             ts = pd.to_datetime(np.full(a.keys, 1000 + i), unit="s").astype("datetime64[us]")
@@ -149,9 +141,6 @@ def main() -> None:
                 else ""
             )
             print(f"  {n} unused variables: {m * 1000:.0f} ms{slope}")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-        spark.stop()
 
 
 if __name__ == "__main__":

@@ -1,18 +1,21 @@
 """What the Python benchmarks share: their common options, medians of wall time, peak memory of
-a call or of a process tree, ending a peer's process, and the tests' modules (their Kafka broker,
-their Spark streams)."""
+a call or of a process tree, ending a peer's process, a temporary folder, and the tests' modules
+(their Kafka broker, their Spark streams)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +150,17 @@ def end_process(process: subprocess.Popen[str], seconds: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A new temporary folder (its name starts with ``prefix``) for a benchmark's files, removed
+    with everything in it when the block ends, however it ends."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def tests_module(name: str) -> Any:

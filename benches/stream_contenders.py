@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 from bench_sessions import GAP_MS, GRACE_MS
-from harness import end_process
+from harness import end_process, tests_module
 
 from windowstore import agg
 
@@ -185,14 +185,8 @@ class SparkRuns:
             grace=timedelta(milliseconds=GRACE_MS),
             aggs=AGGS,
         )
-        query = (
-            windows.writeStream.format("parquet")
-            .option("path", str(work / "out"))
-            .option("checkpointLocation", str(work / "checkpoint"))
-            .outputMode("append")
-            .trigger(availableNow=True)
-            .start()
-        )
+        streams = tests_module("spark.streams")
+        query = streams.to_parquet(windows, work / "out", work / "checkpoint", availableNow=True)
         query.awaitTermination()
         counts: dict[str, int] = {}
         dropped = 0

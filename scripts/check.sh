@@ -19,6 +19,8 @@ cargo fmt --all -- --check
 step "ruff"
 ruff check python tests benches scripts
 ruff format --check python tests benches scripts
+step "layers: no module uses a sibling module that uses it back"
+python scripts/check_layers.py
 step "mypy"
 mypy
 step "stubtest: _core.pyi matches the compiled module"

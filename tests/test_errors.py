@@ -89,26 +89,11 @@ def test_a_flushed_processor_names_the_method_called() -> None:
 def test_a_key_column_named_as_an_output_column_says_to_rename_the_key(
     key: str, emit: Emit, make: str
 ) -> None:
-    count = [windowstore.agg.count()]
-    p: windowstore.SessionWindowProcessor | windowstore.SlidingWindowProcessor
-    if make == "session":
-        p = windowstore.SessionWindowProcessor(
-            key=key,
-            time="t",
-            gap=5,
-            grace=0,
-            emit=emit,
-            aggs=count,
-        )
-    else:
-        p = windowstore.SlidingWindowProcessor(
-            key=key,
-            time="t",
-            time_difference=5,
-            grace=0,
-            emit=emit,
-            aggs=count,
-        )
+    kind, window = {
+        "session": (windowstore.SessionWindowProcessor, {"gap": 5}),
+        "sliding": (windowstore.SlidingWindowProcessor, {"time_difference": 5}),
+    }[make]
+    p = kind(key=key, time="t", grace=0, emit=emit, aggs=[windowstore.agg.count()], **window)
     with pytest.raises(SchemaError, match=f'a key column may not be named "{key}"') as info:
         p.process(pa.table({key: ["a"], "t": [1]}))
     assert info.value.column == key

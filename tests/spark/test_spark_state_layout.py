@@ -30,14 +30,13 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from windowstore import InvalidWindowSpec, SessionWindowProcessor, SnapshotError, agg
 from windowstore.spark import session_windows
-from windowstore.spark._bucket import (
+from windowstore.spark._bucket import output_schema, step
+from windowstore.spark._bucket_args import (
     CACHE_CONF,
     COMPACT_CONF,
     LAYOUT_CONF,
     MAX_ENTRY_CONF,
     BucketArgs,
-    output_schema,
-    step,
 )
 
 from .compare import assert_same_windows

@@ -23,12 +23,12 @@ import pytest
 
 from windowstore.spark import _bucket, _bucket_log
 from windowstore.spark._bucket import (
-    BucketArgs,
     BucketProcessor,
     join_chunks,
     read_log,
     write_chunks,
 )
+from windowstore.spark._bucket_args import BucketArgs
 from windowstore.spark._bucket_log import LogBucketProcessor
 
 from .test_spark_state_layout import whole_args

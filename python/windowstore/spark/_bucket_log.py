@@ -15,7 +15,6 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle, Ti
 from windowstore._processor import WindowProcessor
 from windowstore.exceptions import StoreCapacityError
 from windowstore.spark._bucket import (
-    MAX_ENTRY_CONF,
     _BucketProcessor,
     _ipc,
     _keep,
@@ -25,6 +24,7 @@ from windowstore.spark._bucket import (
     run,
     state_size,
 )
+from windowstore.spark._bucket_args import MAX_ENTRY_CONF
 from windowstore.spark._state import (
     CHUNK_SCHEMA,
     ENTRY_SCHEMA,

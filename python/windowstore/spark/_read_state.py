@@ -20,7 +20,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -32,6 +32,7 @@ from windowstore._processor import WindowProcessor
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SnapshotError
 from windowstore.spark import _schema
+from windowstore.spark._bucket_args import BucketArgs
 from windowstore.spark._plan import check_aggs
 from windowstore.spark._state import (
     ENTRY_SCHEMA,
@@ -44,9 +45,6 @@ from windowstore.spark._state import (
     replay_log,
 )
 from windowstore.spark._workers import checked_workers
-
-if TYPE_CHECKING:
-    from windowstore.spark._bucket import BucketArgs
 
 __all__ = ["read_state"]
 
@@ -138,8 +136,7 @@ def read_state(
         >>> read_state(spark, "ck/sessions/").show()
         >>> read_state(spark, "ck/sessions/", batch_id=41).filter("user_id = 'u1'").collect()
     """
-    # Imported here: they need pandas, which `import windowstore.spark` does not (batch jobs).
-    from windowstore.spark._bucket import BucketArgs
+    # Imported here: it needs pandas, which `import windowstore.spark` does not (batch jobs).
     from windowstore.spark._stream import sink_columns
 
     location = os.fspath(checkpoint_location)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.types import (
@@ -35,10 +35,8 @@ from pyspark.sql.types import (
 
 from windowstore._processor import WindowProcessor
 from windowstore.exceptions import InvalidRecordError
+from windowstore.spark._bucket_args import BucketArgs
 from windowstore.spark._udf import invalid_row
-
-if TYPE_CHECKING:
-    from windowstore.spark._bucket import BucketArgs
 
 __all__ = [
     "CHUNK_SCHEMA",

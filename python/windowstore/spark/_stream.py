@@ -41,7 +41,7 @@ from windowstore._durations import (
 )
 from windowstore.agg import Agg
 from windowstore.exceptions import InvalidWindowSpec, SchemaError
-from windowstore.spark import _bucket, _bucket_log, _schema, _stream_state
+from windowstore.spark import _bucket, _bucket_args, _bucket_log, _schema, _stream_state
 from windowstore.spark._plan import column
 from windowstore.spark._schema import engine_arrow_type
 from windowstore.spark._stream_checks import check_durations, check_stream_time
@@ -84,7 +84,10 @@ def stream_windows(
     processing-time timers too (Spark has one time mode per operator), called in every
     micro-batch while it holds open windows, so that it sees the processing time pass."""
     _check_emit_and_name(emit, name)
-    df, delay_ms = _stream_time(df, kind, time, params, grace, clock, idle_timeout)
+    check_stream_time(df, time, grace, clock)
+    check_durations(df, kind, time, params, grace, clock, idle_timeout)
+    # Event time: the watermark's delay (see _event_time); processing time has none.
+    df, delay_ms = (df, 0) if time is None else _event_time(df, time, grace)
     processing = clock == "processing"
     partitions = _stream_state.local_partitions(df.sparkSession)
     n = _stream_state.buckets(df, buckets, partitions)
@@ -116,8 +119,8 @@ def stream_windows(
     output_schema = _bucket.output_schema(windows_schema)
     conf = df.sparkSession.conf
     rocksdb = _stream_state.on_rocksdb(conf)
-    layout = _stream_state.layout(conf.get(_bucket.LAYOUT_CONF, None), rocksdb, wall)
-    args = _bucket.BucketArgs(
+    layout = _stream_state.layout(conf.get(_bucket_args.LAYOUT_CONF, None), rocksdb, wall)
+    args = _bucket_args.BucketArgs(
         kind=kind,
         params=engine_params,
         time=time,
@@ -137,13 +140,13 @@ def stream_windows(
         timestamps=timestamps,
         wall=wall,
         max_entry_bytes=_stream_state.conf_number(
-            conf, _bucket.MAX_ENTRY_CONF, _bucket.DEFAULT_MAX_ENTRY, 1024
+            conf, _bucket_args.MAX_ENTRY_CONF, _bucket_args.DEFAULT_MAX_ENTRY, 1024
         ),
         compact_ratio=_stream_state.conf_number(
-            conf, _bucket.COMPACT_CONF, _bucket.DEFAULT_COMPACT_RATIO, 0
+            conf, _bucket_args.COMPACT_CONF, _bucket_args.DEFAULT_COMPACT_RATIO, 0
         ),
         cache_entries=_stream_state.conf_number(
-            conf, _bucket.CACHE_CONF, _bucket.DEFAULT_CACHE_ENTRIES, 0
+            conf, _bucket_args.CACHE_CONF, _bucket_args.DEFAULT_CACHE_ENTRIES, 0
         ),
     )
     out = _windows_operator(projected, args, emit, rocksdb=rocksdb, layout=layout)
@@ -180,45 +183,6 @@ def _check_emit_and_name(emit: str, name: str) -> None:
         raise InvalidWindowSpec(
             f"invalid name: a non-empty string is required, not {name!r}", "name"
         )
-
-
-def _stream_time(
-    df: DataFrame,
-    kind: str,
-    time: str | None,
-    params: dict[str, Any],
-    grace: DurationLike | None,
-    clock: str,
-    idle_timeout: DurationLike | None,
-) -> tuple[DataFrame, int]:
-    """``df`` with its event-time basis and the watermark delay in ms (see
-    :func:`_event_time`); a processing-time stream as it is, with a delay of 0. The time
-    column, the clock's arguments and the durations are checked first."""
-    if clock == "processing":
-        if time is not None:
-            raise InvalidWindowSpec(
-                f"invalid time: {time!r}; processing-time windows read no time column (a "
-                "record's time is its micro-batch's processing time): leave time out",
-                "time",
-            )
-        if grace is not None:
-            raise InvalidWindowSpec(
-                "invalid grace: processing-time records are never late (each arrives at its "
-                "micro-batch's processing time), so there is no grace; leave it out",
-                "grace",
-            )
-    else:
-        if time is None:
-            raise InvalidWindowSpec(
-                'invalid time: an event-time stream needs its time column (time="ts"); '
-                'clock="processing" uses arrival times instead',
-                "time",
-            )
-        check_stream_time(df, time)
-    check_durations(df, kind, time, params, grace, clock, idle_timeout)
-    if time is None:  # processing time (an event-time stream has a time column, checked above)
-        return df, 0
-    return _event_time(df, time, grace)
 
 
 def _input_columns(df: DataFrame, used: list[str], *, records: bool, whole_rows: bool) -> list[str]:
@@ -320,7 +284,7 @@ def _engine_schemas(
     types."""
 
     def check(schema: pa.Schema) -> None:
-        checked = _bucket.BucketArgs(
+        checked = _bucket_args.BucketArgs(
             kind, engine_params, time, schema, pa.schema([]), delay_ms, "", True, timestamps, wall
         )
         checked.new_processor().process(checked.to_engine(schema.empty_table()))
@@ -332,7 +296,7 @@ def _engine_schemas(
         check,
         lambda dt: pa.int64() if isinstance(dt, TimestampType) else engine_arrow_type(dt),
     )
-    probe_args = _bucket.BucketArgs(
+    probe_args = _bucket_args.BucketArgs(
         kind, engine_params, time, input_schema, pa.schema([]), delay_ms, "", True, timestamps, wall
     )
     probe = probe_args.new_processor()
@@ -344,7 +308,7 @@ def _engine_schemas(
 
 
 def _windows_operator(
-    projected: DataFrame, args: _bucket.BucketArgs, emit: str, *, rocksdb: bool, layout: str
+    projected: DataFrame, args: _bucket_args.BucketArgs, emit: str, *, rocksdb: bool, layout: str
 ) -> DataFrame:
     """The stateful operator over ``projected`` grouped by bucket: on the RocksDB provider
     ``transformWithStateInPandas`` (with the processor of the state ``layout``), else

@@ -1,5 +1,6 @@
 """What a stream's definition checks against its DataFrame before the query exists: the time
-column's type, and the core's duration rules against it (``_stream`` calls them)."""
+column and the grace by the clock, the time column's type, and the core's duration rules against
+it (``_stream`` calls them)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,35 @@ from windowstore._durations import (
     check_sliding_durations,
     to_duration,
 )
-from windowstore.exceptions import SchemaError
+from windowstore.exceptions import InvalidWindowSpec, SchemaError
 from windowstore.spark import _schema
 
 
-def check_stream_time(df: DataFrame, time: str) -> None:
+def check_stream_time(
+    df: DataFrame, time: str | None, grace: DurationLike | None, clock: str
+) -> None:
+    """A processing-time stream reads no time column and has no grace; an event-time stream
+    needs its time column, a timestamp (Spark's watermark needs one)."""
+    if clock == "processing":
+        if time is not None:
+            raise InvalidWindowSpec(
+                f"invalid time: {time!r}; processing-time windows read no time column (a "
+                "record's time is its micro-batch's processing time): leave time out",
+                "time",
+            )
+        if grace is not None:
+            raise InvalidWindowSpec(
+                "invalid grace: processing-time records are never late (each arrives at its "
+                "micro-batch's processing time), so there is no grace; leave it out",
+                "grace",
+            )
+        return
+    if time is None:
+        raise InvalidWindowSpec(
+            'invalid time: an event-time stream needs its time column (time="ts"); '
+            'clock="processing" uses arrival times instead',
+            "time",
+        )
     dt = _schema.field(df, time).dataType
     if not isinstance(dt, TimestampType):
         hint = (

@@ -9,7 +9,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from windowstore.exceptions import InvalidWindowSpec
-from windowstore.spark import _bucket
+from windowstore.spark._bucket_args import LAYOUT_CONF
 from windowstore.spark._plan import positive_int
 
 __all__ = [
@@ -59,21 +59,21 @@ def layout(chosen: str | None, rocksdb: bool, wall: str | None) -> str:
     only) or ``whole`` (each bucket's state in one row, rewritten by every call)."""
     if chosen not in (None, "log", "whole"):
         raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: {chosen!r}; "log" (the default with the RocksDB '
+            f'invalid {LAYOUT_CONF}: {chosen!r}; "log" (the default with the RocksDB '
             'provider) or "whole"',
-            _bucket.LAYOUT_CONF,
+            LAYOUT_CONF,
         )
     if chosen == "log" and not rocksdb:
         raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: "log" needs the RocksDB state store provider '
+            f'invalid {LAYOUT_CONF}: "log" needs the RocksDB state store provider '
             "(its list and map state); with other providers a bucket's state is one row",
-            _bucket.LAYOUT_CONF,
+            LAYOUT_CONF,
         )
     if chosen == "log" and wall is not None:
         raise InvalidWindowSpec(
-            f'invalid {_bucket.LAYOUT_CONF}: "log" replays event-time calls; processing-time '
+            f'invalid {LAYOUT_CONF}: "log" replays event-time calls; processing-time '
             'sessions and idle_timeout keep each bucket\'s state whole ("whole")',
-            _bucket.LAYOUT_CONF,
+            LAYOUT_CONF,
         )
     if chosen is None:
         return "log" if rocksdb and wall is None else "whole"
