@@ -163,12 +163,18 @@ impl<K: WindowKind> Processor<K> {
         if let Some(t) = advance {
             life.observe(t);
         }
-        let arrivals = arrive(chunks, life, held, &mut counters)?;
+        if let Some(held) = held.as_mut() {
+            held.open(life.seq);
+        }
+        let arrivals = arrive(chunks, life, &mut counters)?;
 
         let ticks = bound.ticks;
         let mode = kind.emit();
         let mut step = Step::new(bound, mode, life, &mut counters.kind);
         let isolated = apply_slices(&ticks, &mut step, held.as_mut(), &arrivals)?;
+        if let Some(held) = held.as_mut() {
+            held.close(chunks.iter().map(|c| (&c.batch, &c.ticks)))?;
+        }
         let rows = if mode == EmitMode::Final {
             life.emitted_below = step.emitted_below;
             std::mem::take(&mut step.finals)
@@ -194,19 +200,16 @@ struct Arrivals<'a, P> {
 }
 
 /// Per record of `chunks`, what the record path computes as it goes: its arrival number, stream
-/// time, and its rejection or its row held (records mode); counts the records seen and
-/// accepted. Returns the usable records.
+/// time, and its rejection; counts the records seen and accepted. Returns the usable records.
 fn arrive<'a, P: Copy, C>(
     chunks: &'a [Chunk<P>],
     life: &mut Lifecycle,
-    held: &mut Option<Held>,
     counters: &mut Counters<C>,
 ) -> Result<Arrivals<'a, P>> {
     let arrived = chunks.iter().map(|c| c.checked.len()).sum();
     let mut records = Vec::with_capacity(arrived);
     let mut stream_times = Vec::with_capacity(arrived);
     for chunk in chunks {
-        let first = life.seq;
         for (row, checked) in chunk.checked.iter().enumerate() {
             let seq = life.seq;
             life.seq += 1;
@@ -229,10 +232,7 @@ fn arrive<'a, P: Copy, C>(
                 Err(reason) => life.rejections.reject(row, reason),
             }
         }
-        let rejected = life.rejections.finish_batch(&chunk.batch)?;
-        if let Some(held) = held.as_mut() {
-            held.keep(&chunk.batch, first, &rejected, &chunk.ticks)?;
-        }
+        life.rejections.finish_batch(&chunk.batch)?;
     }
     counters.accepted += records.len() as u64;
     Ok(Arrivals {
@@ -328,7 +328,7 @@ fn hold_run<P>(held: &mut Held, table: &mut KeyTable, run: &[Record<'_, P>]) -> 
     };
     let id = table.get(first.key).ok_or_else(unstored)?;
     for r in run {
-        held.hold(table, id, r.t, r.seq);
+        held.hold(table, id, r.seq);
     }
     Ok(())
 }

@@ -1,24 +1,31 @@
 //! The rows records mode holds for open sessions, found by key and time when a session closes.
 //!
-//! Every accepted row is kept, with its arrival number, in the Arrow batch it came in (one
-//! [`Segment`] per call), and indexed under its key as `(time, arrival)` once the record is
-//! applied and its key is in the store ([`index`], which shares the store's key ids). The
-//! sessions of a key
-//! are disjoint time ranges and every accepted record lies in exactly one (docs/semantics.md:
-//! a record joins a session when the rule reaches it, and records at one time always share a
-//! session, capped or not), so a closed session `(key, start, end)` holds exactly its key's
-//! rows timed `start..=end`. Tagging needs no list of row numbers in the session's value.
+//! Every accepted row is kept in the Arrow batch it came in (one [`Segment`] per chunk of a
+//! call), with its arrival number, event time and the id its key has in the store's key table
+//! ([`KeyTable`]): the processor holds a row right after applying its record, when the key's
+//! session is in the store. A held row counts one reference on its key, so the id names the key
+//! for as long as the row is held. The sessions of a key are disjoint time ranges and every
+//! accepted record lies in exactly one (docs/semantics.md: a record joins a session when the
+//! rule reaches it, and records at one time always share a session, capped or not), so a
+//! closed session `(key, start, end)` holds exactly its key's rows timed `start..=end` (see
+//! [`Closing`] for a key's sessions that overlap). Tagging needs no list of row numbers in the
+//! session's value: a call's take reads the held rows once, sequentially, and looks each row's
+//! key id up among the keys whose sessions close.
 //!
 //! A call changes the held rows inside its transaction: [`Held::begin`] keeps the segment list
-//! (shared Arrow batches, so no row is copied) and journals each change to the index, which
-//! [`Held::rollback`] undoes newest first, after the store's rollback.
+//! (shared Arrow batches, so no row is copied), and [`Held::rollback`] puts it back and returns
+//! the references the call took or let go of, before the store's own rollback: the store
+//! changes nothing after a call's take (it comes last), so every id the call used still names
+//! its key then, except a key whose last reference a take let go of, which is interned again
+//! by its bytes.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch, UInt32Array};
-use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, ScalarBuffer};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, UInt32Array};
+use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::records;
@@ -27,94 +34,35 @@ use crate::store::key_table::{KeyId, KeyTable};
 use crate::{Error, Result};
 
 mod closing;
-mod index;
+mod segment;
 
 use closing::{no_rows, Closing};
-use index::{Entry, Index};
+use segment::{Segment, NO_KEY};
 
-/// One call's held rows: the rows, their arrival numbers (ascending) and event times, and
-/// which of them are still held. A row taken out is only marked; a segment is compacted once
-/// less than half of it is held, and dropped once none is, so a call's cost does not grow
-/// with the rows held.
-#[derive(Debug, Clone)]
-struct Segment {
-    /// The first row's arrival number.
-    first: i64,
-    /// Every row's arrival number, unless they run `first, first + 1, ...` without a gap.
-    seqs: Option<Arc<[i64]>>,
-    /// Every row's event time in ticks (the index's, kept here for a snapshot).
-    times: ScalarBuffer<i64>,
-    rows: RecordBatch,
-    /// Which rows are still held, one bit each.
-    alive: BooleanBuffer,
-    live: usize,
-}
-
-impl Segment {
-    /// A segment of `rows`, numbered `seqs` (ascending), timed `times`.
-    fn new(seqs: &[i64], times: ScalarBuffer<i64>, rows: RecordBatch) -> Self {
-        let live = seqs.len();
-        let first = seqs.first().copied().unwrap_or(0);
-        let dense = seqs
-            .last()
-            .is_none_or(|&last| last - first + 1 == live as i64);
-        Self {
-            first,
-            seqs: (!dense).then(|| seqs.into()),
-            times,
-            rows,
-            alive: BooleanBuffer::new_set(live),
-            live,
-        }
-    }
-
-    /// How many rows the segment has, held or taken out.
-    fn len(&self) -> usize {
-        self.times.len()
-    }
-
-    /// The arrival number of row `i`.
-    fn seq(&self, i: usize) -> i64 {
-        match &self.seqs {
-            Some(seqs) => seqs[i],
-            None => self.first + i as i64,
-        }
-    }
-
-    /// Where row `seq` is in the segment.
-    fn position(&self, seq: i64) -> Option<usize> {
-        match &self.seqs {
-            Some(seqs) => seqs.binary_search(&seq).ok(),
-            None => {
-                let at = usize::try_from(seq - self.first).ok()?;
-                (at < self.len()).then_some(at)
-            }
-        }
-    }
-
-    /// The segment with only its rows still held.
-    fn compacted(&self) -> Result<Self> {
-        if self.live == self.len() {
-            return Ok(self.clone());
-        }
-        let seqs: Vec<i64> = self.alive.set_indices().map(|i| self.seq(i)).collect();
-        let times = self.alive.set_indices().map(|i| self.times[i]).collect();
-        let keep = BooleanArray::new(self.alive.clone(), None);
-        let rows = arrow_select::filter::filter_record_batch(&self.rows, &keep)
-            .map_err(Error::arrow("releasing held rows"))?;
-        Ok(Self::new(&seqs, times, rows))
-    }
-}
-
-/// The accepted rows of open sessions, in segments of one call each, oldest first, and
-/// indexed by key.
+/// The accepted rows of open sessions, in segments of one chunk each, oldest first.
 #[derive(Debug, Default)]
 pub(crate) struct Held {
     segments: Vec<Segment>,
-    index: Index,
     /// While a call runs: the segments as it found them.
     saved: Option<Vec<Segment>>,
+    /// The running call's first arrival number.
+    first: u64,
+    /// The running call's rows' key ids by arrival number from `first` ([`NO_KEY`]: not held).
+    pending: Vec<KeyId>,
+    /// The references the running call's take let go of: key id and count, and where the key
+    /// left the table, its bytes' range in `took_keys`.
+    took: Vec<(KeyId, u32, Option<Range<usize>>)>,
+    took_keys: Vec<u8>,
+    /// Scratch of a take: each key id's group of closing sessions (`u32::MAX`: none).
+    group_of: Vec<u32>,
 }
+
+/// A held row's event time in ticks and arrival number.
+type Entry = (i64, i64);
+
+/// A held row a take found: its session's place in the output, time, arrival number, segment
+/// and row in it.
+type Found = (u32, i64, i64, u32, u32);
 
 /// A window whose rows are tagged: its key's bytes, start and end (ticks).
 pub(crate) type Bounds<'a> = (&'a [u8], i64, i64);
@@ -145,73 +93,110 @@ impl Held {
     /// Starts a call: what it changes from now on, [`Self::rollback`] undoes.
     pub fn begin(&mut self) {
         self.saved = Some(self.segments.clone());
-        self.index.commit();
+        self.forget_journal();
     }
 
     /// Ends a call, keeping its changes.
     pub fn commit(&mut self) {
         self.saved = None;
-        self.index.commit();
+        self.forget_journal();
     }
 
-    /// Puts the held rows back as they were at [`Self::begin`], once the store is back as it
-    /// was: the index's references go back to `keys`.
-    pub fn rollback(&mut self, keys: &mut KeyTable) -> Result<()> {
+    fn forget_journal(&mut self) {
+        self.pending.clear();
+        self.took.clear();
+        self.took_keys.clear();
+    }
+
+    /// Puts the held rows back as they were at [`Self::begin`], before the store's rollback,
+    /// and the references the call took or let go of back in the store's key `table`.
+    pub fn rollback(&mut self, table: &mut KeyTable) -> Result<()> {
         if let Some(segments) = self.saved.take() {
             self.segments = segments;
         }
-        self.index.rollback(keys)
-    }
-
-    /// Keeps the rows of `batch`, numbered from `first`, except `rejected` (row indices); row
-    /// `i` has time `ticks[i]`. Returns each kept row's index and arrival number: the caller
-    /// holds each under its key once the key is in the store ([`Self::hold`]).
-    pub fn keep(
-        &mut self,
-        batch: &RecordBatch,
-        first: u64,
-        rejected: &[u32],
-        ticks: &ScalarBuffer<i64>,
-    ) -> Result<Vec<(usize, u64)>> {
-        let n = batch.num_rows();
-        let mut keep = vec![true; n];
-        for &r in rejected {
-            if let Some(k) = keep.get_mut(r as usize) {
-                *k = false;
+        while let Some((id, n, bytes)) = self.took.pop() {
+            let Some(bytes) = bytes else {
+                table.retain_many(id, n);
+                continue;
+            };
+            let again = table.acquire(&self.took_keys[bytes])?;
+            table.retain_many(again, n - 1);
+            if again != id {
+                // Never with the table's free list, which hands out the id freed last; kept
+                // exact whatever it does.
+                self.rename(id, again);
             }
         }
-        let kept: Vec<(usize, u64)> = (0..n)
-            .filter(|&i| keep[i])
-            .map(|i| (i, first + i as u64))
-            .collect();
-        if kept.is_empty() {
-            return Ok(kept);
+        for &id in self.pending.iter().filter(|&&id| id != NO_KEY) {
+            table.release(id);
         }
-        let seqs: Vec<i64> = kept.iter().map(|&(_, seq)| seq_number(seq)).collect();
-        let (rows, times) = if kept.len() == n {
-            (batch.clone(), ticks.clone())
-        } else {
-            let times = keep.iter().zip(ticks.iter()).filter(|(&k, _)| k);
-            let times = times.map(|(_, &t)| t).collect();
-            let rows = arrow_select::filter::filter_record_batch(batch, &BooleanArray::from(keep))
-                .map_err(Error::arrow("holding rows"))?;
-            (rows, times)
-        };
-        self.segments.push(Segment::new(&seqs, times, rows));
-        Ok(kept)
+        self.forget_journal();
+        Ok(())
     }
 
-    /// Holds row `seq`, kept by [`Self::keep`] and timed `t` (ticks), under key `id` of the
-    /// store's key `table` (its key holds the row's session).
-    pub fn hold(&mut self, table: &mut KeyTable, id: KeyId, t: i64, seq: u64) {
-        self.index.push(table, id, (t, seq_number(seq)));
+    /// Puts the rows held under key id `from` under `to`.
+    fn rename(&mut self, from: KeyId, to: KeyId) {
+        let swap = |id: KeyId| if id == from { to } else { id };
+        for id in &mut self.pending {
+            *id = swap(*id);
+        }
+        for segment in &mut self.segments {
+            if segment.ids.contains(&from) {
+                segment.ids = segment.ids.iter().map(|&id| swap(id)).collect();
+            }
+        }
+    }
+
+    /// Starts holding the rows of a call whose first arrival number is `first`.
+    pub fn open(&mut self, first: u64) {
+        self.first = first;
+        self.pending.clear();
+    }
+
+    /// Holds row `seq` of the running call under key `id` of the store's key `table` (its
+    /// key holds the row's session), which counts one reference more.
+    pub fn hold(&mut self, table: &mut KeyTable, id: KeyId, seq: u64) {
+        let at = usize::try_from(seq - self.first).unwrap_or(usize::MAX);
+        if at >= self.pending.len() {
+            self.pending.resize(at + 1, NO_KEY);
+        }
+        self.pending[at] = id;
+        table.retain(id);
+    }
+
+    /// Keeps the held rows of the running call's chunks, `(batch, ticks)` each, in arrival
+    /// order: a segment for each chunk with a row held.
+    pub fn close<'c>(
+        &mut self,
+        chunks: impl Iterator<Item = (&'c RecordBatch, &'c ScalarBuffer<i64>)>,
+    ) -> Result<()> {
+        let mut from = 0;
+        for (batch, ticks) in chunks {
+            let n = batch.num_rows();
+            let to = (from + n).min(self.pending.len());
+            let held = self.pending.get(from..to).unwrap_or_default();
+            if held.iter().any(|&id| id != NO_KEY) {
+                let ids = (0..n).map(|i| held.get(i).copied().unwrap_or(NO_KEY));
+                let first = seq_number(self.first + from as u64);
+                let seqs: Vec<i64> = (first..first + n as i64).collect();
+                let segment = Segment::new(&seqs, ticks.clone(), ids.collect(), batch.clone());
+                self.segments.push(if segment.live * 2 < n {
+                    segment.compacted()?
+                } else {
+                    segment
+                });
+            }
+            from += n;
+        }
+        Ok(())
     }
 
     /// Takes the rows of the closed sessions `windows` out of the held rows and returns them
     /// tagged (in `schema`, see [`records::tagged_schema`]): sessions by key then start, a
     /// session's rows in event-time order, ties in arrival order. `windows` has `keys` key
     /// columns, the session's start and end, then its last arrival number ([`records::LAST`]);
-    /// `bounds` are its rows' key bytes and bounds in ticks.
+    /// `bounds` are its rows' key bytes and bounds in ticks. The references of the rows taken
+    /// go back to the store's key `table`.
     pub fn take(
         &mut self,
         table: &mut KeyTable,
@@ -221,18 +206,12 @@ impl Held {
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
         let closing = Closing::new(windows, bounds, keys)?;
-        // Each key's rows are found and taken out in one pass.
-        let found = closing.rows(bounds, |key, spans, found| {
-            let id = table.get(key).ok_or_else(no_rows)?;
-            self.index.take(table, id, |e| {
-                let place = spans.holder(e);
-                found.extend(place.map(|place| (place, e)));
-                place.is_some()
-            });
-            Ok(())
-        })?;
-        let (out, taken) = self.gather(windows, &closing, &found, keys, schema)?;
-        self.release(taken)?;
+        let mut group_of = std::mem::take(&mut self.group_of);
+        let found = self.find(table, &closing, bounds, &mut group_of);
+        self.group_of = group_of;
+        let found = found?;
+        let out = self.gather(windows, &closing, &found, keys, schema)?;
+        self.release(table, &found)?;
         Ok(out)
     }
 
@@ -247,26 +226,70 @@ impl Held {
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
         let closing = Closing::new(windows, bounds, keys)?;
-        let found = closing.rows(bounds, |key, spans, found| {
-            let rows = self.index.rows(table.get(key).ok_or_else(no_rows)?);
-            found.extend(rows.iter().filter_map(|&e| Some((spans.holder(e)?, e))));
-            Ok(())
-        })?;
-        Ok(self.gather(windows, &closing, &found, keys, schema)?.0)
+        let found = self.find(table, &closing, bounds, &mut Vec::new())?;
+        self.gather(windows, &closing, &found, keys, schema)
+    }
+
+    /// The held rows of the sessions of `closing`, in output order: one pass over the held
+    /// rows that may lie in one (by their segments' time spans), each looked up by its key id
+    /// in `group_of` (scratch: all `u32::MAX`, and left so).
+    fn find(
+        &self,
+        table: &KeyTable,
+        closing: &Closing,
+        bounds: &[Bounds<'_>],
+        group_of: &mut Vec<u32>,
+    ) -> Result<Vec<Found>> {
+        let mut ids = Vec::with_capacity(closing.groups());
+        for (group, key) in closing.keys(bounds).enumerate() {
+            let Some(id) = table.get(key) else {
+                for &id in &ids {
+                    group_of[id as usize] = u32::MAX;
+                }
+                return Err(no_rows());
+            };
+            if id as usize >= group_of.len() {
+                group_of.resize(id as usize + 1, u32::MAX);
+            }
+            group_of[id as usize] = group as u32;
+            ids.push(id);
+        }
+        let lo = bounds.iter().map(|b| b.1).min().unwrap_or(i64::MAX);
+        let hi = bounds.iter().map(|b| b.2).max().unwrap_or(i64::MIN);
+        let mut found = Vec::new();
+        for (s, segment) in self.segments.iter().enumerate() {
+            if segment.span.1 < lo || segment.span.0 > hi {
+                continue;
+            }
+            for i in segment.alive.set_indices() {
+                let id = segment.ids[i] as usize;
+                let Some(&group) = group_of.get(id).filter(|&&g| g != u32::MAX) else {
+                    continue;
+                };
+                let (t, seq) = (segment.times[i], segment.seq(i));
+                if let Some(place) = closing.holder(group as usize, (t, seq)) {
+                    found.push((place, t, seq, s as u32, i as u32));
+                }
+            }
+        }
+        for id in ids {
+            group_of[id as usize] = u32::MAX;
+        }
+        Ok(in_output_order(found, closing.order.len()))
     }
 
     /// The tagged rows of `found` (each held row with its session's place in the output, in
-    /// output order), with, per segment, the positions of the rows returned.
+    /// output order).
     fn gather(
         &self,
         windows: &RecordBatch,
         closing: &Closing,
-        found: &[(u32, Entry)],
+        found: &[Found],
         keys: usize,
         schema: &SchemaRef,
-    ) -> Result<(RecordBatch, Vec<Vec<usize>>)> {
+    ) -> Result<RecordBatch> {
         if closing.order.is_empty() {
-            return Ok((RecordBatch::new_empty(schema.clone()), Vec::new()));
+            return Ok(RecordBatch::new_empty(schema.clone()));
         }
         let sessions = found.chunk_by(|a, b| a.0 == b.0).count();
         if sessions != closing.order.len() {
@@ -277,31 +300,11 @@ impl Held {
         let order = UInt32Array::from(closing.order.clone());
         let windows = arrow_select::take::take_record_batch(windows, &order)
             .map_err(Error::arrow("ordering sessions"))?;
-        let firsts: Vec<i64> = self.segments.iter().map(|s| s.first).collect();
-        // Where each row of the output is held, and which window it belongs to.
-        let mut at = Vec::with_capacity(found.len());
-        let mut parents = Vec::with_capacity(found.len());
-        // Per segment, the positions taken (no allocation for segments left alone).
-        let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
-        for &(window, (_, seq)) in found {
-            let place = firsts
-                .partition_point(|&f| f <= seq)
-                .checked_sub(1)
-                .and_then(|s| Some(s).zip(self.segments[s].position(seq)))
-                .filter(|&(s, i)| self.segments[s].alive.value(i))
-                .ok_or_else(|| {
-                    Error::Internal(format!(
-                        "records mode: a closed session holds row {seq}, which is not held"
-                    ))
-                })?;
-            taken[place.0].push(place.1);
-            at.push(place);
-            parents.push(window);
-        }
+        let at: Vec<(usize, usize)> = found.iter().map(|f| (f.3 as usize, f.4 as usize)).collect();
         let batches: Vec<&RecordBatch> = self.segments.iter().map(|s| &s.rows).collect();
         let rows = arrow_select::interleave::interleave_record_batch(&batches, &at)
             .map_err(Error::arrow("taking held rows"))?;
-        let parents = UInt32Array::from(parents);
+        let parents = UInt32Array::from_iter_values(found.iter().map(|f| f.0));
         let take = |c: &ArrayRef| {
             arrow_select::take::take(c.as_ref(), &parents, None)
                 .map_err(Error::arrow("tagging rows"))
@@ -311,41 +314,38 @@ impl Held {
         columns.push(take(windows.column(keys))?);
         columns.push(take(windows.column(keys + 1))?);
         columns.push(take(&ids)?);
-        let out =
-            RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))?;
-        Ok((out, taken))
+        RecordBatch::try_new(schema.clone(), columns).map_err(Error::arrow("tagging rows"))
     }
 
-    /// Releases the rows at positions `taken` (per segment, from [`Self::tag`]): taken rows
-    /// are marked, half-empty segments compacted, empty ones dropped.
-    fn release(&mut self, taken: Vec<Vec<usize>>) -> Result<()> {
-        if taken.is_empty() {
+    /// Releases the rows `found` (from [`Self::find`]): their references go back to `table`,
+    /// taken rows are marked, half-empty segments compacted, empty ones dropped.
+    fn release(&mut self, table: &mut KeyTable, found: &[Found]) -> Result<()> {
+        if found.is_empty() {
             return Ok(());
+        }
+        let mut taken: Vec<Vec<usize>> = vec![Vec::new(); self.segments.len()];
+        for f in found {
+            taken[f.3 as usize].push(f.4 as usize);
+        }
+        // A key's sessions are together in the output, so its rows are one run of `found`.
+        let key_of = |f: &Found| self.segments[f.3 as usize].ids[f.4 as usize];
+        for run in found.chunk_by(|a, b| key_of(a) == key_of(b)) {
+            let (id, n) = (key_of(&run[0]), run.len() as u32);
+            let bytes = (table.references(id) == n).then(|| {
+                let at = self.took_keys.len();
+                self.took_keys.extend_from_slice(table.bytes(id));
+                at..self.took_keys.len()
+            });
+            table.release_many(id, n);
+            self.took.push((id, n, bytes));
         }
         let mut segments = Vec::with_capacity(self.segments.len());
         for (segment, taken) in self.segments.iter().zip(taken) {
             if taken.is_empty() {
                 segments.push(segment.clone());
-                continue;
+            } else if let Some(kept) = segment.without(&taken)? {
+                segments.push(kept);
             }
-            let mut alive = BooleanBufferBuilder::new(segment.alive.len());
-            alive.append_buffer(&segment.alive);
-            for &i in &taken {
-                alive.set_bit(i, false);
-            }
-            let marked = Segment {
-                alive: alive.finish(),
-                live: segment.live - taken.len(),
-                ..segment.clone()
-            };
-            if marked.live == 0 {
-                continue;
-            }
-            segments.push(if marked.live * 2 < marked.len() {
-                marked.compacted()?
-            } else {
-                marked
-            });
         }
         self.segments = segments;
         Ok(())
@@ -411,19 +411,47 @@ impl Held {
         if seqs.last().is_some_and(|&s| s < 0 || s as u64 >= next_seq) {
             return Err("held rows numbered beyond the rows seen".into());
         }
-        let mut held = Self::default();
-        for (i, (&seq, &t)) in seqs.iter().zip(times.iter()).enumerate() {
-            let id = table
-                .get(keys(i))
-                .ok_or("a held row whose key has no session")?;
-            held.index.push(table, id, (t, seq));
+        let mut ids = Vec::with_capacity(seqs.len());
+        for i in 0..seqs.len() {
+            ids.push(
+                table
+                    .get(keys(i))
+                    .ok_or("a held row whose key has no session")?,
+            );
         }
-        held.index.commit();
+        for &id in &ids {
+            table.retain(id);
+        }
+        let mut held = Self::default();
         if !seqs.is_empty() {
-            held.segments.push(Segment::new(seqs, times.clone(), rows));
+            let segment = Segment::new(seqs, times.clone(), ids.into(), rows);
+            held.segments.push(segment);
         }
         Ok(held)
     }
+}
+
+/// `found`, of `sessions` sessions, in output order: by session (a counting sort, as the
+/// places are dense), then each session's rows by time and arrival.
+fn in_output_order(found: Vec<Found>, sessions: usize) -> Vec<Found> {
+    let mut starts = vec![0usize; sessions + 1];
+    for f in &found {
+        starts[f.0 as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut next = starts.clone();
+    let mut out = vec![(0, 0, 0, 0, 0); found.len()];
+    for f in found {
+        let at = &mut next[f.0 as usize];
+        out[*at] = f;
+        *at += 1;
+    }
+    for session in starts.windows(2) {
+        out[session[0]..session[1]].sort_unstable_by_key(|f| (f.1, f.2));
+    }
+    out
 }
 
 /// Arrival number `seq` as the held rows keep it.

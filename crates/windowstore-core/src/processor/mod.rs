@@ -572,8 +572,10 @@ impl<K: WindowKind> Processor<K> {
         if let Some(t) = advance {
             life.observe(t);
         }
+        if let Some(held) = held.as_mut() {
+            held.open(life.seq);
+        }
         for chunk in chunks {
-            let first = life.seq;
             K::read_ahead(step.store, &mut scratch, &chunk.keys.rows);
             for (row, checked) in chunk.checked.iter().enumerate() {
                 let seq = life.seq;
@@ -608,13 +610,13 @@ impl<K: WindowKind> Processor<K> {
                     // Held now: its session may close and leave the store before the call ends.
                     let table = step.store.keys_mut();
                     let id = table.get(key.as_ref()).ok_or_else(held::unstored)?;
-                    held.hold(table, id, t, seq);
+                    held.hold(table, id, seq);
                 }
             }
-            let rejected = life.rejections.finish_batch(&chunk.batch)?;
-            if let Some(held) = held.as_mut() {
-                held.keep(&chunk.batch, first, &rejected, &chunk.ticks)?;
-            }
+            life.rejections.finish_batch(&chunk.batch)?;
+        }
+        if let Some(held) = held.as_mut() {
+            held.close(chunks.iter().map(|c| (&c.batch, &c.ticks)))?;
         }
         life.latest_end = step.latest_end;
         let rows = if mode == EmitMode::Final {

@@ -1,7 +1,8 @@
 //! The key table: each distinct key's bytes stored once, named by a dense `u32` id.
 //!
 //! Segments refer to keys by id, so a key with many sessions costs its bytes once. An id is
-//! reference-counted by the sessions stored under it and recycled when the last one goes.
+//! reference-counted by the windows stored under it (and records mode's held rows, which
+//! share the ids) and recycled when the last reference goes.
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
@@ -18,7 +19,8 @@ type KeyBytes = SmallVec<[u8; 16]>;
 #[derive(Debug, Default)]
 struct Slot {
     bytes: KeyBytes,
-    sessions: u32,
+    /// The windows stored under the key, and any other references (held rows).
+    references: u32,
     /// No session of the key ends later (a bound: removals do not lower it).
     max_end: i64,
 }
@@ -65,7 +67,7 @@ impl KeyTable {
             .index
             .find(hash, |&id| &*slots[id as usize].bytes == key)
         {
-            slots[id as usize].sessions += 1;
+            slots[id as usize].references += 1;
             return Ok(id);
         }
         let id = match self.free.pop() {
@@ -79,7 +81,7 @@ impl KeyTable {
         };
         slots[id as usize] = Slot {
             bytes: KeyBytes::from_slice(key),
-            sessions: 1,
+            references: 1,
             max_end: i64::MIN,
         };
         self.key_bytes += key.len();
@@ -97,17 +99,33 @@ impl KeyTable {
         self.slots.reserve(more.saturating_sub(self.free.len()));
     }
 
-    /// Counts one more session under the live key `id`.
+    /// Counts one more reference (a window stored) to the live key `id`.
     #[inline]
     pub fn retain(&mut self, id: KeyId) {
-        self.slots[id as usize].sessions += 1;
+        self.slots[id as usize].references += 1;
     }
 
-    /// Counts one session fewer under `id`; forgets the key when none is left.
+    /// Counts `n` more references to the live key `id`.
+    pub fn retain_many(&mut self, id: KeyId, n: u32) {
+        self.slots[id as usize].references += n;
+    }
+
+    /// How many references the live key `id` has.
+    pub fn references(&self, id: KeyId) -> u32 {
+        self.slots[id as usize].references
+    }
+
+    /// Counts `n` (at least one) references fewer to `id`; forgets the key when none is left.
+    pub fn release_many(&mut self, id: KeyId, n: u32) {
+        self.slots[id as usize].references -= n - 1;
+        self.release(id);
+    }
+
+    /// Counts one reference fewer to `id`; forgets the key when none is left.
     pub fn release(&mut self, id: KeyId) {
         let slot = &mut self.slots[id as usize];
-        slot.sessions -= 1;
-        if slot.sessions > 0 {
+        slot.references -= 1;
+        if slot.references > 0 {
             return;
         }
         let bytes = std::mem::take(&mut slot.bytes);

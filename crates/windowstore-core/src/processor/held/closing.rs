@@ -24,47 +24,6 @@ impl Span {
     }
 }
 
-/// The sessions of one key that a call tags, by start, to find the one each held row belongs
-/// to in a few steps (a key can close many sessions in one call).
-#[derive(Debug)]
-pub(super) struct Spans {
-    /// The sessions by start, with their place in the output.
-    by_start: Vec<(Span, u32)>,
-    /// The latest end of the sessions up to each one in `by_start`.
-    reach: Vec<i64>,
-}
-
-impl Spans {
-    fn new(spans: impl Iterator<Item = (Span, u32)>) -> Self {
-        let mut by_start: Vec<(Span, u32)> = spans.collect();
-        by_start.sort_unstable_by_key(|(s, _)| (s.start, s.last));
-        let reach = by_start
-            .iter()
-            .scan(i64::MIN, |most, (s, _)| {
-                *most = (*most).max(s.end);
-                Some(*most)
-            })
-            .collect();
-        Self { by_start, reach }
-    }
-
-    /// The place of the session that holds `entry`: of those whose span holds it, the one
-    /// with the earliest last arrival (see [`Closing`]).
-    pub(super) fn holder(&self, entry: Entry) -> Option<u32> {
-        let t = entry.0;
-        let mut i = self.by_start.partition_point(|(s, _)| s.start <= t);
-        let mut best: Option<(i64, u32)> = None;
-        while i > 0 && self.reach[i - 1] >= t {
-            i -= 1;
-            let (span, place) = self.by_start[i];
-            if span.holds(entry) && best.is_none_or(|(last, _)| span.last < last) {
-                best = Some((span.last, place));
-            }
-        }
-        best.map(|(_, place)| place)
-    }
-}
-
 /// The sessions a call tags, in output order, grouped by key.
 ///
 /// A session `(key, start, end, last)` holds its key's rows timed `start..=end` that arrived
@@ -78,8 +37,14 @@ pub(super) struct Closing {
     /// The sessions (rows of the caller's windows) by key, then start, then row: key bytes
     /// compare like the key values ([`crate::input::key_codec`]), so this is the output order.
     pub(super) order: Vec<u32>,
-    /// Each key's run of `order`, with its sessions' spans.
-    groups: Vec<(Range<usize>, Spans)>,
+    /// Each key's run of `order`, and of `spans`.
+    groups: Vec<Range<usize>>,
+    /// Each key's sessions' spans by start (then last arrival), with their place in the
+    /// output, to find the one each held row belongs to in a few steps (a key can close many
+    /// sessions in one call).
+    spans: Vec<(Span, u32)>,
+    /// The latest end of a key's sessions up to each one in `spans`.
+    reach: Vec<i64>,
 }
 
 impl Closing {
@@ -88,6 +53,8 @@ impl Closing {
             return Ok(Self {
                 order: Vec::new(),
                 groups: Vec::new(),
+                spans: Vec::new(),
+                reach: Vec::new(),
             });
         }
         let last = windows
@@ -102,10 +69,12 @@ impl Closing {
             a.0.cmp(b.0).then(a.1.cmp(&b.1))
         });
         let mut groups = Vec::new();
+        let mut spans = Vec::with_capacity(order.len());
+        let mut reach = Vec::with_capacity(order.len());
         let mut from = 0;
         for group in order.chunk_by(|&a, &b| bounds[a as usize].0 == bounds[b as usize].0) {
             let to = from + group.len();
-            let spans = Spans::new((from..to).map(|place| {
+            spans.extend((from..to).map(|place| {
                 let w = order[place] as usize;
                 let (_, start, end) = bounds[w];
                 let span = Span {
@@ -115,31 +84,54 @@ impl Closing {
                 };
                 (span, place as u32)
             }));
-            groups.push((from..to, spans));
+            spans[from..to].sort_unstable_by_key(|(s, _)| (s.start, s.last));
+            let mut most = i64::MIN;
+            reach.extend(spans[from..to].iter().map(|(s, _)| {
+                most = most.max(s.end);
+                most
+            }));
+            groups.push(from..to);
             from = to;
         }
-        Ok(Self { order, groups })
+        Ok(Self {
+            order,
+            groups,
+            spans,
+            reach,
+        })
     }
 
-    /// The rows of the sessions, each with its session's place in the output, in output
-    /// order: `visit(key, spans, found)` adds to `found` the rows of a key's sessions.
-    pub(super) fn rows(
-        &self,
-        bounds: &[Bounds<'_>],
-        mut visit: impl FnMut(&[u8], &Spans, &mut Vec<(u32, Entry)>) -> Result<()>,
-    ) -> Result<Vec<(u32, Entry)>> {
-        let mut found = Vec::new();
-        for (group, spans) in &self.groups {
-            let from = found.len();
-            visit(
-                bounds[self.order[group.start] as usize].0,
-                spans,
-                &mut found,
-            )?;
-            // A key's rows come in arrival order: sorted, they are in output order.
-            found[from..].sort_unstable();
+    /// How many keys have sessions here.
+    pub(super) fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Each key's bytes, in output order (the key's group is its position).
+    pub(super) fn keys<'b>(&'b self, bounds: &'b [Bounds<'b>]) -> impl Iterator<Item = &'b [u8]> {
+        self.groups
+            .iter()
+            .map(move |group| bounds[self.order[group.start] as usize].0)
+    }
+
+    /// The place of the session of key `group` that holds `entry`: of those whose span holds
+    /// it, the one with the earliest last arrival.
+    pub(super) fn holder(&self, group: usize, entry: Entry) -> Option<u32> {
+        let range = self.groups[group].clone();
+        let (spans, reach) = (&self.spans[range.clone()], &self.reach[range]);
+        if let [(span, place)] = spans {
+            return span.holds(entry).then_some(*place);
         }
-        Ok(found)
+        let t = entry.0;
+        let mut i = spans.partition_point(|(s, _)| s.start <= t);
+        let mut best: Option<(i64, u32)> = None;
+        while i > 0 && reach[i - 1] >= t {
+            i -= 1;
+            let (span, place) = spans[i];
+            if span.holds(entry) && best.is_none_or(|(last, _)| span.last < last) {
+                best = Some((span.last, place));
+            }
+        }
+        best.map(|(_, place)| place)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use arrow_array::StringArray;
+use arrow_buffer::ScalarBuffer;
 
 fn rows(values: &[&str]) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8, false)]));
@@ -16,8 +17,6 @@ fn index(seqs: Vec<i64>, times: Vec<i64>) -> RecordBatch {
     RecordBatch::try_new(Held::index_schema(), columns).unwrap()
 }
 
-/// Rows held with gaps in their numbers (a rejected row, then a compaction) come back
-/// from a snapshot with their numbers, times and keys.
 /// A key table with a session under each of `keys`, as the store has it.
 fn table(keys: &[&str]) -> KeyTable {
     let mut table = KeyTable::default();
@@ -28,22 +27,23 @@ fn table(keys: &[&str]) -> KeyTable {
 }
 
 /// Rows held with gaps in their numbers (a rejected row, then a compaction) come back
-/// from a snapshot with their numbers, times and keys, and the held rows count one
-/// reference on each of their keys.
+/// from a snapshot with their numbers, times and keys, and each held row counts one
+/// reference on its key.
 #[test]
 fn a_snapshot_keeps_numbers_times_and_keys() {
     let mut store = table(&["a", "b", "x"]);
     let mut held = Held::default();
     let batch = rows(&["a0", "b1", "x2", "a3"]);
     let keys = |i: usize| ["a", "b", "x", "a"][i].as_bytes();
-    for (row, seq) in held
-        .keep(&batch, 10, &[2], &vec![5, 6, 7, 8].into())
-        .unwrap()
-    {
+    held.open(10);
+    for row in [0, 1, 3] {
         let id = store.get(keys(row)).unwrap();
-        held.hold(&mut store, id, [5, 6, 7, 8][row], seq);
+        held.hold(&mut store, id, 10 + row as u64);
     }
+    let ticks: ScalarBuffer<i64> = vec![5, 6, 7, 8].into();
+    held.close([(&batch, &ticks)].into_iter()).unwrap();
     held.commit();
+    assert_eq!(held.rows(), 3);
     let schema = batch.schema();
     let (rows, index) = held.to_batches(&schema).unwrap();
     let seqs = index
@@ -65,38 +65,44 @@ fn a_snapshot_keeps_numbers_times_and_keys() {
     let back = Held::from_batches(rows.clone(), &index, 14, key_of, &mut restored).unwrap();
     assert_eq!(back.to_batches(&schema).unwrap(), (rows, index));
     let a = restored.get(b"a").unwrap();
-    assert_eq!(back.index.rows(a), &[(5, 10), (8, 13)]);
-    // "a" has its session and the held rows' reference; "x", only its session.
-    restored.release(a);
-    assert_eq!(restored.get(b"a"), Some(a));
+    assert_eq!(restored.references(a), 3, "its session and two held rows");
     let x = restored.get(b"x").unwrap();
-    restored.release(x);
-    assert_eq!(restored.get(b"x"), None);
+    assert_eq!(restored.references(x), 1, "its session only");
 }
 
 /// A call that holds a row, then takes every row of its key after the store forgot the key
 /// (its session expired in the call), rolls back to the key's rows before the call, under the
-/// id the key has when interned again, and with the held rows' reference on it.
+/// id the key has when interned again, with their references.
 #[test]
 fn a_rollback_interns_an_emptied_key_again() {
     let mut store = table(&["a", "b"]);
-    let mut held = Held::default();
     let a = store.get(b"a").unwrap();
-    held.hold(&mut store, a, 5, 1);
+    let batch = rows(&["a0", "a1"]);
+    let ticks: ScalarBuffer<i64> = vec![5, 6].into();
+    let mut held = Held::default();
+    held.open(0);
+    held.hold(&mut store, a, 0);
+    held.close([(&batch.slice(0, 1), &ticks.slice(0, 1))].into_iter())
+        .unwrap();
     held.commit();
     held.begin();
-    held.hold(&mut store, a, 6, 2);
+    held.open(1);
+    held.hold(&mut store, a, 1);
+    held.close([(&batch.slice(1, 1), &ticks.slice(1, 1))].into_iter())
+        .unwrap();
     store.release(a);
-    held.index.take(&mut store, a, |_| true);
-    assert_eq!(store.get(b"a"), None);
+    let found = [(0, 5, 0, 0, 0), (0, 6, 1, 1, 0)];
+    held.release(&mut store, &found).unwrap();
+    assert_eq!((held.rows(), store.get(b"a")), (0, None));
     // Free "b" too, so that "a" is interned again under another id than it had.
     let b = store.get(b"b").unwrap();
     store.release(b);
     held.rollback(&mut store).unwrap();
     let again = store.get(b"a").unwrap();
     assert_ne!(again, a);
-    assert_eq!(held.index.rows(again), &[(5, 1)]);
-    assert!(held.index.rows(a).is_empty());
+    assert_eq!(held.rows(), 1);
+    assert_eq!(held.segments[0].ids.as_ref(), &[again]);
+    assert_eq!(store.references(again), 1, "the held row's reference");
 }
 
 #[test]
