@@ -53,8 +53,20 @@ pub(crate) struct Held {
     /// left the table, its bytes' range in `took_keys`.
     took: Vec<(KeyId, u32, Option<Range<usize>>)>,
     took_keys: Vec<u8>,
-    /// Scratch of a take: each key id's group of closing sessions (`u32::MAX`: none).
+    /// Scratch of a take: each key id's group of closing sessions (`u32::MAX`: none), and the
+    /// rows found (kept, so that a call does not fault in fresh pages for them).
+    scratch: Scratch,
+}
+
+/// A take's buffers, kept from call to call.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// Each key id's group of closing sessions (`u32::MAX`: none).
     group_of: Vec<u32>,
+    /// The rows found, in held order.
+    found: Vec<Found>,
+    /// The rows found, in output order.
+    sorted: Vec<Found>,
 }
 
 /// A held row's event time in ticks and arrival number.
@@ -178,8 +190,8 @@ impl Held {
             if held.iter().any(|&id| id != NO_KEY) {
                 let ids = (0..n).map(|i| held.get(i).copied().unwrap_or(NO_KEY));
                 let first = seq_number(self.first + from as u64);
-                let seqs: Vec<i64> = (first..first + n as i64).collect();
-                let segment = Segment::new(&seqs, ticks.clone(), ids.collect(), batch.clone());
+                let segment =
+                    Segment::numbered_from(first, ticks.clone(), ids.collect(), batch.clone());
                 self.segments.push(if segment.live * 2 < n {
                     segment.compacted()?
                 } else {
@@ -206,13 +218,15 @@ impl Held {
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
         let closing = Closing::new(windows, bounds, keys)?;
-        let mut group_of = std::mem::take(&mut self.group_of);
-        let found = self.find(table, &closing, bounds, &mut group_of);
-        self.group_of = group_of;
-        let found = found?;
-        let out = self.gather(windows, &closing, &found, keys, schema)?;
-        self.release(table, &found)?;
-        Ok(out)
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let found = self.find(table, &closing, bounds, &mut scratch);
+        let out = found.and_then(|()| {
+            let out = self.gather(windows, &closing, &scratch.sorted, keys, schema)?;
+            self.release(table, &scratch.sorted)?;
+            Ok(out)
+        });
+        self.scratch = scratch;
+        out
     }
 
     /// The rows of the sessions `windows` tagged, as [`Self::take`] returns them, leaving them
@@ -226,20 +240,26 @@ impl Held {
         schema: &SchemaRef,
     ) -> Result<RecordBatch> {
         let closing = Closing::new(windows, bounds, keys)?;
-        let found = self.find(table, &closing, bounds, &mut Vec::new())?;
-        self.gather(windows, &closing, &found, keys, schema)
+        let mut scratch = Scratch::default();
+        self.find(table, &closing, bounds, &mut scratch)?;
+        self.gather(windows, &closing, &scratch.sorted, keys, schema)
     }
 
     /// The held rows of the sessions of `closing`, in output order: one pass over the held
     /// rows that may lie in one (by their segments' time spans), each looked up by its key id
-    /// in `group_of` (scratch: all `u32::MAX`, and left so).
+    /// in the scratch's `group_of` (all `u32::MAX`, and left so); into the scratch's `sorted`.
     fn find(
         &self,
         table: &KeyTable,
         closing: &Closing,
         bounds: &[Bounds<'_>],
-        group_of: &mut Vec<u32>,
-    ) -> Result<Vec<Found>> {
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let Scratch {
+            group_of,
+            found,
+            sorted,
+        } = scratch;
         let mut ids = Vec::with_capacity(closing.groups());
         for (group, key) in closing.keys(bounds).enumerate() {
             let Some(id) = table.get(key) else {
@@ -256,7 +276,7 @@ impl Held {
         }
         let lo = bounds.iter().map(|b| b.1).min().unwrap_or(i64::MAX);
         let hi = bounds.iter().map(|b| b.2).max().unwrap_or(i64::MIN);
-        let mut found = Vec::new();
+        found.clear();
         for (s, segment) in self.segments.iter().enumerate() {
             if segment.span.1 < lo || segment.span.0 > hi {
                 continue;
@@ -275,7 +295,8 @@ impl Held {
         for id in ids {
             group_of[id as usize] = u32::MAX;
         }
-        Ok(in_output_order(found, closing.order.len()))
+        in_output_order(found, closing.order.len(), sorted);
+        Ok(())
     }
 
     /// The tagged rows of `found` (each held row with its session's place in the output, in
@@ -433,17 +454,18 @@ impl Held {
 
 /// `found`, of `sessions` sessions, in output order: by session (a counting sort, as the
 /// places are dense), then each session's rows by time and arrival.
-fn in_output_order(found: Vec<Found>, sessions: usize) -> Vec<Found> {
+fn in_output_order(found: &[Found], sessions: usize, out: &mut Vec<Found>) {
     let mut starts = vec![0usize; sessions + 1];
-    for f in &found {
+    for f in found {
         starts[f.0 as usize + 1] += 1;
     }
     for i in 1..starts.len() {
         starts[i] += starts[i - 1];
     }
     let mut next = starts.clone();
-    let mut out = vec![(0, 0, 0, 0, 0); found.len()];
-    for f in found {
+    out.clear();
+    out.resize(found.len(), (0, 0, 0, 0, 0));
+    for &f in found {
         let at = &mut next[f.0 as usize];
         out[*at] = f;
         *at += 1;
@@ -451,7 +473,6 @@ fn in_output_order(found: Vec<Found>, sessions: usize) -> Vec<Found> {
     for session in starts.windows(2) {
         out[session[0]..session[1]].sort_unstable_by_key(|f| (f.1, f.2));
     }
-    out
 }
 
 /// Arrival number `seq` as the held rows keep it.

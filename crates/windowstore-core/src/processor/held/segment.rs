@@ -42,15 +42,28 @@ impl Segment {
         ids: ScalarBuffer<KeyId>,
         rows: RecordBatch,
     ) -> Self {
-        let n = seqs.len();
         let first = seqs.first().copied().unwrap_or(0);
-        let dense = seqs.last().is_none_or(|&last| last - first + 1 == n as i64);
-        let alive = BooleanBuffer::collect_bool(n, |i| ids[i] != NO_KEY);
+        let dense = seqs
+            .last()
+            .is_none_or(|&last| last - first + 1 == seqs.len() as i64);
+        let mut segment = Self::numbered_from(first, times, ids, rows);
+        segment.seqs = (!dense).then(|| seqs.into());
+        segment
+    }
+
+    /// A segment of `rows`, numbered `first, first + 1, ...`, timed `times`, under key `ids`.
+    pub fn numbered_from(
+        first: i64,
+        times: ScalarBuffer<i64>,
+        ids: ScalarBuffer<KeyId>,
+        rows: RecordBatch,
+    ) -> Self {
+        let alive = BooleanBuffer::collect_bool(times.len(), |i| ids[i] != NO_KEY);
         let held = alive.set_indices().map(|i| times[i]);
         let span = held.fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
         Self {
             first,
-            seqs: (!dense).then(|| seqs.into()),
+            seqs: None,
             live: alive.count_set_bits(),
             times,
             ids,
