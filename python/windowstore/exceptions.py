@@ -152,7 +152,7 @@ class AggregateOverflowError(WindowStoreError, ArithmeticError):
 
 
 class SessionOverflowError(WindowStoreError):
-    """A ``collect(..., overflow="fail")`` exceeded its ``max_size``.
+    """A ``collect(..., overflow="fail")`` exceeded its ``max_size``, in a window of any kind.
 
     Attributes:
         key: The key, rendered as ``column=value``.

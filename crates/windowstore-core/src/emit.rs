@@ -150,7 +150,7 @@ impl Rows {
         &self.deletes
     }
 
-    /// Room for the final rows of `windows`, held windows whose values are their states after
+    /// Room for the final rows of `windows`, stored windows whose values are their states after
     /// a prefix (the room of the prefixes is spare).
     pub fn reserve_for<'a>(&mut self, windows: impl Iterator<Item = &'a KeyedSession<'a>>) {
         let (n, key_bytes, value_bytes) = windows.fold((0, 0, 0), |(n, k, v), w| {

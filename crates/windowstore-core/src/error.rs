@@ -22,9 +22,10 @@ pub enum Error {
         /// What is wrong with it (the type found and the types accepted).
         reason: String,
     },
-    /// A bounded `collect` overflowed under `overflow="fail"`.
+    /// A bounded `collect` overflowed under `overflow="fail"`, in a window of any kind (Python's
+    /// `SessionOverflowError`).
     #[error("collect({column}) overflowed max_size {max_size} in the window [{start}, {end}] of key {key}")]
-    SessionOverflow {
+    CollectOverflow {
         /// The key, rendered for people.
         key: String,
         /// The window start.

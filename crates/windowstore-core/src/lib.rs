@@ -7,6 +7,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 pub mod agg;
+pub mod any_processor;
 pub mod emit;
 pub mod error;
 pub mod input;
@@ -20,5 +21,6 @@ pub mod state;
 pub mod store;
 pub mod time;
 
+pub use any_processor::{restore_any, AnyProcessor};
 pub use error::{Error, Result};
 pub use store::{KeyedSession, Session, SessionStore, StoreMetrics};

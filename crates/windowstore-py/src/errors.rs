@@ -28,7 +28,7 @@ mod py {
 /// | `InvalidWindowSpec` | `InvalidWindowSpec` (a `ValueError`)           |
 /// | `Schema`            | `SchemaError` (a `ValueError`)                 |
 /// | `InvalidRecord`     | `InvalidRecordError` (a `ValueError`)          |
-/// | `SessionOverflow`   | `SessionOverflowError`                         |
+/// | `CollectOverflow`   | `SessionOverflowError`                         |
 /// | `AggregateOverflow` | `AggregateOverflowError` (an `ArithmeticError`)|
 /// | `ProcessorClosed`   | `ProcessorClosedError`                         |
 /// | `Snapshot`          | `SnapshotError`                                |
@@ -57,7 +57,7 @@ pub fn to_py(err: Error) -> PyErr {
             Err(other) => py::WindowStoreError::new_err(other.to_string()),
         },
         Error::Schema { column, .. } => py::SchemaError::new_err((message, column)),
-        Error::SessionOverflow {
+        Error::CollectOverflow {
             key, start, end, ..
         } => py::SessionOverflowError::new_err((message, key, start, end)),
         Error::AggregateOverflow {

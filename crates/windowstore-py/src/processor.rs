@@ -13,11 +13,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::{PyRecordBatch, PySchema};
+use windowstore_core::any_processor::{restore_any, AnyProcessor};
 use windowstore_core::emit::EmitMode;
 use windowstore_core::input::Markers;
-use windowstore_core::processor::{
-    restore_any, AnyProcessor, Clock, Output, Processor, Then as Hook, WindowQuery,
-};
+use windowstore_core::processor::{Clock, Output, Processor, Then as Hook, WindowQuery};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, SessionSpec};
 use windowstore_core::sliding::SlidingSpec;

@@ -170,7 +170,7 @@ pub fn session_windows<'py>(
             .py()?;
         let result = py
             .detach(|| match output {
-                Output::Windows => windowstore_core::session::capped_session_windows(
+                Output::Windows => windowstore_core::session::session_windows(
                     args.schema,
                     &args.batches,
                     args.input,
@@ -179,7 +179,7 @@ pub fn session_windows<'py>(
                     args.aggs,
                     args.on_invalid,
                 ),
-                Output::Records => windowstore_core::session::capped_session_records(
+                Output::Records => windowstore_core::session::session_records(
                     args.schema,
                     &args.batches,
                     args.input,

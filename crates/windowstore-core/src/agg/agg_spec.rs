@@ -7,7 +7,7 @@ pub enum Overflow {
     DropOldest,
     /// Keep the oldest `max_size` values by `(time, seq)`.
     DropNewest,
-    /// Fail with [`crate::Error::SessionOverflow`].
+    /// Fail with [`crate::Error::CollectOverflow`].
     Fail,
 }
 

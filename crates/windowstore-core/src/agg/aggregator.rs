@@ -1,4 +1,5 @@
-//! [`Aggregator`]: specs bound to a schema, with the record/merge/finish path and the fast path.
+//! [`Aggregator`]: specs bound to a schema, with the per-record path (`encode_row`, `merge`,
+//! `finish`) and complete mode's columnar path (`aggregate_runs`, `aggregate_ranges`).
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{FieldRef, Schema};
@@ -78,7 +79,7 @@ impl Aggregator {
     /// `time` and arrival sequence `seq`.
     ///
     /// Precondition: `batch` has the schema given to [`Aggregator::try_new`] (same column
-    /// order and types) and `row < batch.num_rows()`. This is not checked per row (the fast
+    /// order and types) and `row < batch.num_rows()`. This is not checked per row (the columnar
     /// path checks it per batch); if broken, the affected values read as null — never a panic.
     ///
     /// Each call resolves the batch's columns anew; the crate's per-record paths resolve them
@@ -121,7 +122,7 @@ impl Aggregator {
     /// `encode_row`/`merge`). Merging is associative and commutative in the results it leads
     /// to (float sums up to rounding).
     ///
-    /// Errors: [`Error::SessionOverflow`] when a `collect` under `Fail` would exceed its bound
+    /// Errors: [`Error::CollectOverflow`] when a `collect` under `Fail` would exceed its bound
     /// (key and window empty: fill them with [`super::fill_overflow`]); an
     /// [`Error::InvalidWindowSpec`] with parameter `state` for corrupted input. On error, `out`
     /// is left as it was.
@@ -224,7 +225,7 @@ impl Aggregator {
             .collect()
     }
 
-    /// Complete-data fast path: `order` lists row indices of `batch` grouped into windows;
+    /// Complete mode's columnar path: `order` lists row indices of `batch` grouped into windows;
     /// window `w` holds `order[offsets[w]..offsets[w+1]]` (`offsets.len() == windows + 1`;
     /// windows may share rows), each window's rows already in (time, arrival) order, with
     /// `times[row]` the event time of each row and arrival = row index. Returns one array per
@@ -254,7 +255,7 @@ impl Aggregator {
 
     /// The first window of [`Aggregator::aggregate_runs`]'s arguments in which a `collect`
     /// under `Fail` exceeds its bound, with the offending column (to locate the
-    /// [`Error::SessionOverflow`] that `aggregate_runs` returned). `None` if there is none or
+    /// [`Error::CollectOverflow`] that `aggregate_runs` returned). `None` if there is none or
     /// the arguments are invalid.
     pub fn first_overflow(
         &self,
@@ -267,7 +268,7 @@ impl Aggregator {
         self.overflow_in(batch, Ranges::runs(order, &bounds))
     }
 
-    /// Complete-data fast path for overlapping windows: `order` lists row indices of `batch`
+    /// Complete mode's columnar path for overlapping windows: `order` lists row indices of `batch`
     /// in (key, time, arrival) order and window `w` holds `order[lo[w]..hi[w]]`, where `lo`
     /// and `hi` never decrease (sliding windows of consecutive key groups, listed by start).
     /// Returns one array per spec, one row per window, equal to what

@@ -5,7 +5,7 @@
 //! one scale). As Spark does:
 //! - `sum` is `Decimal128(min(38, p + 10), s)`;
 //! - `mean` is `Decimal128(min(38, p + 4), min(38, s + 4))`: the exact sum over the count,
-//!   rounded half away from zero (`HALF_UP`) at the result's scale; its running sum is held
+//!   rounded half away from zero (`HALF_UP`) at the result's scale; its running sum is kept
 //!   as the sum's type;
 //! - a sum beyond its type's precision is an [`Error::AggregateOverflow`] (Spark returns null
 //!   outside ANSI mode): a state is refused at the merge that would leave the precision, so a

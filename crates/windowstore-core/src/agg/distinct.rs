@@ -206,15 +206,15 @@ pub(crate) fn range_counts(
 ) -> ArrayRef {
     let order = ranges.order;
     let elements = Elements::of_rows(array, data_type, kind, order.iter().map(|&r| r as usize));
-    let mut held: HashMap<&[u8], u32> = HashMap::new();
-    // `held` counts the elements of positions lo..hi.
+    let mut in_range: HashMap<&[u8], u32> = HashMap::new();
+    // `in_range` counts the elements of positions lo..hi.
     let (mut lo, mut hi) = (0usize, 0usize);
-    let leave = |held: &mut HashMap<&[u8], u32>, p: usize| {
+    let leave = |in_range: &mut HashMap<&[u8], u32>, p: usize| {
         if let Some(e) = elements.get(p) {
-            if let Some(n) = held.get_mut(e) {
+            if let Some(n) = in_range.get_mut(e) {
                 *n -= 1;
                 if *n == 0 {
-                    held.remove(e);
+                    in_range.remove(e);
                 }
             }
         }
@@ -222,22 +222,22 @@ pub(crate) fn range_counts(
     let mut counts = Vec::with_capacity(ranges.lo.len());
     for (w, (l, h)) in ranges.bounds().enumerate() {
         if ranges.lone(w) {
-            (lo..hi).for_each(|p| leave(&mut held, p));
+            (lo..hi).for_each(|p| leave(&mut in_range, p));
             (lo, hi) = (h, h);
             counts.push(sorted_set(&elements, l..h).len() as i64);
             continue;
         }
         while hi < h {
             if let Some(e) = elements.get(hi) {
-                *held.entry(e).or_insert(0) += 1;
+                *in_range.entry(e).or_insert(0) += 1;
             }
             hi += 1;
         }
         while lo < l {
-            leave(&mut held, lo);
+            leave(&mut in_range, lo);
             lo += 1;
         }
-        counts.push(held.len() as i64);
+        counts.push(in_range.len() as i64);
     }
     std::sync::Arc::new(Int64Array::from(counts))
 }

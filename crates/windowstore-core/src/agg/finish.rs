@@ -1,4 +1,5 @@
-//! The slow path's last step: one output array per spec from the specs' segments of many states.
+//! The per-record path's last step: one output array per spec from the specs' segments of many
+//! states.
 
 use std::sync::Arc;
 

@@ -144,14 +144,14 @@ pub(crate) fn fold_row(
             }
             FoldOp::Best { max, kind } => {
                 let word = inputs.word(i, row);
-                let held = match seg[0] {
+                let current = match seg[0] {
                     0 => None,
                     _ => Some(u64_at(seg, 1)?),
                 };
                 let record_wins = if state_first {
-                    best_word_is_second(max, kind, held, word)
+                    best_word_is_second(max, kind, current, word)
                 } else {
-                    !best_word_is_second(max, kind, word, held)
+                    !best_word_is_second(max, kind, word, current)
                 };
                 if record_wins {
                     seg[0] = u8::from(word.is_some());

@@ -385,6 +385,6 @@ mod tests {
         let err = aggregator
             .run_states(&batch, &[0, 1, 2], &[0, 1, 2], &[0, 3])
             .unwrap_err();
-        assert!(matches!(err, Error::SessionOverflow { .. }), "{err}");
+        assert!(matches!(err, Error::CollectOverflow { .. }), "{err}");
     }
 }

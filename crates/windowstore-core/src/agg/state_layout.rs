@@ -467,10 +467,10 @@ fn merge_lists<'a>(
     Ok(())
 }
 
-/// The [`Error::SessionOverflow`] of a `collect` under `Fail`, with key and window left for the
+/// The [`Error::CollectOverflow`] of a `collect` under `Fail`, with key and window left for the
 /// caller to fill (see [`super::fill_overflow`]).
 pub(crate) fn overflow_error(slot: &Slot, max_size: usize) -> Error {
-    Error::SessionOverflow {
+    Error::CollectOverflow {
         key: String::new(),
         start: 0,
         end: 0,

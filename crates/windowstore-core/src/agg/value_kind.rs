@@ -1,8 +1,8 @@
-//! Value kinds: how an accepted Arrow type is held in a state, and which types each function accepts.
+//! Value kinds: how an accepted Arrow type is kept in a state, and which types each function accepts.
 
 use arrow_schema::DataType;
 
-/// How the values of an input column are held in a state.
+/// How the values of an input column are kept in a state.
 ///
 /// Fixed kinds hold one value in a little-endian `u64` "word" (see [`super::native::Num`]):
 /// signed integers and temporal types as `i64`, unsigned integers as `u64`, `Float32` as its
@@ -58,7 +58,7 @@ impl Kind {
         })
     }
 
-    /// Whether values of this kind are held in one `u64` word.
+    /// Whether values of this kind are kept in one `u64` word.
     pub(crate) fn is_word(self) -> bool {
         matches!(self, Self::Signed | Self::Unsigned | Self::F32 | Self::F64)
     }

@@ -58,9 +58,9 @@
 
 use super::call::CallState;
 use super::held::{unstored, Held};
+use super::kind::{Record, Step};
 use super::kind::{RunOutcome, WindowKind};
 use super::lifecycle::Lifecycle;
-use super::step::{Record, Step};
 use super::{Chunk, Counters, Processor};
 use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
@@ -170,7 +170,7 @@ impl<K: WindowKind> Processor<K> {
 
         let ticks = bound.ticks;
         let mode = kind.emit();
-        let mut step = Step::new(bound, mode, life, &mut counters.kind);
+        let mut step = bound.step(mode, life, &mut counters.kind);
         let isolated = apply_slices(&ticks, &mut step, held.as_mut(), &arrivals)?;
         if let Some(held) = held.as_mut() {
             held.close(chunks.iter().map(|c| (&c.batch, &c.ticks)))?;

@@ -5,12 +5,13 @@
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::kind::WindowKind;
+use super::kind::{Step, WindowKind};
+use super::lifecycle::Lifecycle;
 use super::records;
 use super::{Clock, Processor};
 use crate::agg::inputs::Inputs;
 use crate::agg::{AggSpec, Aggregator};
-use crate::emit::{EmitMode, Rows};
+use crate::emit::{Changelog, EmitMode, Rows};
 use crate::input::time::TimeColumn;
 use crate::input::{plain_schema, BoundInput, InputSpec};
 use crate::output::{Layout, OutputBuilder};
@@ -144,6 +145,28 @@ impl<K: WindowKind> Bound<K> {
     pub fn build(&self, rows: &Rows) -> Result<RecordBatch> {
         self.output
             .build(&self.input.keys, &self.input.time, &self.aggs, rows)
+    }
+
+    /// The state a call of `mode` works on: the store and aggregates, where `life` stands, and
+    /// the kind's `counters` to count into.
+    pub fn step<'a>(
+        &'a mut self,
+        mode: EmitMode,
+        life: &Lifecycle,
+        counters: &'a mut K::Counters,
+    ) -> Step<'a, K> {
+        Step {
+            store: &mut self.store,
+            aggs: &self.aggs,
+            keys: &self.input.keys,
+            mode,
+            close: i64::MIN,
+            changelog: Changelog::new(mode),
+            finals: Rows::default(),
+            emitted_below: life.emitted_below,
+            latest_end: life.latest_end,
+            counters,
+        }
     }
 
     /// Replaces the (empty) store with a restored one of the same retention.

@@ -277,7 +277,7 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// A processing-time record's time at reading `wall`: the latest reading so far (a clock
-    /// that steps back is held there).
+    /// that steps back stays there).
     pub(super) fn arrival(&self, wall: i64) -> i64 {
         self.call.life.stream_time.map_or(wall, |st| st.max(wall))
     }

@@ -1,24 +1,30 @@
 //! What a window kind supplies to the one streaming processor: its parameters, how a record is
-//! checked and applied, which windows are due, and its own counters and snapshot fields.
+//! checked and applied, which windows are due, and its own counters and snapshot fields; and
+//! what it works with while a call's records are applied ([`Step`]: the store, the
+//! aggregates, the call's output so far, and the one rule every kind shares for putting a
+//! window: in `final` mode, windows that close are emitted before a put can expire them).
 
 use std::fmt::Debug;
 
 use arrow_schema::TimeUnit;
 
-use super::step::{Record, Step};
-use crate::emit::{EmitMode, Rows};
+use crate::agg::inputs::Inputs;
+use crate::agg::{fill_overflow, Aggregator};
+use crate::emit::{Changelog, EmitMode, Rows};
 use crate::input::time::TimeProblem;
+use crate::input::KeyCodec;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
 use crate::reject::{OnInvalid, Reason};
-use crate::store::session_store::Reads;
+use crate::store::session_store::{PutOutcome, Reads};
 use crate::store::WindowStore;
 use crate::time::{Duration, TimeBase};
-use crate::{KeyedSession, Result};
+use crate::{KeyedSession, Result, SessionStore};
 
-/// A record's fields that decide whether it can be used at all, before any state is read.
+/// A record's fields that decide whether it can be used at all, as [`WindowKind::check`] gets
+/// them: not checked yet, and read before any state is.
 #[derive(Debug, Clone, Copy)]
-pub struct Checked {
+pub struct Unchecked {
     /// A key column is null.
     pub null_key: bool,
     /// Why the time cannot be used, if it cannot.
@@ -120,7 +126,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// or why it is rejected. Counts what checking counts (clamped gaps) in `counters`.
     fn check(
         ticks: &Self::Ticks,
-        record: Checked,
+        record: Unchecked,
         counters: &mut Self::Counters,
     ) -> std::result::Result<Self::Prepared, Reason>;
 
@@ -197,8 +203,8 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
 
     /// Checks a restored store entry `[start, stored_end]` with `value` the way the kind will
     /// read it, and adds the aggregate states it holds to `states` (the processor checks that
-    /// they are readable); says what is wrong. By default the value is the closing bound's
-    /// 8-byte prefix (see [`Self::check_stored`]) followed by one aggregate state.
+    /// they are readable); says what is wrong. By default the value is the 8-byte prefix of
+    /// [`crate::state`] (see [`Self::check_stored`]) followed by one aggregate state.
     fn stored_states<'v>(
         ticks: &Self::Ticks,
         start: i64,
@@ -215,11 +221,94 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
         Ok(())
     }
 
-    /// Appends a held window to `rows` as a final output row.
+    /// Appends a stored window to `rows` as a final output row.
     fn final_row(window: &KeyedSession<'_>, rows: &mut Rows);
 
     /// Writes the parameters into snapshot metadata.
     fn write_meta(&self, w: &mut MetaWriter<'_>);
     /// Reads the parameters back; `emit` and `on_invalid` are read by the processor.
     fn read_meta(r: &MetaReader<'_>, emit: EmitMode, on_invalid: OnInvalid) -> Result<Self>;
+}
+
+/// One usable record, as a kind's `step` gets it.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a, P> {
+    /// The encoded key.
+    pub key: &'a [u8],
+    /// The aggregate inputs of the batch the record is in.
+    pub inputs: &'a Inputs,
+    /// The record's row in its batch.
+    pub row: usize,
+    /// The record's time in ticks.
+    pub t: i64,
+    /// The record's arrival number (orders ties in time).
+    pub seq: u64,
+    /// Stream time once the record is looked at (at least `t`).
+    pub stream_time: i64,
+    /// What checking the record left.
+    pub prepared: P,
+}
+
+/// The state a call works on, and its output so far.
+#[derive(Debug)]
+pub struct Step<'a, K: WindowKind> {
+    /// The store (journaled: the processor rolls it back if the call fails).
+    pub store: &'a mut K::Store,
+    /// The aggregates.
+    pub aggs: &'a Aggregator,
+    /// The key columns (to name a key in errors).
+    pub keys: &'a KeyCodec,
+    /// The emit mode.
+    pub mode: EmitMode,
+    /// `stream time - grace` after the current record: windows closing before it are closed.
+    pub close: i64,
+    /// The changelog of the call (changelog modes).
+    pub changelog: Changelog,
+    /// Final windows emitted by the call (final mode).
+    pub finals: Rows,
+    /// Every window whose closing bound lies below this has been emitted (final mode).
+    pub emitted_below: i64,
+    /// The largest window end put so far (see `Lifecycle::latest_end`); a kind that cares
+    /// keeps it up to date.
+    pub latest_end: Option<i64>,
+    /// The kind's counters.
+    pub counters: &'a mut K::Counters,
+}
+
+impl<K: WindowKind> Step<'_, K> {
+    /// Emits (final mode) every window not emitted yet whose closing bound is below `close`.
+    pub fn emit_closed(&mut self) {
+        if self.close <= self.emitted_below {
+            return;
+        }
+        let due = self.store.take_due(self.emitted_below, self.close - 1);
+        super::push_finals::<K>(&due, &mut self.finals);
+        self.emitted_below = self.close;
+    }
+
+    /// `a` merged with `b` into `out`; an overflow names the key and window `[start, end]`.
+    pub fn merge(
+        &self,
+        key: &[u8],
+        (start, end): (i64, i64),
+        a: &[u8],
+        b: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.aggs
+            .merge(a, b, out)
+            .map_err(|e| fill_overflow(e, self.keys.render(key), start, end))
+    }
+}
+
+impl<K: WindowKind<Store = SessionStore>> Step<'_, K> {
+    /// Puts window `[start, end]` of `key` with stored `value`. In `final` mode, a put that
+    /// would drop expired segments first emits every window that has closed, so expiry never
+    /// takes a window that was not emitted.
+    pub fn put(&mut self, key: &[u8], start: i64, end: i64, value: &[u8]) -> Result<PutOutcome> {
+        if self.mode == EmitMode::Final && self.store.put_would_drop_segments(end) {
+            self.emit_closed();
+        }
+        self.store.put(key, start, end, value)
+    }
 }

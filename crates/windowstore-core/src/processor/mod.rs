@@ -20,7 +20,6 @@
 //! the Python bindings finish user-defined aggregates this way); if it fails, the call rolls
 //! back like any other failure.
 
-mod any;
 mod batched;
 mod bound;
 mod call;
@@ -31,21 +30,19 @@ mod lifecycle;
 mod query;
 mod records;
 mod snapshot;
-mod step;
 mod validate;
 
 use arrow_array::RecordBatch;
 use arrow_buffer::ScalarBuffer;
 use arrow_schema::SchemaRef;
 
-pub use any::{restore_any, AnyProcessor};
 pub use bound::check_durations;
 pub use clock::{system_now, Clock};
-pub use kind::{Checked, KindCounters, RunOutcome, WindowKind};
+pub use kind::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
 pub use query::WindowQuery;
 pub use records::{id_fields, Output, LAST, ROW, TAGS};
 pub(crate) use records::{ids_of, sort_order, tagged_schema};
-pub use step::{Record, Step};
+pub(crate) use snapshot::IN_MEMORY;
 
 use crate::agg::inputs::Inputs;
 use crate::agg::AggSpec;
@@ -65,7 +62,7 @@ use held::{Bounds, Held};
 /// call back.
 pub type Then<'a> = dyn FnMut(&RecordBatch) -> Result<()> + Send + 'a;
 
-/// Appends to `rows`, as final rows, the held windows not emitted yet whose closing bound (the
+/// Appends to `rows`, as final rows, the stored windows not emitted yet whose closing bound (the
 /// stored end: see [`WindowKind`]) lies in `[emitted_below, latest]`, in (end, start, key)
 /// order.
 pub(crate) fn emit_pending<K: WindowKind>(
@@ -77,7 +74,7 @@ pub(crate) fn emit_pending<K: WindowKind>(
     push_finals::<K>(&store.stored_sessions_by_end(emitted_below, latest), rows);
 }
 
-/// Appends the held windows `due` to `rows` as final rows.
+/// Appends the stored windows `due` to `rows` as final rows.
 pub(crate) fn push_finals<K: WindowKind>(due: &[KeyedSession<'_>], rows: &mut Rows) {
     rows.reserve_for(due.iter());
     for window in due {
@@ -392,7 +389,10 @@ impl<K: WindowKind> Processor<K> {
             );
         }
         let mark = self.begin_call();
-        let out = match self.tagged(&rows).and_then(|out| then(&out).map(|()| out)) {
+        let out = match self
+            .output_of(&rows)
+            .and_then(|out| then(&out).map(|()| out))
+        {
             Ok(out) => out,
             Err(e) => {
                 self.rollback_call(&mark)?;
@@ -409,7 +409,7 @@ impl<K: WindowKind> Processor<K> {
     }
 
     /// In `final` mode, the earliest stream time at which a window not emitted yet closes
-    /// (stream time then exceeds its closing bound plus grace); `None` when none is held, and
+    /// (stream time then exceeds its closing bound plus grace); `None` when none is stored, and
     /// in the changelog modes, which emit nothing at close.
     pub fn next_close(&self) -> Option<i64> {
         let bound = self
@@ -462,7 +462,7 @@ impl<K: WindowKind> Processor<K> {
             applied = self.apply(&chunks, checked_counters, advance);
         }
         let applied = applied
-            .and_then(|(rows, counters)| Ok((self.tagged(&rows)?, counters)))
+            .and_then(|(rows, counters)| Ok((self.output_of(&rows)?, counters)))
             .and_then(|(out, counters)| then(&out).map(|()| (out, counters)));
         match applied {
             Ok((out, counters)) => {
@@ -478,9 +478,10 @@ impl<K: WindowKind> Processor<K> {
         }
     }
 
-    /// The output of `rows`: in records mode, the rows of these closed sessions, taken out of
-    /// the held rows (journaled: the caller commits or rolls back); else the windows.
-    fn tagged(&mut self, rows: &Rows) -> Result<RecordBatch> {
+    /// The output batch of `rows`: the windows, or in records mode the tagged rows of these
+    /// closed sessions, taken out of the held rows (journaled: the caller commits or rolls
+    /// back).
+    fn output_of(&mut self, rows: &Rows) -> Result<RecordBatch> {
         let bound = self
             .bound
             .as_mut()
@@ -511,7 +512,7 @@ impl<K: WindowKind> Processor<K> {
             let flags = bound.input.markers.as_ref().map(|m| m.read(&batch));
             let mut checked = Vec::with_capacity(batch.num_rows());
             for row in 0..batch.num_rows() {
-                let record = Checked {
+                let record = Unchecked {
                     null_key: keys.null[row],
                     time: times.problem(row),
                     t: times.ticks[row],
@@ -567,7 +568,7 @@ impl<K: WindowKind> Processor<K> {
         let ticks = bound.ticks;
         let grace = K::grace(&ticks);
         let mode = kind.emit();
-        let mut step = Step::new(bound, mode, life, &mut counters.kind);
+        let mut step = bound.step(mode, life, &mut counters.kind);
         let mut scratch = K::Scratch::default();
         if let Some(t) = advance {
             life.observe(t);

@@ -127,7 +127,7 @@ impl<K: WindowKind> Processor<K> {
     /// Restores a processor from decoded snapshot parts, read from `path` (which names it in
     /// errors); refuses them whole if any part is malformed or the content is not one a
     /// processor could have written.
-    pub(super) fn from_parts(
+    pub(crate) fn from_parts(
         path: &Path,
         (store, meta, tables): snapshot_format::Decoded,
     ) -> Result<Self> {

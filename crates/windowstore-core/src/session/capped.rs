@@ -58,7 +58,7 @@ use crate::input::markers::ENDS;
 use crate::input::Markers;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
+use crate::processor::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
 use crate::reject::Reason;
 use crate::store::KeyedSession;
 use crate::time::{Duration, TimeBase};
@@ -106,7 +106,7 @@ pub struct CappedTicks {
 pub struct CappedCounters {
     /// Dynamic gaps clamped to `max_gap`.
     pub gap_clamped: u64,
-    /// Sessions held or emitted so far that the cap ended (the next record of the key would have
+    /// Sessions stored or emitted so far that the cap ended (the next record of the key would have
     /// joined them by the gap rule). A record that re-cuts open sessions can lower it; at the
     /// end of input it equals complete mode's count.
     pub max_duration_cuts: u64,
@@ -199,7 +199,7 @@ impl WindowKind for CappedSessionSpec {
 
     fn check(
         ticks: &CappedTicks,
-        r: Checked,
+        r: Unchecked,
         counters: &mut CappedCounters,
     ) -> std::result::Result<Prepared, Reason> {
         let mut session = SessionCounters::default();

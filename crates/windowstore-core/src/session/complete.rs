@@ -41,23 +41,12 @@ pub struct CompleteSessions {
 }
 
 /// Session windows of `batches` (all of `schema`) in one pass after a sort by key and time.
+/// With a `max_duration`, no session spans more than it from its first to its last record
+/// (docs/semantics.md section 2, maximum duration): per key in time order, a record joins the
+/// current session if the gap rule joins it and `t - start <= max_duration`, and starts a new
+/// session otherwise; `None` is no cap. The marker columns of `input.markers` separate sessions
+/// too (docs/semantics.md section 2, sessions a record starts or ends).
 pub fn session_windows(
-    schema: SchemaRef,
-    batches: &[RecordBatch],
-    input: InputSpec,
-    gap: GapSpec,
-    aggs: Vec<AggSpec>,
-    on_invalid: OnInvalid,
-) -> Result<CompleteSessions> {
-    capped_session_windows(schema, batches, input, gap, None, aggs, on_invalid)
-}
-
-/// [`session_windows`] where no session spans more than `max_duration` from its first to its
-/// last record (docs/semantics.md section 2, maximum duration): per key in time order, a record
-/// joins the current session if the gap rule joins it and `t - start <= max_duration`, and
-/// starts a new session otherwise. `None` is no cap. The marker columns of `input.markers`
-/// separate sessions too (docs/semantics.md section 2, sessions a record starts or ends).
-pub fn capped_session_windows(
     schema: SchemaRef,
     batches: &[RecordBatch],
     input: InputSpec,
@@ -89,11 +78,11 @@ pub fn capped_session_windows(
     })
 }
 
-/// [`capped_session_windows`] with every usable row tagged instead of one row per session:
+/// [`session_windows`] with every usable row tagged instead of one row per session:
 /// `windows` holds the input rows (their columns of their own types) with their session's
 /// `session_start`, `session_end` and `session_id`, sessions by key value then start, a
 /// session's rows in (time, row) order. The sessions are the cut's own: no aggregate.
-pub fn capped_session_records(
+pub fn session_records(
     schema: SchemaRef,
     batches: &[RecordBatch],
     input: InputSpec,

@@ -1,8 +1,8 @@
 //! Session windows as a window kind of the streaming processor.
 //!
-//! The processor's store holds each session under `[start, reach]` (its reach, `max(t + gap)`,
-//! in the place of the end) with value `end` (8 bytes little-endian) followed by the aggregate
-//! state. Keyed by reach, every question the processor asks is one exact range: a record at `t`
+//! The processor's store keeps each session under `[start, reach]` (its reach, `max(t + gap)`,
+//! in the place of the end), with the value [`crate::state`] lays out: its end, then its
+//! aggregate state. Keyed by reach, every question the processor asks is one exact range: a record at `t`
 //! with gap `g` meets the sessions with `reach >= t` and `start <= t + g`, and the sessions that
 //! close once stream time passes `x + grace` are those with reach `x`, so emitting them never
 //! scans sessions that stay open (a large `max_gap` costs nothing per call). What a record does
@@ -15,7 +15,7 @@ use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{Checked, KindCounters, Record, RunOutcome, Step, WindowKind};
+use crate::processor::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
 use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::Reads;
@@ -105,7 +105,7 @@ impl WindowKind for SessionSpec {
 
     fn check(
         ticks: &Resolved,
-        r: Checked,
+        r: Unchecked,
         counters: &mut SessionCounters,
     ) -> std::result::Result<i64, Reason> {
         let (gap, clamped) = record_gap(

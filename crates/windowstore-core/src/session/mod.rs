@@ -9,7 +9,7 @@
 //! - `cuts`: the rule that cuts a key's records into sessions (gap, markers, maximum duration);
 //! - [`capped`]: sessions with a maximum duration or marker columns, record by record, re-cutting
 //!   open sessions;
-//! - [`complete`]: the fast path for bounded input (sort by key and time, one pass);
+//! - [`complete`]: complete mode, the sessions of bounded input (sort by key and time, one pass);
 //! - [`partial`]: map-side partial sessions of a part of the input, and their merge.
 
 pub mod capped;
@@ -22,6 +22,6 @@ mod rule;
 pub mod spec;
 
 pub use capped::{CappedCounters, CappedSessionSpec};
-pub use complete::{capped_session_records, capped_session_windows, session_windows};
+pub use complete::{session_records, session_windows};
 pub use kind::{SessionCounters, SessionProcessor};
 pub use spec::{GapSpec, SessionSpec};

@@ -94,7 +94,7 @@ impl Due {
         }
     }
 
-    /// Heap bytes held.
+    /// Heap bytes used.
     pub fn heap_bytes(&self) -> usize {
         let entry = std::mem::size_of::<(i64, KeyId)>();
         self.buckets

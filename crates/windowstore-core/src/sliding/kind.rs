@@ -9,7 +9,7 @@ use super::store::SlidingStore;
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{Checked, KindCounters, Record, Step, WindowKind};
+use crate::processor::{KindCounters, Record, Step, Unchecked, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::time::{Duration, TimeBase};
@@ -18,7 +18,7 @@ use crate::{KeyedSession, Result};
 /// The counters of sliding processors, beyond the processor's own.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlidingCounters {
-    /// Windows of the definition that held a record but had closed when it arrived: their
+    /// Windows of the definition that contain a record but had closed when it arrived: their
     /// change is not in the output (one count per record and window).
     pub late_window_update: u64,
 }
@@ -85,7 +85,7 @@ impl WindowKind for SlidingSpec {
 
     fn check(
         ticks: &Resolved,
-        r: Checked,
+        r: Unchecked,
         _counters: &mut SlidingCounters,
     ) -> std::result::Result<(), Reason> {
         match check_record(r.null_key, r.time, r.t, ticks.time_difference) {

@@ -7,7 +7,8 @@
 //! - [`store`]: the windows of a stream, each key's together in start order (`windows`), its
 //!   undo log (`undo`) and the windows not emitted yet, by end (`due`);
 //! - `changelog`: the `updates` changelog of a call, coalesced as it is made;
-//! - [`complete`]: the fast path for bounded input (sort by key and time, two pointers).
+//! - [`complete`]: complete mode, the sliding windows of bounded input (sort by key and time, two
+//!   pointers).
 
 mod changelog;
 pub mod complete;

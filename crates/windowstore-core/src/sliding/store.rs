@@ -2,8 +2,8 @@
 //!
 //! A key's windows are one `Windows` (`super::windows`): their starts (every window is `D`
 //! long, so start order is end order too) and where each window's value lies in the key's one
-//! byte buffer. A value is the window time (the largest record time in it, 8 bytes
-//! little-endian) followed by the aggregate state, the layout every store writes in snapshots.
+//! byte buffer. A value is laid out as [`crate::state`] says (the window time, then the
+//! aggregate state), the layout every store writes in snapshots.
 //! A record reads and changes only its key's windows (`super::rule`): one hash probe for the
 //! key, then a short contiguous run of windows, whose fixed-width states are folded in place.
 //!
@@ -14,7 +14,7 @@
 //! - **Expiry.** Store time is the largest window end put; a window ending before
 //!   `store time - retention + 1` is expired. Commits sweep the expired windows out once store
 //!   time has moved half a retention since the last sweep (as the session store drops a
-//!   segment at a time); until then they are held but never read, and a snapshot leaves them
+//!   segment at a time); until then they are stored but never read, and a snapshot leaves them
 //!   out and counts them as expired, as the session store does.
 //! - **Due windows** (`final` mode). Every window not emitted yet has an entry in a queue by
 //!   end (`super::due`), from which [`SlidingStore::take_due`] takes the windows that close, in
@@ -59,7 +59,7 @@ pub struct SlidingStore {
     /// Each key's windows, by key id (empty for a free id).
     by_key: Vec<Windows>,
     store_time: Option<i64>,
-    /// Windows held, expired ones not swept yet included.
+    /// Windows stored, expired ones not swept yet included.
     windows: u64,
     counters: Counters,
     /// Store time at the last sweep of expired windows.
@@ -316,7 +316,7 @@ impl SlidingStore {
         }
     }
 
-    /// Expired windows still held.
+    /// Expired windows still stored.
     fn expired_stored(&self) -> u64 {
         let first_live_start = self.min_live_end().saturating_sub(self.d);
         self.by_key
@@ -601,7 +601,7 @@ impl WindowStore for SlidingStore {
 }
 
 impl SlidingStore {
-    /// The held windows of key `id` (expired ones not swept yet included) whose end lies in
+    /// The stored windows of key `id` (expired ones not swept yet included) whose end lies in
     /// `[from, to]`.
     fn keyed_stored(
         &self,

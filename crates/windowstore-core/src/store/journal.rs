@@ -30,7 +30,8 @@ use super::metrics::Counters;
 pub(crate) enum Undo {
     /// The session was new: remove it.
     Remove,
-    /// The session held the old value (it was replaced, removed or expired): put it back.
+    /// The session was stored with the old value (it was replaced, removed or expired): put it
+    /// back.
     Put,
     /// The session was edited in place and moved from window `(start, end)` to `to`: apply the
     /// inverse splices (the value given with it, see [`Journal::amended`]) and move it back.
@@ -108,10 +109,10 @@ impl Journal {
         self.push(REMOVE, key, (start, end), &[]);
     }
 
-    /// Records that session `[start, end]` of `key` held `old` before it was replaced or
-    /// removed.
+    /// Records that session `[start, end]` of `key` was stored with `old` before it was
+    /// replaced or removed.
     #[inline]
-    pub fn held(&mut self, key: &[u8], start: i64, end: i64, old: &[u8]) {
+    pub fn replaced(&mut self, key: &[u8], start: i64, end: i64, old: &[u8]) {
         self.push(PUT, key, (start, end), old);
     }
 

@@ -198,7 +198,7 @@ impl KeyTable {
         self.key_bytes
     }
 
-    /// Heap bytes held by the table, key bytes included.
+    /// Heap bytes the table uses, key bytes included.
     pub fn heap_bytes(&self) -> usize {
         self.index.capacity() * (std::mem::size_of::<KeyId>() + 1)
             + self.slots.capacity() * std::mem::size_of::<Slot>()

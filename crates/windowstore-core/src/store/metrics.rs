@@ -3,11 +3,11 @@
 /// Counters of what a store did and the size of what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StoreMetrics {
-    /// Sessions held, including expired ones whose segment is not dropped yet.
+    /// Sessions stored, including expired ones whose segment is not dropped yet.
     pub live_sessions: u64,
-    /// Distinct keys with at least one session held.
+    /// Distinct keys with at least one session stored.
     pub live_keys: u64,
-    /// Segments held.
+    /// Segments in the store.
     pub segments: u64,
     /// Bytes of the distinct live keys.
     pub key_bytes: u64,

@@ -80,7 +80,7 @@ impl Segment {
         self.put_seen(key, start, end, value, |_| {})
     }
 
-    /// [`Self::put`], first showing `seen` the value the session held (`None`: it is new), so
+    /// [`Self::put`], first showing `seen` the session's stored value (`None`: it is new), so
     /// that a caller can journal it without a second lookup.
     pub fn put_seen(
         &mut self,
@@ -150,7 +150,7 @@ impl Segment {
     }
 
     /// Edits the value of session `from` (`(start, end)`) of `key` in place and moves it to
-    /// window `to` of the same segment, first showing `seen` the value it held; returns the
+    /// window `to` of the same segment, first showing `seen` its stored value; returns the
     /// bytes written (see [`Edits::apply`]), `None` if the session is not there. `edits` must fit the value ([`Edits::check`]); no session may be
     /// stored under `to` unless `to == from`.
     pub fn amend(
@@ -244,7 +244,7 @@ impl Segment {
         self.remove_seen(key, start, end, |_| {})
     }
 
-    /// [`Self::remove`], first showing `seen` the value the session held, so that a caller
+    /// [`Self::remove`], first showing `seen` the session's stored value, so that a caller
     /// can journal it without a second lookup.
     pub fn remove_seen(
         &mut self,
@@ -407,7 +407,7 @@ impl Segment {
             .flat_map(move |(key, list)| by_end(key, list, earliest_end, latest_end))
     }
 
-    /// The smallest end at or after `earliest_end` held in the segment, if any: one binary
+    /// The smallest end at or after `earliest_end` stored in the segment, if any: one binary
     /// search per key, no allocation.
     pub fn earliest_end_from(&self, earliest_end: i64) -> Option<i64> {
         self.by_key
@@ -468,7 +468,7 @@ impl Segment {
         self.free_bigs.clear();
     }
 
-    /// Heap bytes held by the segment.
+    /// Heap bytes the segment uses.
     pub fn heap_bytes(&self) -> usize {
         let spilled: usize = self
             .by_key

@@ -64,7 +64,7 @@ impl Segments {
     }
 
     /// Keeps an expired `segment`'s memory for the next new one (the larger of it and the
-    /// spare already kept). The store has read and released what it held.
+    /// spare already kept). The store has read and released what it stored there.
     pub fn recycle(&mut self, mut segment: Segment) {
         if self
             .spare

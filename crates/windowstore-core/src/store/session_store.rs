@@ -241,7 +241,7 @@ impl SessionStore {
             self.counters.expired_sessions += n;
             if let Some(journal) = self.journal.as_deref_mut() {
                 for (key, e) in segment.iter() {
-                    journal.held(self.keys.bytes(key), e.start, e.end, segment.value(e));
+                    journal.replaced(self.keys.bytes(key), e.start, e.end, segment.value(e));
                 }
             }
             self.release_expired(segment);

@@ -44,7 +44,7 @@ use crate::{Error, Result};
 pub const MAGIC: [u8; 8] = *b"WSSNAP\x00\x02";
 
 /// The first bytes of older layouts, refused by name: the core's version 1, and what Python
-/// code wrapped around it before the core held records mode, the wall clocks and compression.
+/// code wrapped around it before the core had records mode, the wall clocks and compression.
 const OLDER: [(&[u8], &str); 4] = [
     (b"WSSNAP\x00\x01", "layout version 1"),
     (b"WSRECS", "records mode's Python wrapper"),
@@ -401,7 +401,7 @@ fn restore_rows(path: &Path, store: &mut SessionStore, batches: &[RecordBatch]) 
         .collect::<Result<Vec<_>, _>>()
         .map_err(refuse)?;
     // Room for every row before the first goes in: a map reserved batch by batch still
-    // rehashed everything it held at each growth.
+    // rehashed everything in it at each growth.
     reserve(store, &columns);
     for (keys, starts, ends, values) in columns {
         for row in 0..keys.len() {
@@ -499,7 +499,7 @@ pub fn read(path: &Path) -> Result<(SessionStore, HashMap<String, String>)> {
 impl SessionStore {
     /// Writes the store to `path` atomically (see the module docs for the format).
     ///
-    /// The snapshot holds the live sessions: those that expired in a segment still held for
+    /// The snapshot holds the live sessions: those that expired in a segment still stored for
     /// its live ones are left out and counted in `expired_sessions`, which the store itself
     /// counts once their segment goes. So a restored store and its original write the same
     /// snapshots from then on.

@@ -37,7 +37,7 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
     fn keys(&self) -> &KeyTable;
     /// [`Self::keys`], to take or let go of a reference.
     fn keys_mut(&mut self) -> &mut KeyTable;
-    /// The held windows (expired ones not dropped yet included) whose stored end lies in
+    /// The stored windows (expired ones not dropped yet included) whose stored end lies in
     /// `[earliest_end, latest_end]`, in (end, start, key) order. Changes nothing.
     fn stored_sessions_by_end(&self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>>;
     /// The windows due in `final` mode: [`Self::stored_sessions_by_end`], within a transaction,
@@ -46,9 +46,9 @@ pub trait WindowStore: Debug + Send + Sync + Sized {
     fn take_due(&mut self, earliest_end: i64, latest_end: i64) -> Vec<KeyedSession<'_>> {
         self.stored_sessions_by_end(earliest_end, latest_end)
     }
-    /// The smallest stored end at or after `earliest_end` of any held window.
+    /// The smallest stored end at or after `earliest_end` of any stored window.
     fn earliest_stored_end(&self, earliest_end: i64) -> Option<i64>;
-    /// The held windows whose end is at least `earliest_end`, of the keys in `[from, to]`
+    /// The stored windows whose end is at least `earliest_end`, of the keys in `[from, to]`
     /// (byte order, both inclusive; `None`: every key), in no particular order.
     fn stored_sessions(
         &self,

@@ -11,7 +11,7 @@ use windowstore_core::input::Markers;
 use windowstore_core::processor::Processor;
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSpec, SessionSpec};
+use windowstore_core::session::{session_windows, CappedSessionSpec, GapSpec, SessionSpec};
 use windowstore_core::time::Duration;
 
 use crate::common::input;
@@ -51,7 +51,7 @@ fn processor(gap: GapSpec, grace: i64, max_duration: i64, emit: EmitMode) -> Cap
 
 /// Complete mode's windows and its count of sessions the cap ended.
 fn complete(recs: &[Rec], gap: GapSpec, max_duration: i64) -> (Vec<Win>, u64) {
-    let r = capped_session_windows(
+    let r = session_windows(
         schema(),
         &[batch(recs)],
         input(),

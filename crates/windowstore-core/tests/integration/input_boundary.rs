@@ -124,7 +124,8 @@ fn run_with(
             })
         }
         Engine::SessionComplete => {
-            let c = session_windows(schema, batches, input(None), gap, aggs, OnInvalid::Drop)?;
+            let (spec, no_cap) = (input(None), None);
+            let c = session_windows(schema, batches, spec, gap, no_cap, aggs, OnInvalid::Drop)?;
             Ok(Run {
                 windows: c.windows,
                 rejected: c.rejected,

@@ -15,7 +15,7 @@ use windowstore_core::input::{InputSpec, Markers};
 use windowstore_core::processor::Processor;
 use windowstore_core::reject::Reason;
 use windowstore_core::session::spec::OnInvalid;
-use windowstore_core::session::{capped_session_windows, CappedSessionSpec, GapSpec};
+use windowstore_core::session::{session_windows, CappedSessionSpec, GapSpec};
 use windowstore_core::time::Duration;
 
 use crate::capped::{arrival, emitted, recs_strategy, run_restoring};
@@ -83,7 +83,7 @@ fn processor_of(
 /// Complete mode's windows and its count of sessions the cap ended.
 fn complete(recs: &[Rec], flags: &[u8], gap: GapSpec, cap: Option<i64>) -> (Vec<Win>, u64) {
     let b = batch(recs, flags);
-    let r = capped_session_windows(
+    let r = session_windows(
         b.schema(),
         &[b],
         input(),

@@ -59,6 +59,7 @@ fn complete(recs: &[Rec], gap: &GapSpec) -> Vec<Win> {
         &[batch(recs)],
         input(),
         gap.clone(),
+        None,
         aggs(),
         OnInvalid::Drop,
     )

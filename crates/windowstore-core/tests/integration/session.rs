@@ -135,6 +135,7 @@ fn complete(recs: &[Rec], gap: GapSpec) -> Vec<Win> {
         &[batch(recs)],
         input(),
         gap,
+        None,
         aggs(),
         OnInvalid::Drop,
     )

@@ -13,8 +13,9 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use proptest::prelude::*;
 use windowstore_core::agg::{AggSpec, Overflow};
+use windowstore_core::any_processor::{restore_any, AnyProcessor};
 use windowstore_core::emit::EmitMode;
-use windowstore_core::processor::{restore_any, AnyProcessor, Processor, WindowKind};
+use windowstore_core::processor::{Processor, WindowKind};
 use windowstore_core::reject::{OnInvalid, Reason};
 use windowstore_core::session::{CappedSessionSpec, GapSpec, SessionProcessor, SessionSpec};
 use windowstore_core::sliding::{SlidingProcessor, SlidingSpec};
@@ -96,7 +97,7 @@ fn a_collect_overflow_changes_nothing() {
             (Some("a"), 3, 3),
         ]);
         let err = p.process(&bad).unwrap_err();
-        assert!(matches!(err, Error::SessionOverflow { .. }), "{err}");
+        assert!(matches!(err, Error::CollectOverflow { .. }), "{err}");
         assert_eq!(p.to_bytes().unwrap(), before, "{emit:?}");
         assert_eq!(p.counters(), counters);
         assert_eq!(p.rejected_count(Reason::NullKey), 0);

@@ -2,7 +2,7 @@
 //! against the merges of each window's records (the streaming processors' path).
 
 use super::*;
-use crate::agg::tests::{assert_same, slow};
+use crate::agg::tests::{assert_same, per_record};
 use crate::agg::Aggregator;
 use arrow_array::RecordBatch;
 use proptest::prelude::*;
@@ -34,7 +34,7 @@ fn check_against_merges(
         })
         .collect();
     let got = aggs.aggregate_ranges(batch, order, lo, hi);
-    let want = slow(aggs, batch, &times, &windows);
+    let want = per_record(aggs, batch, &times, &windows);
     let (got, want) = match (got, want) {
         (Ok(got), Ok(want)) => (got, want),
         (Err(got), Err(want)) => {
@@ -269,7 +269,7 @@ proptest! {
             .filter(|w| w[0] < w[1])
             .map(|w| (w[0]..w[1]).collect())
             .collect();
-        let want = slow(&aggs, &batch, &times, &windows).unwrap();
+        let want = per_record(&aggs, &batch, &times, &windows).unwrap();
         let filled = arrow_array::BooleanArray::from_iter(
             offsets.windows(2).map(|w| Some(w[0] < w[1])),
         );

@@ -1,5 +1,5 @@
-//! Tests of the aggregations, and the helpers they share: batches, the slow path
-//! (encode_row/merge/finish) and the fast path (aggregate_runs) over the same windows.
+//! Tests of the aggregations, and the helpers they share: batches, the per-record path
+//! (encode_row/merge/finish) and the columnar path (aggregate_runs) over the same windows.
 
 mod functions;
 mod model;
@@ -83,8 +83,8 @@ pub(super) fn fold(
     Ok(state.expect("a window has at least one record"))
 }
 
-/// The slow path over windows of rows (seq = row index, time = `times[row]`).
-pub(super) fn slow(
+/// The per-record path over windows of rows (seq = row index, time = `times[row]`).
+pub(super) fn per_record(
     agg: &Aggregator,
     batch: &RecordBatch,
     times: &[i64],
@@ -101,8 +101,8 @@ pub(super) fn slow(
     agg.finish(&refs)
 }
 
-/// The fast path over windows of rows; each window is sorted by (time, row) first.
-pub(super) fn fast(
+/// The columnar path over windows of rows; each window is sorted by (time, row) first.
+pub(super) fn columnar(
     agg: &Aggregator,
     batch: &RecordBatch,
     times: &[i64],
@@ -126,11 +126,11 @@ pub(super) fn both(
     times: &[i64],
     windows: &[Vec<usize>],
 ) -> Vec<ArrayRef> {
-    let s = slow(agg, batch, times, windows).expect("slow path");
-    let f = fast(agg, batch, times, windows).expect("fast path");
+    let s = per_record(agg, batch, times, windows).expect("per-record path");
+    let f = columnar(agg, batch, times, windows).expect("columnar path");
     assert_eq!(s.len(), f.len());
     for (i, (a, b)) in s.iter().zip(&f).enumerate() {
-        assert_same(a, b, &format!("output {i}: slow vs fast"));
+        assert_same(a, b, &format!("output {i}: per-record vs columnar"));
     }
     s
 }

@@ -5,7 +5,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 
-use super::{a, aggregator, assert_same, batch, fast, fold, slow};
+use super::{a, aggregator, assert_same, batch, columnar, fold, per_record};
 use crate::agg::{fill_overflow, AggSpec, Aggregator, Overflow};
 use crate::Error;
 
@@ -85,7 +85,7 @@ fn equal_times_break_ties_by_arrival_in_every_merge_order() {
 }
 
 #[test]
-fn fast_path_breaks_ties_by_row_index() {
+fn columnar_path_breaks_ties_by_row_index() {
     let b = batch(vec![("x", a(Int64Array::from(vec![1, 2, 3, 4])))]);
     let agg = aggregator(
         vec![
@@ -98,11 +98,11 @@ fn fast_path_breaks_ties_by_row_index() {
     let times = [7, 7, 3, 7];
     let windows = vec![vec![0, 1, 2, 3], vec![3, 1]];
     let (s, f) = (
-        slow(&agg, &b, &times, &windows).expect("slow"),
-        fast(&agg, &b, &times, &windows).expect("fast"),
+        per_record(&agg, &b, &times, &windows).expect("per-record"),
+        columnar(&agg, &b, &times, &windows).expect("columnar"),
     );
     for (x, y) in s.iter().zip(&f) {
-        assert_same(x, y, "slow vs fast");
+        assert_same(x, y, "per-record vs columnar");
     }
     assert_same(&f[0], &a(Int64Array::from(vec![3, 2])), "first");
     assert_same(&f[1], &a(Int64Array::from(vec![4, 4])), "last");
@@ -147,9 +147,9 @@ fn collect_bounds_keep_what_aggregating_all_records_keeps() {
     }
     let windows = vec![(0..7).collect::<Vec<_>>(), vec![1, 2, 3], vec![2]];
     for (agg, want) in [(&newest, vec![4, 5, 6]), (&oldest, vec![1, 2, 3])] {
-        let f = fast(agg, &b, &times, &windows).expect("fast");
-        let s = slow(agg, &b, &times, &windows).expect("slow");
-        assert_same(&f[0], &s[0], "slow vs fast");
+        let f = columnar(agg, &b, &times, &windows).expect("columnar");
+        let s = per_record(agg, &b, &times, &windows).expect("per-record");
+        assert_same(&f[0], &s[0], "per-record vs columnar");
         assert_eq!(ints(&f[0], 0), want);
         assert_eq!(
             ints(&f[0], 1),
@@ -174,18 +174,21 @@ fn collect_under_fail_errors_beyond_the_bound_and_the_caller_fills_the_window() 
     let times = [1, 2, 3, 4, 5];
     // Exactly at the bound (null not counted): fine in both paths.
     let ok = vec![vec![0, 1, 2, 3]];
-    let out = slow(&agg, &b, &times, &ok).expect("at the bound");
+    let out = per_record(&agg, &b, &times, &ok).expect("at the bound");
     assert_eq!(ints(&out[1], 0), vec![1, 2, 3]);
     assert_same(
-        &fast(&agg, &b, &times, &ok).expect("fast")[1],
+        &columnar(&agg, &b, &times, &ok).expect("columnar")[1],
         &out[1],
-        "fast",
+        "columnar",
     );
     // One more value: both paths fail, naming the column and the bound.
     let over = vec![vec![0], vec![0, 1, 2, 3, 4]];
-    for result in [slow(&agg, &b, &times, &over), fast(&agg, &b, &times, &over)] {
+    for result in [
+        per_record(&agg, &b, &times, &over),
+        columnar(&agg, &b, &times, &over),
+    ] {
         match result {
-            Err(Error::SessionOverflow {
+            Err(Error::CollectOverflow {
                 key,
                 start,
                 end,
@@ -213,7 +216,7 @@ fn collect_under_fail_errors_beyond_the_bound_and_the_caller_fills_the_window() 
     // The caller fills key and window.
     let err = agg.merge(&one, &full, &mut out).expect_err("overflow");
     match fill_overflow(err, "user-1", 10, 20) {
-        Error::SessionOverflow {
+        Error::CollectOverflow {
             key,
             start,
             end,

@@ -1,5 +1,5 @@
 //! Properties against the model: merges in random groupings and orders equal aggregating all
-//! records at once; the fast path equals the model and the slow path, overlapping windows
+//! records at once; the columnar path equals the model and the per-record path, overlapping windows
 //! included; collect under `Fail` and integer sum overflow fail exactly when they should.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use arrow_array::{ArrayRef, Decimal128Array, Int64Array};
 use proptest::prelude::*;
 
 use super::model::{data, expected, specs, Data, Rec};
-use super::{assert_same, batch, fast, slow};
+use super::{assert_same, batch, columnar, per_record};
 use crate::agg::{AggSpec, Aggregator, Overflow};
 use crate::Error;
 
@@ -100,7 +100,7 @@ proptest! {
     }
 
     #[test]
-    fn fast_path_equals_slow_path_and_model_with_overlaps_and_empty_runs(
+    fn columnar_path_equals_per_record_path_and_model_with_overlaps_and_empty_runs(
         (d, windows) in data_and_windows(),
         empty_at in proptest::collection::vec(0usize..6, 0..3),
     ) {
@@ -109,14 +109,14 @@ proptest! {
         let records = |ws: &[Vec<usize>]| -> Vec<Vec<Rec>> {
             ws.iter().map(|w| w.iter().map(|&r| (r, d.times[r], r as u64)).collect()).collect()
         };
-        let s = slow(&agg, &b, &d.times, &windows).expect("slow");
-        check_all(&s, &expected(&d, &records(&windows)), "slow");
+        let s = per_record(&agg, &b, &d.times, &windows).expect("per-record");
+        check_all(&s, &expected(&d, &records(&windows)), "per-record");
         let mut with_empty = windows.clone();
         for at in empty_at {
             with_empty.insert(at.min(with_empty.len()), Vec::new());
         }
-        let f = fast(&agg, &b, &d.times, &with_empty).expect("fast");
-        check_all(&f, &expected(&d, &records(&with_empty)), "fast");
+        let f = columnar(&agg, &b, &d.times, &with_empty).expect("columnar");
+        check_all(&f, &expected(&d, &records(&with_empty)), "columnar");
     }
 
     #[test]
@@ -139,10 +139,10 @@ proptest! {
                 random_merge(&agg, &b, &recs, &mut rng)
             })
             .collect();
-        for result in [merged.map(|_| ()), fast(&agg, &b, &d.times, &windows).map(|_| ()), slow(&agg, &b, &d.times, &windows).map(|_| ())] {
+        for result in [merged.map(|_| ()), columnar(&agg, &b, &d.times, &windows).map(|_| ()), per_record(&agg, &b, &d.times, &windows).map(|_| ())] {
             match (&result, over) {
                 (Ok(()), None) => {}
-                (Err(Error::SessionOverflow { column, max_size: m, .. }), Some(_)) => {
+                (Err(Error::CollectOverflow { column, max_size: m, .. }), Some(_)) => {
                     prop_assert_eq!(column.as_str(), "s");
                     prop_assert_eq!(*m, max_size);
                 }
@@ -190,7 +190,7 @@ proptest! {
             })
             .collect();
         let refs: Vec<&[u8]> = states.iter().map(Vec::as_slice).collect();
-        for result in [agg.finish(&refs), fast(&agg, &b, &times, &windows)] {
+        for result in [agg.finish(&refs), columnar(&agg, &b, &times, &windows)] {
             match result {
                 Ok(out) => {
                     prop_assert!(fits);
@@ -207,7 +207,7 @@ proptest! {
     }
 
     /// Non-negative decimal(38, 0) values, so that every partial sum is at most the window's:
-    /// merges in any grouping and the fast path fail exactly when the window's sum has more
+    /// merges in any grouping and the columnar path fail exactly when the window's sum has more
     /// than 38 digits, with an error naming the aggregate and column, never a wrapped value.
     #[test]
     fn decimal_sums_fail_exactly_when_the_window_sum_leaves_the_precision(
@@ -246,7 +246,7 @@ proptest! {
             let refs: Vec<&[u8]> = states.iter().map(Vec::as_slice).collect();
             agg.finish(&refs)
         });
-        for result in [finished, fast(&agg, &b, &times, &windows)] {
+        for result in [finished, columnar(&agg, &b, &times, &windows)] {
             match result {
                 Ok(out) => {
                     prop_assert!(fits);

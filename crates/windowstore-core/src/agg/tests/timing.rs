@@ -21,7 +21,7 @@ fn best_ms(mut f: impl FnMut()) -> f64 {
 
 #[test]
 #[ignore = "timing, not a test: run with -- --ignored"]
-fn timing_of_the_fast_and_slow_paths() {
+fn timing_of_the_columnar_and_per_record_paths() {
     let n = 10_000_000usize;
     let strings: Vec<String> = (0..1000).map(|i| format!("user-{i:04}")).collect();
     let b = batch(vec![
@@ -90,7 +90,7 @@ fn timing_of_the_fast_and_slow_paths() {
             n / 10
         );
     }
-    // The slow path, per record: encode_row then merge into the window's state.
+    // The per-record path: encode_row then merge into the window's state.
     let agg = aggregator(
         vec![AggSpec::count(), AggSpec::sum("f"), AggSpec::max("i")],
         &b,

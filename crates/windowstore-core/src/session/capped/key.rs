@@ -1,26 +1,12 @@
 //! One key's sessions read out of the store into memory: a record, or a key's records of a
 //! call, change them here, and what changed is written back at once.
 
-use super::value::{encode, parse};
+use super::value::{encode, parse, Mem};
 use crate::processor::Step;
 use crate::store::session_store::PutOutcome;
 use crate::{Error, Result, SessionStore};
 
 use super::CappedSessionSpec;
-
-/// A session in memory: its window, its closing (the bound it is stored under), its flags, its
-/// aggregate state and its records' stored bytes.
-#[derive(Debug, Default)]
-pub(super) struct Mem {
-    pub start: i64,
-    pub end: i64,
-    pub reach: i64,
-    pub flags: u8,
-    pub state: Vec<u8>,
-    pub records: Vec<u8>,
-    /// Whether the store does not hold it as it is under `(start, reach)`.
-    pub dirty: bool,
-}
 
 /// The sessions of one key, in start order, and the bounds the store holds them under.
 #[derive(Debug, Default)]
@@ -70,19 +56,19 @@ impl KeySessions {
         self.spare.push(m);
     }
 
-    /// Puts every session that changed (through `Step::put`, or with `held` through
+    /// Puts every session that changed (through `Step::put`, or with `keep_time` through
     /// `SessionStore::put_keeping_time`, which leaves store time alone), then removes what the store
-    /// holds under bounds no session has any longer; `value` is a buffer.
+    /// has under bounds no session has any longer; `value` is a buffer.
     pub fn write_back(
         &mut self,
         step: &mut Step<'_, CappedSessionSpec>,
         key: &[u8],
-        held: bool,
+        keep_time: bool,
         value: &mut Vec<u8>,
     ) -> Result<()> {
         for m in self.list.iter_mut().filter(|m| m.dirty) {
             encode(m, value)?;
-            let outcome = if held {
+            let outcome = if keep_time {
                 step.store
                     .put_keeping_time((key, None), m.start, m.reach, value)?
             } else {

@@ -3,8 +3,8 @@
 //! sessions it can change are cut again by the complete-data rule (`recut`), and the record is
 //! late if and only if that changes a closed session (see `super`'s module doc).
 
-use super::key::{KeySessions, Mem};
-use super::value::{put_record, read_records};
+use super::key::KeySessions;
+use super::value::{put_record, read_records, Mem, Rec};
 use super::{CappedSessionSpec, CappedTicks, Prepared, CUT, ENDED, STARTED};
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
@@ -15,17 +15,6 @@ use crate::session::cuts::{closing, group_flags, Open};
 use crate::session::rule::change;
 use crate::store::{KeyedSession, Session};
 use crate::{Error, Result};
-
-/// One record of a stored session.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Rec {
-    pub t: i64,
-    pub seq: u64,
-    pub gap: i64,
-    pub flags: u8,
-    /// Where its one-record state lies in the scratch bytes.
-    pub state: (usize, usize),
-}
 
 /// A session of the key read into scratch for a re-cut.
 #[derive(Debug, Clone, Copy)]

@@ -1,11 +1,35 @@
 //! The stored value of a session that keeps its records (layout in `super`'s module doc):
-//! reading it, checked, and writing it.
+//! the session and its records as they are read out of it (`Mem`, `Rec`), reading it,
+//! checked, and writing it.
 
-use super::key::Mem;
-use super::recut::Rec;
 use super::{CUT, ENDED, STARTED};
 use crate::input::markers::{ENDS, STARTS};
 use crate::{Error, Result};
+
+/// A session in memory: its window, its closing (the bound it is stored under), its flags, its
+/// aggregate state and its records' stored bytes.
+#[derive(Debug, Default)]
+pub(super) struct Mem {
+    pub start: i64,
+    pub end: i64,
+    pub reach: i64,
+    pub flags: u8,
+    pub state: Vec<u8>,
+    pub records: Vec<u8>,
+    /// Whether the store does not hold it as it is under `(start, reach)`.
+    pub dirty: bool,
+}
+
+/// One record of a stored session.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rec {
+    pub t: i64,
+    pub seq: u64,
+    pub gap: i64,
+    pub flags: u8,
+    /// Where its one-record state lies in the scratch bytes.
+    pub state: (usize, usize),
+}
 
 /// The fields of a stored value, checked.
 pub(super) struct Stored<'v> {

@@ -142,7 +142,7 @@ impl SessionStore {
         self.scan_by_end(SessionBounds::by_end(earliest_end, latest_end))
     }
 
-    /// The smallest end at or after `earliest_end` of any held session, expired ones not
+    /// The smallest end at or after `earliest_end` of any stored session, expired ones not
     /// dropped yet included (what [`Self::stored_sessions_by_end`] would return first). Segments
     /// are ordered by end, so only the segments up to the first that holds such an end are
     /// read, and nothing is collected or sorted.
@@ -260,7 +260,7 @@ impl SessionStore {
         found
     }
 
-    /// The held sessions (live, or expired and not dropped yet: what [`Self::stored_sessions_by_end`]
+    /// The stored sessions (live, or expired and not dropped yet: what [`Self::stored_sessions_by_end`]
     /// reads) whose end is at least `earliest_end`, of the keys in `[from, to]` (byte order,
     /// both inclusive; `None`: every key), in no particular order. One key costs a hash probe
     /// per segment; a range of keys visits every key (the key table is hashed).

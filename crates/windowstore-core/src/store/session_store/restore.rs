@@ -5,7 +5,7 @@ use crate::store::metrics::Counters;
 use crate::Result;
 
 impl SessionStore {
-    /// Sessions that have expired but are still held, in a segment not dropped yet because
+    /// Sessions that have expired but are still stored, in a segment not dropped yet because
     /// it also holds live ones. A snapshot leaves them out ([`Self::entries`]) and counts them
     /// as expired, the count the store reaches once their segment goes: so a store restored
     /// from a snapshot and the store it was taken from write the same snapshots from then on.
@@ -55,7 +55,7 @@ impl SessionStore {
     }
 
     /// Puts a session read back from a snapshot: no counter moves, and a session the snapshot
-    /// could not have held (after store time, expired, or twice) is refused with the reason.
+    /// could not have stored (after store time, expired, or twice) is refused with the reason.
     pub(crate) fn restore_session(
         &mut self,
         key: &[u8],

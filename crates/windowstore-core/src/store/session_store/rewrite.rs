@@ -36,7 +36,7 @@ impl SessionStore {
             let journal = self
                 .journal
                 .as_deref_mut()
-                .map(|j| move |start, end, old: &[u8]| j.held(key, start, end, old));
+                .map(|j| move |start, end, old: &[u8]| j.replaced(key, start, end, old));
             result = segment.rewrite(id, bounds, journal, out, &mut f, &mut done);
             if result.is_err() {
                 break;

@@ -224,7 +224,7 @@ impl SessionStore {
                 let seen = |old: Option<&[u8]>| {
                     if let Some(journal) = journal.as_deref_mut() {
                         match old {
-                            Some(old) => journal.held(key, start, end, old),
+                            Some(old) => journal.replaced(key, start, end, old),
                             None => journal.created(key, start, end),
                         }
                     }
@@ -275,7 +275,7 @@ impl SessionStore {
         let mut journal = self.journal.as_deref_mut();
         let seen = |old: &[u8]| {
             if let Some(journal) = journal.as_deref_mut() {
-                journal.held(key, start, end, old);
+                journal.replaced(key, start, end, old);
             }
         };
         if !segment.remove_seen(id, start, end, seen) {

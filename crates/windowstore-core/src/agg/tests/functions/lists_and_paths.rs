@@ -1,4 +1,4 @@
-//! `first`, `last` and `collect`, the output schema, and the fast path's own edge cases.
+//! `first`, `last` and `collect`, the output schema, and the columnar path's own edge cases.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
@@ -118,7 +118,7 @@ fn output_names_types_and_nullability() {
 }
 
 #[test]
-fn empty_runs_and_no_windows_in_the_fast_path() {
+fn empty_runs_and_no_windows_in_the_columnar_path() {
     let b = batch(vec![("x", a(Int64Array::from(vec![Some(4), None])))]);
     let agg = aggregator(
         agg_specs!(count sum(x) max(x) first(x) collect(x, None, Overflow::Fail)),
@@ -149,7 +149,7 @@ fn empty_runs_and_no_windows_in_the_fast_path() {
 }
 
 #[test]
-fn fast_path_rejects_bad_runs_and_batches() {
+fn columnar_path_rejects_bad_runs_and_batches() {
     let b = batch(vec![("x", a(Int64Array::from(vec![1, 2])))]);
     let agg = aggregator(vec![AggSpec::sum("x")], &b);
     let bad = [
@@ -180,7 +180,7 @@ fn fast_path_rejects_bad_runs_and_batches() {
         matches!(err, Error::Schema { ref column, .. } if column == "x"),
         "{err:?}"
     );
-    // The slow path reads a mismatched column as nulls rather than panicking.
+    // The per-record path reads a mismatched column as nulls rather than panicking.
     let mut state = Vec::new();
     agg.encode_row(&other, 0, 0, 0, &mut state);
     agg.encode_row(&b, 7, 0, 0, &mut state);

@@ -6,7 +6,7 @@ use arrow_schema::DataType;
 
 use super::{min_max, windows, TIMES};
 use crate::agg::tests::{
-    a, agg_specs, aggregator, assert_outputs, assert_same, batch, both, fast, slow,
+    a, agg_specs, aggregator, assert_outputs, assert_same, batch, both, columnar, per_record,
 };
 use crate::agg::AggSpec;
 use crate::Error;
@@ -77,7 +77,10 @@ fn integer_sums_are_exact_and_fail_beyond_int64() {
         "sum x",
     );
     for w in [vec![vec![0, 1]], vec![vec![3, 4]]] {
-        for err in [slow(&agg, &b, &TIMES, &w), fast(&agg, &b, &TIMES, &w)] {
+        for err in [
+            per_record(&agg, &b, &TIMES, &w),
+            columnar(&agg, &b, &TIMES, &w),
+        ] {
             match err {
                 Err(Error::Schema { column, reason }) => {
                     assert_eq!(column, "x");
@@ -97,8 +100,8 @@ fn integer_sums_are_exact_and_fail_beyond_int64() {
     // A lone u64::MAX does not fit Int64 either.
     let agg = aggregator(vec![AggSpec::sum("u")], &b);
     for err in [
-        slow(&agg, &b, &TIMES, &[vec![0]]),
-        fast(&agg, &b, &TIMES, &[vec![0]]),
+        per_record(&agg, &b, &TIMES, &[vec![0]]),
+        columnar(&agg, &b, &TIMES, &[vec![0]]),
     ] {
         assert!(
             matches!(err, Err(Error::Schema { ref column, .. }) if column == "u"),

@@ -7,7 +7,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::{Clock, Processor, Then, WindowKind, WindowQuery};
+use crate::processor::{Clock, Processor, Then, WindowKind, WindowQuery, IN_MEMORY};
 use crate::reject::Reason;
 use crate::session::{CappedSessionSpec, SessionSpec};
 use crate::sliding::SlidingSpec;
@@ -47,7 +47,7 @@ pub trait AnyProcessor: Send + Sync + std::fmt::Debug {
     fn next_close(&self) -> Option<i64>;
     /// See [`Processor::rejected`].
     fn rejected(&mut self) -> Result<Option<RecordBatch>>;
-    /// Every counter by name (see [`super::Counters::pairs`]).
+    /// Every counter by name (see [`crate::processor::Counters::pairs`]).
     fn counter_pairs(&self) -> Vec<(&'static str, u64)>;
     /// See [`Processor::rejected_count`].
     fn rejected_count(&self, reason: Reason) -> u64;
@@ -156,7 +156,7 @@ pub fn restore_any(
     path: Option<&Path>,
     expect: Option<&str>,
 ) -> Result<Box<dyn AnyProcessor>> {
-    let name = path.unwrap_or(Path::new(super::snapshot::IN_MEMORY));
+    let name = path.unwrap_or(Path::new(IN_MEMORY));
     let decoded = snapshot::decode_tables(name, bytes)?;
     let meta = &decoded.1;
     let tagged =
