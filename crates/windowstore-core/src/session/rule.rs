@@ -556,7 +556,7 @@ fn reorder(loaded: &mut [Loaded], mut i: usize) {
 /// `met` (each window with its state before) into `merged` (window and state after): it removes
 /// (and forwards a delete for) every merged session unless the merged window is the record's
 /// own `[t, t]`, which it overwrites in place; then the merged window. A window that was
-/// deleted and put again is new for the changelog, like one the store had not held; only an
+/// deleted and put again is new for the changelog, like one the store had not stored; only an
 /// overwrite in place keeps it.
 fn log_merge(
     log: &mut Changelog,
