@@ -30,7 +30,7 @@ so that a restore reads the base and the log in one pass. Checkpoints whose base
 in the list state of earlier versions (``windowstore_base``) are still read, and moved to the
 map at the bucket's next compaction.
 
-Per call (:func:`step`, :func:`run`):
+Per call (:func:`step`, :func:`bucket_call`):
 
 1. the processor is restored from the bucket's state (or created, or taken from the worker);
 2. stream time advances to Spark's watermark plus its delay: the largest event time the query
@@ -162,7 +162,7 @@ def step(
         args.check(params)
         cached = _WHOLE_CACHE.pop(token, None)
         p = cached if cached is not None else args.restore(params, engine)
-    result = run(args, p, watermark_ms, _records(args, frames), now_ms)
+    result = bucket_call(args, p, watermark_ms, _records(args, frames), now_ms)
     engine = p.to_bytes()
     if len(engine) > args.max_entry_bytes and not spills:
         raise StoreCapacityError(
@@ -192,14 +192,14 @@ def _keep(cache: OrderedDict[str, Any], key: str, value: Any, entries: int) -> N
         cache.popitem(last=False)
 
 
-def run(
+def bucket_call(
     args: BucketArgs,
     p: WindowProcessor,
     watermark_ms: int,
     records: pa.Table | None,
     now_ms: int | None = None,
 ) -> list[pd.DataFrame]:
-    """Runs one call on ``p``: stream time to the watermark, then ``records`` (the call's
+    """One bucket call on ``p``: stream time to the watermark, then ``records`` (the call's
     input, :func:`_records`); returns the output frames. Deterministic: the same calls on the
     same processor leave the same state (the log of
     :class:`._bucket_log.LogBucketProcessor` replays them)."""

@@ -21,7 +21,7 @@ from windowstore.spark._bucket import (
     _records,
     _timer,
     _token,
-    run,
+    bucket_call,
     state_size,
 )
 from windowstore.spark._bucket_args import MAX_ENTRY_CONF
@@ -103,7 +103,7 @@ class LogBucketProcessor(_BucketProcessor):
             args.check(meta[0])
             at = Position(*meta[1:])
             p = self._restore(at)
-        frames = run(args, p, watermark, records)
+        frames = bucket_call(args, p, watermark, records)
         size = 0 if records is None else records.nbytes
         if meta is None or at.log_bytes + size >= args.compact_ratio * at.base_bytes:
             self._compact(p, at)

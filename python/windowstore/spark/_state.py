@@ -228,7 +228,8 @@ def engine_calls(
     records: pa.Table | None,
     now_ms: int | None,
 ) -> list[pa.Table]:
-    """The engine's calls of one bucket call (see :func:`._bucket.run`); returns their outputs."""
+    """The engine's calls of one bucket call (see :func:`._bucket.bucket_call`); returns their
+    outputs."""
     # The wall clock's reading, for the processors that read it.
     wall: dict[str, Any] = {}
     if args.wall is not None:

@@ -1,5 +1,5 @@
 //! [`Aggregator`]: specs bound to a schema, with the per-record path (`encode_row`, `merge`,
-//! `finish`) and complete mode's columnar path (`aggregate_runs`, `aggregate_ranges`).
+//! `finish`) and complete mode's columnar path (`aggregate_windows`, `aggregate_ranges`).
 
 use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{FieldRef, Schema};
@@ -10,7 +10,7 @@ use super::columnar::{first_range_overflow, range_slot};
 use super::finish::finish_slot;
 use super::fold::Order;
 use super::inputs::Inputs;
-use super::row_ranges::{run_bounds, Ranges};
+use super::row_ranges::{window_bounds, Ranges};
 use super::slot::{Op, Slot};
 use super::state_layout::{encode, merge, open, segment, VERSION};
 use crate::{Error, Result};
@@ -20,7 +20,7 @@ use crate::{Error, Result};
 /// States are opaque byte strings (layout in [`super::state_layout`], version byte first): build one
 /// per record with [`Aggregator::encode_row`], combine with [`Aggregator::merge`] (in any
 /// grouping and order: merging equals aggregating the union of the records), and turn many into
-/// output columns with [`Aggregator::finish`]. [`Aggregator::aggregate_runs`] computes the same
+/// output columns with [`Aggregator::finish`]. [`Aggregator::aggregate_windows`] computes the same
 /// outputs from complete windows of a batch, columnar.
 #[derive(Debug, Clone)]
 pub struct Aggregator {
@@ -228,34 +228,31 @@ impl Aggregator {
     /// Complete mode's columnar path: `order` lists row indices of `batch` grouped into windows;
     /// window `w` holds `order[offsets[w]..offsets[w+1]]` (`offsets.len() == windows + 1`;
     /// windows may share rows), each window's rows already in (time, arrival) order, with
-    /// `times[row]` the event time of each row and arrival = row index. Returns one array per
-    /// spec, one row per window, equal to what `encode_row`/`merge`/`finish` give with
-    /// `seq = row`. `times` is not read: the order already encodes it.
+    /// arrival = row index. Returns one array per spec, one row per window, equal to what
+    /// `encode_row`/`merge`/`finish` give with `seq = row`.
     ///
     /// Errors: [`Error::Schema`] if `batch` does not match the schema given to `try_new`;
     /// [`Error::InvalidWindowSpec`] (`offsets`/`order`) for decreasing offsets, offsets beyond
     /// `order` or rows beyond the batch; integer sum overflow as in `finish`; a `collect` under
     /// `Fail` beyond its bound as in `merge` ([`Aggregator::first_overflow`] tells the window).
-    pub fn aggregate_runs(
+    pub fn aggregate_windows(
         &self,
         batch: &RecordBatch,
-        times: &[i64],
         order: &[u32],
         offsets: &[usize],
     ) -> Result<Vec<ArrayRef>> {
-        self.check_runs(batch, order, offsets)?;
-        let _ = times;
-        let bounds = run_bounds(offsets)?;
-        let ranges = Ranges::runs(order, &bounds);
+        self.check_windows(batch, order, offsets)?;
+        let bounds = window_bounds(offsets)?;
+        let ranges = Ranges::windows(order, &bounds);
         self.slots
             .iter()
             .map(|slot| range_slot(slot, batch.columns().get(slot.index), ranges))
             .collect()
     }
 
-    /// The first window of [`Aggregator::aggregate_runs`]'s arguments in which a `collect`
+    /// The first window of [`Aggregator::aggregate_windows`]'s arguments in which a `collect`
     /// under `Fail` exceeds its bound, with the offending column (to locate the
-    /// [`Error::CollectOverflow`] that `aggregate_runs` returned). `None` if there is none or
+    /// [`Error::CollectOverflow`] that `aggregate_windows` returned). `None` if there is none or
     /// the arguments are invalid.
     pub fn first_overflow(
         &self,
@@ -263,9 +260,9 @@ impl Aggregator {
         order: &[u32],
         offsets: &[usize],
     ) -> Option<(usize, &str)> {
-        self.check_runs(batch, order, offsets).ok()?;
-        let bounds = run_bounds(offsets).ok()?;
-        self.overflow_in(batch, Ranges::runs(order, &bounds))
+        self.check_windows(batch, order, offsets).ok()?;
+        let bounds = window_bounds(offsets).ok()?;
+        self.overflow_in(batch, Ranges::windows(order, &bounds))
     }
 
     /// Complete mode's columnar path for overlapping windows: `order` lists row indices of `batch`
@@ -275,7 +272,7 @@ impl Aggregator {
     /// `encode_row`/`merge`/`finish` give with `seq = row` (float sums up to rounding), in
     /// O(rows + windows) per spec except `collect`, which copies each window's values.
     ///
-    /// Errors: as [`Aggregator::aggregate_runs`]; [`Error::InvalidWindowSpec`] (`ranges`)
+    /// Errors: as [`Aggregator::aggregate_windows`]; [`Error::InvalidWindowSpec`] (`ranges`)
     /// when `lo`/`hi` differ in length, decrease, invert or go beyond `order`.
     pub fn aggregate_ranges(
         &self,
@@ -284,7 +281,7 @@ impl Aggregator {
         lo: &[u32],
         hi: &[u32],
     ) -> Result<Vec<ArrayRef>> {
-        self.check_runs(batch, order, &[])?;
+        self.check_windows(batch, order, &[])?;
         // Every pass over the windows reads its column at `order[lo..hi]` twice or more (as
         // values enter and leave): gather each column read into `order`'s order once (one
         // random read per value), so that the passes read memory in sequence.
@@ -321,7 +318,7 @@ impl Aggregator {
         lo: &[u32],
         hi: &[u32],
     ) -> Option<(usize, &str)> {
-        self.check_runs(batch, order, &[]).ok()?;
+        self.check_windows(batch, order, &[]).ok()?;
         self.overflow_in(batch, check_ranges(order, lo, hi).ok()?)
     }
 
@@ -338,7 +335,7 @@ impl Aggregator {
     }
 
     /// Checks the batch's columns against the slots and the runs against `order` and the batch.
-    pub(crate) fn check_runs(
+    pub(crate) fn check_windows(
         &self,
         batch: &RecordBatch,
         order: &[u32],

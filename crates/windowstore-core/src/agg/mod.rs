@@ -4,7 +4,7 @@
 //! becomes a compact state ([`Aggregator::encode_row`]); states merge as KIP-94's `Merger`
 //! does ([`Aggregator::merge`]: merging two states equals aggregating the union of their
 //! records) and turn into output columns ([`Aggregator::finish`]). Complete mode aggregates the
-//! windows of a batch column by column instead ([`Aggregator::aggregate_runs`],
+//! windows of a batch column by column instead ([`Aggregator::aggregate_windows`],
 //! [`Aggregator::aggregate_ranges`]), with the same results.
 //!
 //! Conventions:
@@ -34,7 +34,7 @@
 //!   into a fixed-width state in place), `build` and `finish` (states to output arrays);
 //! - whole windows at once, for complete mode: `row_ranges` (the windows as monotone ranges of
 //!   rows), `columnar` (every spec over those ranges), `window_values` (an output column under
-//!   construction), `run_states` (the state of each window, for map-side partial sessions);
+//!   construction), `window_states` (the state of each window, for map-side partial sessions);
 //! - [`overflow`]: naming the window of an aggregate's overflow error.
 
 pub mod agg_spec;
@@ -52,11 +52,11 @@ pub(crate) mod inputs;
 pub(crate) mod native;
 pub mod overflow;
 pub(crate) mod row_ranges;
-pub(crate) mod run_states;
 pub(crate) mod slot;
 pub mod state_layout;
 pub(crate) mod value;
 pub(crate) mod value_kind;
+pub(crate) mod window_states;
 pub(crate) mod window_values;
 
 #[cfg(test)]

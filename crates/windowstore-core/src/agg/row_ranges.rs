@@ -17,10 +17,10 @@ pub(crate) struct Ranges<'a> {
 }
 
 /// The offsets of runs laid end to end (window `w` is `order[offsets[w]..offsets[w + 1]]`) as
-/// positions, for [`Ranges::runs`] (validated by the caller: offsets that never decrease).
+/// positions, for [`Ranges::windows`] (validated by the caller: offsets that never decrease).
 ///
 /// Errors: [`Error::InvalidWindowSpec`] (`offsets`) beyond `u32` positions.
-pub(crate) fn run_bounds(offsets: &[usize]) -> Result<Vec<u32>> {
+pub(crate) fn window_bounds(offsets: &[usize]) -> Result<Vec<u32>> {
     let position = |&o: &usize| {
         u32::try_from(o).map_err(|_| Error::invalid("offsets", "more than 2^32 - 1 positions"))
     };
@@ -28,8 +28,8 @@ pub(crate) fn run_bounds(offsets: &[usize]) -> Result<Vec<u32>> {
 }
 
 impl<'a> Ranges<'a> {
-    /// The runs of `order` between consecutive `bounds` ([`run_bounds`]).
-    pub(crate) fn runs(order: &'a [u32], bounds: &'a [u32]) -> Self {
+    /// The runs of `order` between consecutive `bounds` ([`window_bounds`]).
+    pub(crate) fn windows(order: &'a [u32], bounds: &'a [u32]) -> Self {
         let windows = bounds.len().saturating_sub(1);
         Ranges {
             order,

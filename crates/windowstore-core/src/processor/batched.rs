@@ -58,7 +58,7 @@
 
 use super::call::CallState;
 use super::held::{unstored, Held};
-use super::kind::{Record, Step};
+use super::kind::{Applying, Record};
 use super::kind::{RunOutcome, WindowKind};
 use super::lifecycle::Lifecycle;
 use super::{Chunk, Counters, Processor};
@@ -246,7 +246,7 @@ fn arrive<'a, P: Copy, C>(
 /// Returns how many records met no window of their key.
 fn apply_slices<K: WindowKind>(
     ticks: &K::Ticks,
-    step: &mut Step<'_, K>,
+    step: &mut Applying<'_, K>,
     mut held: Option<&mut Held>,
     arrivals: &Arrivals<'_, K::Prepared>,
 ) -> Result<u64> {
@@ -289,7 +289,7 @@ fn apply_slices<K: WindowKind>(
 /// mode) under its key's id. Returns what the runs did, summed (`max_end`: the largest).
 fn apply_slice<K: WindowKind>(
     ticks: &K::Ticks,
-    step: &mut Step<'_, K>,
+    step: &mut Applying<'_, K>,
     scratch: &mut K::Scratch,
     mut held: Option<&mut Held>,
     slice: &[Record<'_, K::Prepared>],

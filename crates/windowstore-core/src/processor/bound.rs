@@ -5,7 +5,7 @@
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::kind::{Step, WindowKind};
+use super::kind::{Applying, WindowKind};
 use super::lifecycle::Lifecycle;
 use super::records;
 use super::{Clock, Processor};
@@ -154,8 +154,8 @@ impl<K: WindowKind> Bound<K> {
         mode: EmitMode,
         life: &Lifecycle,
         counters: &'a mut K::Counters,
-    ) -> Step<'a, K> {
-        Step {
+    ) -> Applying<'a, K> {
+        Applying {
             store: &mut self.store,
             aggs: &self.aggs,
             keys: &self.input.keys,

@@ -1,6 +1,6 @@
 //! What a window kind supplies to the one streaming processor: its parameters, how a record is
 //! checked and applied, which windows are due, and its own counters and snapshot fields; and
-//! what it works with while a call's records are applied ([`Step`]: the store, the
+//! what it works with while a call's records are applied ([`Applying`]: the store, the
 //! aggregates, the call's output so far, and the one rule every kind shares for putting a
 //! window: in `final` mode, windows that close are emitted before a put can expire them).
 
@@ -134,7 +134,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// whether it was accepted (`false`: late, which the processor rejects).
     fn step(
         ticks: &Self::Ticks,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         scratch: &mut Self::Scratch,
         record: Record<'_, Self::Prepared>,
     ) -> Result<bool>;
@@ -142,7 +142,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// Once a call's records are applied one by one, the changelog rows of the call if the
     /// kind kept them itself (`None`, the default: those of `step.changelog`).
     fn changelog_rows(
-        _step: &Step<'_, Self>,
+        _step: &Applying<'_, Self>,
         _scratch: &mut Self::Scratch,
     ) -> Result<Option<Rows>> {
         Ok(None)
@@ -174,7 +174,7 @@ pub trait WindowKind: Clone + Debug + Send + Sync + Sized + 'static {
     /// [`Self::run_safe`] `false`.
     fn step_run(
         _ticks: &Self::Ticks,
-        _step: &mut Step<'_, Self>,
+        _step: &mut Applying<'_, Self>,
         _scratch: &mut Self::Scratch,
         _records: &[Record<'_, Self::Prepared>],
     ) -> Result<RunOutcome> {
@@ -249,9 +249,11 @@ pub struct Record<'a, P> {
     pub prepared: P,
 }
 
-/// The state a call works on, and its output so far.
+/// A call's records being applied: the state they change (the store, through the bound
+/// aggregates, with the call's emit mode and close time) and the call's output so far. A kind's
+/// `step` and `step_run` get one per call; see "applying" in docs/glossary.md.
 #[derive(Debug)]
-pub struct Step<'a, K: WindowKind> {
+pub struct Applying<'a, K: WindowKind> {
     /// The store (journaled: the processor rolls it back if the call fails).
     pub store: &'a mut K::Store,
     /// The aggregates.
@@ -275,7 +277,7 @@ pub struct Step<'a, K: WindowKind> {
     pub counters: &'a mut K::Counters,
 }
 
-impl<K: WindowKind> Step<'_, K> {
+impl<K: WindowKind> Applying<'_, K> {
     /// Emits (final mode) every window not emitted yet whose closing bound is below `close`.
     pub fn emit_closed(&mut self) {
         if self.close <= self.emitted_below {
@@ -301,7 +303,7 @@ impl<K: WindowKind> Step<'_, K> {
     }
 }
 
-impl<K: WindowKind<Store = SessionStore>> Step<'_, K> {
+impl<K: WindowKind<Store = SessionStore>> Applying<'_, K> {
     /// Puts window `[start, end]` of `key` with stored `value`. In `final` mode, a put that
     /// would drop expired segments first emits every window that has closed, so expiry never
     /// takes a window that was not emitted.

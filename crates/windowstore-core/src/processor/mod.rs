@@ -38,7 +38,7 @@ use arrow_schema::SchemaRef;
 
 pub use bound::check_durations;
 pub use clock::{system_now, Clock};
-pub use kind::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
+pub use kind::{Applying, KindCounters, Record, RunOutcome, Unchecked, WindowKind};
 pub use query::WindowQuery;
 pub use records::{id_fields, Output, LAST, ROW, TAGS};
 pub(crate) use records::{ids_of, sort_order, tagged_schema};

@@ -58,7 +58,7 @@ use crate::input::markers::ENDS;
 use crate::input::Markers;
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
+use crate::processor::{Applying, KindCounters, Record, RunOutcome, Unchecked, WindowKind};
 use crate::reject::Reason;
 use crate::store::KeyedSession;
 use crate::time::{Duration, TimeBase};
@@ -213,7 +213,7 @@ impl WindowKind for CappedSessionSpec {
 
     fn step(
         ticks: &CappedTicks,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         sc: &mut Scratch,
         r: Record<'_, Prepared>,
     ) -> Result<bool> {
@@ -239,7 +239,7 @@ impl WindowKind for CappedSessionSpec {
 
     fn step_run(
         ticks: &CappedTicks,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         sc: &mut Scratch,
         records: &[Record<'_, Prepared>],
     ) -> Result<RunOutcome> {

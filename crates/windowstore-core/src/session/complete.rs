@@ -65,7 +65,7 @@ pub fn session_windows(
     )?;
     let aggregates = cut
         .aggregator
-        .aggregate_runs(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)
+        .aggregate_windows(&cut.batch, &cut.order, &cut.offsets)
         .map_err(|e| cut.name_overflow(e))?;
     columns.extend(aggregates);
     let windows = RecordBatch::try_new(output.schema().clone(), columns)

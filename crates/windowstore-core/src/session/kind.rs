@@ -15,7 +15,7 @@ use super::spec::{GapSpec, OnInvalid, Resolved, SessionSpec};
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{KindCounters, Record, RunOutcome, Step, Unchecked, WindowKind};
+use crate::processor::{Applying, KindCounters, Record, RunOutcome, Unchecked, WindowKind};
 use crate::reject::Reason;
 use crate::state;
 use crate::store::session_store::Reads;
@@ -122,7 +122,7 @@ impl WindowKind for SessionSpec {
 
     fn step(
         ticks: &Resolved,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         sc: &mut super::rule::Scratch,
         r: Record<'_, i64>,
     ) -> Result<bool> {
@@ -139,7 +139,7 @@ impl WindowKind for SessionSpec {
 
     fn step_run(
         _ticks: &Resolved,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         sc: &mut super::rule::Scratch,
         records: &[Record<'_, i64>],
     ) -> Result<RunOutcome> {

@@ -60,7 +60,7 @@ pub fn session_partials(
     let cut = cut(schema, batches, input, gap, None, aggs, on_invalid)?;
     let (states, ends) = cut
         .aggregator
-        .run_states(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)
+        .window_states(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)
         .map_err(|e| cut.name_overflow(e))?;
     let state_offsets = std::iter::once(Ok(0))
         .chain(ends.iter().map(|&e| i32::try_from(e)))

@@ -21,7 +21,7 @@
 //! **Record path.** A record loads the sessions it meets that Kafka's store would still show
 //! (docs/semantics.md 2.6), their states left in the store: the one session it extends is
 //! edited there (`SessionStore::amend`). Store time moves with each change, `final` mode first
-//! emitting what the change would expire (as `Step::put` does).
+//! emitting what the change would expire (as `Applying::put` does).
 //!
 //! **Batched path.** A run loads every session its records can meet, states copied (but a
 //! large value, a long `collect` list, which stays in the store and is edited there, so that a
@@ -39,7 +39,7 @@ use crate::agg::append::Place;
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
 use crate::emit::{Change, Changelog, EmitMode};
-use crate::processor::{Record, RunOutcome, Step};
+use crate::processor::{Applying, Record, RunOutcome};
 use crate::state;
 use crate::store::edits::Edits;
 use crate::store::key_table::KeyId;
@@ -103,7 +103,7 @@ pub(super) fn reads(records: &[Record<'_, i64>]) -> Option<(i64, i64)> {
 /// The record path: applies record `r` alone; returns whether it was accepted (`false`: late).
 /// `retention` is the contract's, in ticks.
 pub(super) fn step_record(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, i64>,
     retention: i64,
@@ -124,7 +124,7 @@ pub(super) fn step_record(
 
 /// The batched path: applies the run-safe `records` of one key, in arrival order.
 pub(super) fn step_run(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     records: &[Record<'_, i64>],
 ) -> Result<RunOutcome> {
@@ -158,7 +158,7 @@ pub(super) fn step_run(
 /// Holds the sessions of `key` with reach `>= lowest`, start `<= highest` and end `>=
 /// visible`.
 fn load(
-    step: &Step<'_, SessionSpec>,
+    step: &Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     key: &[u8],
     (lowest, highest): (i64, i64),
@@ -204,7 +204,7 @@ fn load(
 /// the record makes (sessions whose window or reach the merge changes) and the reach of the
 /// session it puts; `None`, having changed nothing, if it is late.
 fn apply(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, i64>,
 ) -> Result<Option<(u64, i64)>> {
@@ -253,7 +253,7 @@ fn apply(
 /// edited in the store where it is there ([`amend`]), else its copy folded or appended in
 /// place; every way gives the bytes of the merge. Returns the removes (1 if it moved).
 fn extend(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     i: usize,
     r: &Record<'_, i64>,
@@ -347,7 +347,7 @@ fn extend(
 /// `to`, in the store; `false`, having changed nothing, where the store cannot
 /// (`SessionStore::amend`).
 fn amend(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, i64>,
     (from, end): ((i64, i64), i64),
@@ -392,7 +392,7 @@ fn amend(
 /// The sessions met (`sc.met`, two or more) and record `r` merged into one, `merged` (start,
 /// end, reach): the record's state merged with each session's in order. Returns the removes.
 fn merge_all(
-    step: &mut Step<'_, SessionSpec>,
+    step: &mut Applying<'_, SessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, i64>,
     (m_start, m_end, m_reach): (i64, i64, i64),
@@ -431,7 +431,7 @@ fn merge_all(
 
 /// Puts the loaded sessions that changed, then removes the key's stored windows that are no
 /// longer loaded (puts first, so that the key stays interned).
-fn write_back(step: &mut Step<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
+fn write_back(step: &mut Applying<'_, SessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
     for h in &sc.loaded {
         if let State::Copied {
             at,
@@ -472,14 +472,14 @@ fn expired(outcome: PutOutcome) -> Result<()> {
 }
 
 /// Record `r`'s own aggregate state, into `sc.acc`.
-fn encode(step: &Step<'_, SessionSpec>, sc: &mut Scratch, r: &Record<'_, i64>) {
+fn encode(step: &Applying<'_, SessionSpec>, sc: &mut Scratch, r: &Record<'_, i64>) {
     sc.acc.clear();
     step.aggs
         .encode_input(r.inputs, r.row, r.t, r.seq, &mut sc.acc);
 }
 
 /// Whether the call keeps a changelog (the modes other than `final`).
-fn logs(step: &Step<'_, SessionSpec>) -> bool {
+fn logs(step: &Applying<'_, SessionSpec>) -> bool {
     step.mode != EmitMode::Final
 }
 

@@ -9,7 +9,7 @@ use super::store::SlidingStore;
 use crate::emit::{EmitMode, Rows};
 use crate::meta::{MetaReader, MetaWriter};
 use crate::output::Layout;
-use crate::processor::{KindCounters, Record, Step, Unchecked, WindowKind};
+use crate::processor::{Applying, KindCounters, Record, Unchecked, WindowKind};
 use crate::reject::{OnInvalid, Reason};
 use crate::state;
 use crate::time::{Duration, TimeBase};
@@ -96,14 +96,14 @@ impl WindowKind for SlidingSpec {
 
     fn step(
         ticks: &Resolved,
-        step: &mut Step<'_, Self>,
+        step: &mut Applying<'_, Self>,
         sc: &mut Self::Scratch,
         r: Record<'_, ()>,
     ) -> Result<bool> {
         super::rule::apply(ticks.time_difference, step, sc, &r)
     }
 
-    fn changelog_rows(step: &Step<'_, Self>, sc: &mut Self::Scratch) -> Result<Option<Rows>> {
+    fn changelog_rows(step: &Applying<'_, Self>, sc: &mut Self::Scratch) -> Result<Option<Rows>> {
         super::rule::changelog_rows(step, sc)
     }
 

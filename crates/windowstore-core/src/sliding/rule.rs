@@ -38,7 +38,7 @@ use super::windows::Windows;
 use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
 use crate::emit::{Change, EmitMode};
-use crate::processor::{Record, Step};
+use crate::processor::{Applying, Record};
 use crate::state;
 use crate::store::key_table::KeyId;
 use crate::Result;
@@ -88,7 +88,7 @@ pub struct Scratch {
 /// accepted (`false`: late).
 pub(super) fn apply(
     d: i64,
-    step: &mut Step<'_, SlidingSpec>,
+    step: &mut Applying<'_, SlidingSpec>,
     sc: &mut Scratch,
     r: &Record<'_, ()>,
 ) -> Result<bool> {
@@ -243,13 +243,13 @@ fn closed_and_landed(w: &Windows, plan: &Plan, t: i64, d: i64, close: i64) -> (u
 /// the open ones in the changelog modes.
 fn update(
     d: i64,
-    step: &mut Step<'_, SlidingSpec>,
+    step: &mut Applying<'_, SlidingSpec>,
     sc: &mut Scratch,
     r: &Record<'_, ()>,
     plan: &Plan,
     id: KeyId,
 ) -> Result<()> {
-    let Step {
+    let Applying {
         store,
         aggs,
         keys,
@@ -317,7 +317,7 @@ impl Scratch {
     /// seeds as they are before the record joins them.
     fn fill(
         &mut self,
-        step: &Step<'_, SlidingSpec>,
+        step: &Applying<'_, SlidingSpec>,
         w: &Windows,
         plan: &Plan,
         r: &Record<'_, ()>,
@@ -369,7 +369,7 @@ impl Scratch {
     fn put_new(
         &mut self,
         d: i64,
-        step: &mut Step<'_, SlidingSpec>,
+        step: &mut Applying<'_, SlidingSpec>,
         key: &[u8],
         plan: &Plan,
         id: KeyId,
@@ -412,7 +412,7 @@ pub(super) fn read_ahead(store: &SlidingStore, sc: &mut Scratch, keys: &arrow_ro
 
 /// The call's `updates` changelog, once its records are applied (`None` in the other modes).
 pub(super) fn changelog_rows(
-    step: &Step<'_, SlidingSpec>,
+    step: &Applying<'_, SlidingSpec>,
     sc: &mut Scratch,
 ) -> Result<Option<crate::emit::Rows>> {
     if step.mode != EmitMode::Updates {

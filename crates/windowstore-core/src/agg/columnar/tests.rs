@@ -263,7 +263,7 @@ proptest! {
         offsets.sort_unstable();
         let order: Vec<u32> = (0..n as u32).collect();
         let times: Vec<i64> = (0..n as i64).collect();
-        let got = aggs.aggregate_runs(&batch, &times, &order, &offsets).unwrap();
+        let got = aggs.aggregate_windows(&batch, &order, &offsets).unwrap();
         let windows: Vec<Vec<usize>> = offsets
             .windows(2)
             .filter(|w| w[0] < w[1])

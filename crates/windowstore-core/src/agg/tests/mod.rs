@@ -1,5 +1,5 @@
 //! Tests of the aggregations, and the helpers they share: batches, the per-record path
-//! (encode_row/merge/finish) and the columnar path (aggregate_runs) over the same windows.
+//! (encode_row/merge/finish) and the columnar path (aggregate_windows) over the same windows.
 
 mod functions;
 mod model;
@@ -116,7 +116,7 @@ pub(super) fn columnar(
         order.extend(rows.iter().map(|&r| r as u32));
         offsets.push(order.len());
     }
-    agg.aggregate_runs(batch, times, &order, &offsets)
+    agg.aggregate_windows(batch, &order, &offsets)
 }
 
 /// Both paths, checked equal; returns the result.

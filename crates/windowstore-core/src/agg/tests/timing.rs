@@ -80,13 +80,11 @@ fn timing_of_the_columnar_and_per_record_paths() {
     for (what, specs) in cases {
         let agg = aggregator(specs, &b);
         let ms = best_ms(|| {
-            let out = agg
-                .aggregate_runs(&b, &times, &order, &offsets)
-                .expect("runs");
+            let out = agg.aggregate_windows(&b, &order, &offsets).expect("runs");
             assert_eq!(out[0].len(), n / 10);
         });
         println!(
-            "aggregate_runs {what}: {n} rows, {} windows: {ms:.1} ms",
+            "aggregate_windows {what}: {n} rows, {} windows: {ms:.1} ms",
             n / 10
         );
     }

@@ -2,7 +2,7 @@
 //! call, change them here, and what changed is written back at once.
 
 use super::value::{encode, parse, Mem};
-use crate::processor::Step;
+use crate::processor::Applying;
 use crate::store::session_store::PutOutcome;
 use crate::{Error, Result, SessionStore};
 
@@ -56,12 +56,12 @@ impl KeySessions {
         self.spare.push(m);
     }
 
-    /// Puts every session that changed (through `Step::put`, or with `keep_time` through
+    /// Puts every session that changed (through `Applying::put`, or with `keep_time` through
     /// `SessionStore::put_keeping_time`, which leaves store time alone), then removes what the store
     /// has under bounds no session has any longer; `value` is a buffer.
     pub fn write_back(
         &mut self,
-        step: &mut Step<'_, CappedSessionSpec>,
+        step: &mut Applying<'_, CappedSessionSpec>,
         key: &[u8],
         keep_time: bool,
         value: &mut Vec<u8>,

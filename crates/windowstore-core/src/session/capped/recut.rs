@@ -10,7 +10,7 @@ use crate::agg::fill_overflow;
 use crate::agg::fold::Order;
 use crate::emit::EmitMode;
 use crate::input::markers::{ENDS, STARTS};
-use crate::processor::{Record, Step, WindowKind};
+use crate::processor::{Applying, Record, WindowKind};
 use crate::session::cuts::{closing, group_flags, Open};
 use crate::session::rule::change;
 use crate::store::{KeyedSession, Session};
@@ -90,7 +90,7 @@ pub(super) struct Applied {
 /// error instead, and the call goes record by record (whose output order that keeps).
 pub(super) fn apply_record(
     ticks: &CappedTicks,
-    step: &mut Step<'_, CappedSessionSpec>,
+    step: &mut Applying<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, Prepared>,
     batched: bool,
@@ -137,7 +137,7 @@ pub(super) fn apply_record(
 /// starts a session of its own after it, the cut points before it unchanged.
 fn append(
     ticks: &CappedTicks,
-    step: &mut Step<'_, CappedSessionSpec>,
+    step: &mut Applying<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, Prepared>,
     first: usize,
@@ -241,7 +241,7 @@ fn append(
 /// in place of those sessions; `None`, having changed nothing, if the record is late.
 fn recut_region(
     ticks: &CappedTicks,
-    step: &mut Step<'_, CappedSessionSpec>,
+    step: &mut Applying<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     r: &Record<'_, Prepared>,
     first: usize,
@@ -395,7 +395,7 @@ fn recut(sc: &mut Scratch, own: Rec, cap: i64, marked: bool) -> Result<()> {
 /// The aggregate state of every new session, into `sc.states`: that of the old session its
 /// records begin with, if any (an unchanged session keeps its state, a record appended in time
 /// order costs one merge), merged with each of its other records' states.
-fn states(step: &Step<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
+fn states(step: &Applying<'_, CappedSessionSpec>, sc: &mut Scratch, key: &[u8]) -> Result<()> {
     sc.states.clear();
     for n in sc.new.iter_mut() {
         sc.acc.clear();
@@ -439,7 +439,7 @@ pub(super) fn marks(first: u8, last: u8) -> u8 {
 /// path (`batched`: the record's close time), a session whose closing falls below the close
 /// time is an error instead (see [`apply_record`]): the record path may emit it at once.
 fn rebuild(
-    step: &mut Step<'_, CappedSessionSpec>,
+    step: &mut Applying<'_, CappedSessionSpec>,
     sc: &mut Scratch,
     key: &[u8],
     first: usize,
@@ -528,7 +528,7 @@ fn rebuild(
 /// The changelog of the re-cut: a delete of each old window the re-cut does not keep (a window
 /// it keeps, with other records, is forwarded as an update without one), then an upsert of
 /// each new window with other records than before.
-fn changelog(step: &mut Step<'_, CappedSessionSpec>, sc: &Scratch, key: &[u8]) {
+fn changelog(step: &mut Applying<'_, CappedSessionSpec>, sc: &Scratch, key: &[u8]) {
     for (i, o) in sc.old.iter().enumerate() {
         let kept = sc
             .new

@@ -125,7 +125,7 @@ fn empty_runs_and_no_windows_in_the_columnar_path() {
         &b,
     );
     let out = agg
-        .aggregate_runs(&b, &[0, 0], &[0, 1], &[0, 0, 2, 2])
+        .aggregate_windows(&b, &[0, 1], &[0, 0, 2, 2])
         .expect("runs");
     assert_same(&out[0], &a(Int64Array::from(vec![0, 2, 0])), "count");
     let only_the_second = a(Int64Array::from(vec![None, Some(4), None]));
@@ -134,9 +134,7 @@ fn empty_runs_and_no_windows_in_the_columnar_path() {
     }
     assert_eq!(out[4].len(), 3);
     for offsets in [&[][..], &[0][..]] {
-        let out = agg
-            .aggregate_runs(&b, &[], &[], offsets)
-            .expect("no windows");
+        let out = agg.aggregate_windows(&b, &[], offsets).expect("no windows");
         assert!(out.iter().all(|o| o.is_empty()));
         assert_eq!(out.len(), 5);
     }
@@ -159,7 +157,7 @@ fn columnar_path_rejects_bad_runs_and_batches() {
     ];
     for (order, offsets) in bad {
         let err = agg
-            .aggregate_runs(&b, &[0, 0], &order, &offsets)
+            .aggregate_windows(&b, &order, &offsets)
             .expect_err("bad runs");
         assert!(
             matches!(
@@ -174,7 +172,7 @@ fn columnar_path_rejects_bad_runs_and_batches() {
     }
     let other = batch(vec![("x", a(Int32Array::from(vec![1, 2])))]);
     let err = agg
-        .aggregate_runs(&other, &[0, 0], &[0], &[0, 1])
+        .aggregate_windows(&other, &[0], &[0, 1])
         .expect_err("wrong type");
     assert!(
         matches!(err, Error::Schema { ref column, .. } if column == "x"),

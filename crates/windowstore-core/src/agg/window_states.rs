@@ -10,7 +10,7 @@ use super::agg_spec::Overflow;
 use super::aggregator::Aggregator;
 use super::codec::{put_f64, put_i128, put_i64, put_u64, put_varint};
 use super::columnar::range_slot;
-use super::row_ranges::{run_bounds, Ranges};
+use super::row_ranges::{window_bounds, Ranges};
 use super::slot::{Op, Slot};
 use super::state_layout::{encode, overflow_error, SEEN, VERSION};
 use super::value::Value;
@@ -47,22 +47,22 @@ impl Aggregator {
     /// arrival) order, `times[row]` the event time, arrival = row index), concatenated, and the
     /// end offset of each state. Merging these states equals merging the per-row states.
     ///
-    /// Errors as [`Aggregator::aggregate_runs`]: a batch that does not match the schema, bad
+    /// Errors as [`Aggregator::aggregate_windows`]: a batch that does not match the schema, bad
     /// runs, an integer sum beyond Int64 within a run, a `collect` under `Fail` beyond its bound.
-    pub fn run_states(
+    pub fn window_states(
         &self,
         batch: &RecordBatch,
         times: &[i64],
         order: &[u32],
         offsets: &[usize],
     ) -> Result<(Vec<u8>, Vec<usize>)> {
-        self.check_runs(batch, order, offsets)?;
+        self.check_windows(batch, order, offsets)?;
         if order.iter().any(|&r| r as usize >= times.len()) {
             return Err(Error::invalid("order", "row index beyond the times"));
         }
         let runs = offsets.len().saturating_sub(1);
-        let bounds = run_bounds(offsets)?;
-        let ranges = Ranges::runs(order, &bounds);
+        let bounds = window_bounds(offsets)?;
+        let ranges = Ranges::windows(order, &bounds);
         let runs_of_rows = Runs {
             batch,
             times,
@@ -320,7 +320,7 @@ mod tests {
 
     /// Run states equal, byte for byte, the fold of per-row states over each run.
     #[test]
-    fn run_states_equal_folded_row_states() {
+    fn window_states_equal_folded_row_states() {
         let n = 40;
         let ints: Int64Array = (0..n)
             .map(|i| (i % 5 != 0).then_some(i * 7 % 11 - 5))
@@ -357,7 +357,7 @@ mod tests {
         let order: Vec<u32> = (0..n as u32).collect();
         let offsets = vec![0, 1, 1, 6, 20, 33, 40];
         let (states, ends) = aggregator
-            .run_states(&batch, &times, &order, &offsets)
+            .window_states(&batch, &times, &order, &offsets)
             .unwrap();
         for w in 0..offsets.len() - 1 {
             let start = if w == 0 { 0 } else { ends[w - 1] };
@@ -383,7 +383,7 @@ mod tests {
         )
         .unwrap();
         let err = aggregator
-            .run_states(&batch, &[0, 1, 2], &[0, 1, 2], &[0, 3])
+            .window_states(&batch, &[0, 1, 2], &[0, 1, 2], &[0, 3])
             .unwrap_err();
         assert!(matches!(err, Error::CollectOverflow { .. }), "{err}");
     }
