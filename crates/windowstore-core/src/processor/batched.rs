@@ -66,7 +66,7 @@ use crate::emit::{EmitMode, Rows};
 use crate::input::order::group_by_key;
 use crate::store::key_table::KeyTable;
 use crate::store::WindowStore;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Calls with fewer usable records than this take the record path: grouping them costs about
 /// what it saves.
@@ -143,22 +143,13 @@ impl<K: WindowKind> Processor<K> {
         checked: K::Counters,
         advance: Option<i64>,
     ) -> Result<(Rows, Counters<K::Counters>)> {
-        let Self {
-            kind, bound, call, ..
-        } = self;
+        let (kind, bound, call, mut counters) = self.apply_parts(checked)?;
         let CallState {
             life,
-            counters,
             held,
             sparse_calls,
+            ..
         } = call;
-        let bound = bound
-            .as_mut()
-            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
-        let mut counters = Counters {
-            kind: checked,
-            ..*counters
-        };
 
         if let Some(t) = advance {
             life.observe(t);

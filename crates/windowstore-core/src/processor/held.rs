@@ -76,6 +76,17 @@ type Entry = (i64, i64);
 /// and row in it.
 type Found = (u32, i64, i64, u32, u32);
 
+/// Sessions whose rows a call tags: `windows` has `keys` key columns, each session's start and
+/// end, then its last arrival number ([`records::LAST`]); `bounds` are its rows' key bytes and
+/// bounds in ticks; the tagged rows come out in `schema` ([`records::tagged_schema`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closed<'a> {
+    pub windows: &'a RecordBatch,
+    pub bounds: &'a [Bounds<'a>],
+    pub keys: usize,
+    pub schema: &'a SchemaRef,
+}
+
 /// A window whose rows are tagged: its key's bytes, start and end (ticks).
 pub(crate) type Bounds<'a> = (&'a [u8], i64, i64);
 
@@ -209,19 +220,9 @@ impl Held {
     /// columns, the session's start and end, then its last arrival number ([`records::LAST`]);
     /// `bounds` are its rows' key bytes and bounds in ticks. The references of the rows taken
     /// go back to the store's key `table`.
-    pub fn take(
-        &mut self,
-        table: &mut KeyTable,
-        windows: &RecordBatch,
-        bounds: &[Bounds<'_>],
-        keys: usize,
-        schema: &SchemaRef,
-    ) -> Result<RecordBatch> {
-        let closing = Closing::new(windows, bounds, keys)?;
+    pub fn take(&mut self, table: &mut KeyTable, closed: &Closed<'_>) -> Result<RecordBatch> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let found = self.find(table, &closing, bounds, &mut scratch);
-        let out = found.and_then(|()| {
-            let out = self.gather(windows, &closing, &scratch.sorted, keys, schema)?;
+        let out = self.tagged(table, closed, &mut scratch).and_then(|out| {
             self.release(table, &scratch.sorted)?;
             Ok(out)
         });
@@ -229,19 +230,27 @@ impl Held {
         out
     }
 
-    /// The rows of the sessions `windows` tagged, as [`Self::take`] returns them, leaving them
+    /// The rows of the sessions `closed` tagged, as [`Self::take`] returns them, leaving them
     /// held.
-    pub fn tag(
+    pub fn tag(&self, table: &KeyTable, closed: &Closed<'_>) -> Result<RecordBatch> {
+        self.tagged(table, closed, &mut Scratch::default())
+    }
+
+    /// The rows of the sessions `closed` tagged; their places in the scratch's `sorted`.
+    fn tagged(
         &self,
         table: &KeyTable,
-        windows: &RecordBatch,
-        bounds: &[Bounds<'_>],
-        keys: usize,
-        schema: &SchemaRef,
+        closed: &Closed<'_>,
+        scratch: &mut Scratch,
     ) -> Result<RecordBatch> {
+        let Closed {
+            windows,
+            bounds,
+            keys,
+            schema,
+        } = *closed;
         let closing = Closing::new(windows, bounds, keys)?;
-        let mut scratch = Scratch::default();
-        self.find(table, &closing, bounds, &mut scratch)?;
+        self.find(table, &closing, bounds, scratch)?;
         self.gather(windows, &closing, &scratch.sorted, keys, schema)
     }
 

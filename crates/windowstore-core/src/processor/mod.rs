@@ -55,12 +55,20 @@ use crate::{Error, KeyedSession, Result, StoreMetrics};
 use bound::Bound;
 use call::CallState;
 use clock::IdleMark;
-use held::{Bounds, Held};
+use held::{Bounds, Closed, Held};
 
 /// What a caller runs on a call's output before the call commits (`*_then` methods of
 /// [`Processor`]); an error from it ([`Error::Callback`] for the caller's own failures) rolls the
 /// call back.
 pub type Then<'a> = dyn FnMut(&RecordBatch) -> Result<()> + Send + 'a;
+
+/// What applying a call works on ([`Processor::apply_parts`]).
+type ApplyParts<'p, K> = (
+    &'p K,
+    &'p mut Bound<K>,
+    &'p mut CallState<<K as WindowKind>::Counters>,
+    Counters<<K as WindowKind>::Counters>,
+);
 
 /// Appends to `rows`, as final rows, the stored windows not emitted yet whose closing bound (the
 /// stored end: see [`WindowKind`]) lies in `[emitted_below, latest]`, in (end, start, key)
@@ -491,8 +499,14 @@ impl<K: WindowKind> Processor<K> {
             return Ok(windows);
         };
         let bounds: Vec<Bounds<'_>> = held::bounds(rows).collect();
-        let (keys, schema) = (bound.input.keys.fields().len(), bound.out_schema().clone());
-        held.take(bound.store.keys_mut(), &windows, &bounds, keys, &schema)
+        let schema = bound.out_schema().clone();
+        let closed = Closed {
+            windows: &windows,
+            bounds: &bounds,
+            keys: bound.input.keys.fields().len(),
+            schema: &schema,
+        };
+        held.take(bound.store.keys_mut(), &closed)
     }
 
     /// Binds and checks every chunk without changing any state; returns them with the kind's
@@ -541,6 +555,22 @@ impl<K: WindowKind> Processor<K> {
         Ok((chunks, scratch))
     }
 
+    /// What applying a call works on: the kind, the bound parts and the call state, and the
+    /// counters to commit (the processor's, with the kind's `checked` ones).
+    fn apply_parts(&mut self, checked: K::Counters) -> Result<ApplyParts<'_, K>> {
+        let Self {
+            kind, bound, call, ..
+        } = self;
+        let bound = bound
+            .as_mut()
+            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
+        let counters = Counters {
+            kind: checked,
+            ..call.counters
+        };
+        Ok((kind, bound, call, counters))
+    }
+
     /// Applies checked chunks to the store (journaled by the caller); returns the output rows
     /// with the counters to commit.
     fn apply(
@@ -549,22 +579,8 @@ impl<K: WindowKind> Processor<K> {
         checked: K::Counters,
         advance: Option<i64>,
     ) -> Result<(Rows, Counters<K::Counters>)> {
-        let Self {
-            kind, bound, call, ..
-        } = self;
-        let CallState {
-            life,
-            counters,
-            held,
-            ..
-        } = call;
-        let bound = bound
-            .as_mut()
-            .ok_or_else(|| Error::invalid("process", "the processor has no input schema yet"))?;
-        let mut counters = Counters {
-            kind: checked,
-            ..*counters
-        };
+        let (kind, bound, call, mut counters) = self.apply_parts(checked)?;
+        let CallState { life, held, .. } = call;
         let ticks = bound.ticks;
         let grace = K::grace(&ticks);
         let mode = kind.emit();

@@ -91,13 +91,13 @@ impl<K: WindowKind> Processor<K> {
                 .zip(wanted.values().iter())
                 .filter_map(|(b, wanted)| wanted.then_some(b))
                 .collect();
-            return Ok(Some(held.tag(
-                bound.store.keys(),
-                &built,
-                &bounds,
-                key_columns,
+            let closed = held::Closed {
+                windows: &built,
+                bounds: &bounds,
+                keys: key_columns,
                 schema,
-            )?));
+            };
+            return Ok(Some(held.tag(bound.store.keys(), &closed)?));
         }
         let mut windows = records::in_order(&built, key_columns)?;
         if self.kind.emit() != EmitMode::Final {
