@@ -139,6 +139,17 @@ impl Error {
     }
 }
 
+#[cfg(test)]
+impl Error {
+    /// The parameter an [`Error::InvalidWindowSpec`] names; `None` for any other error.
+    pub(crate) fn invalid_parameter(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidWindowSpec { parameter, .. } => Some(parameter),
+            _ => None,
+        }
+    }
+}
+
 /// `" in the window [start, end] of key key"`, or nothing without a key.
 fn window_text(key: &str, start: i64, end: i64) -> String {
     if key.is_empty() {

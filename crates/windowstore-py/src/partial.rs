@@ -8,7 +8,7 @@ use windowstore_core::session::partial;
 use crate::convert::{batch_table, batches, PyAgg, PyDuration};
 use crate::errors::IntoPyResult;
 use crate::guard::guard;
-use crate::sessions::{complete_args, gap_spec};
+use crate::sessions::{complete_args, complete_result, gap_spec, CompleteResult};
 
 /// Partial sessions of one part of the input: returns (partials, rejected, gap_clamped).
 #[pyfunction]
@@ -25,7 +25,7 @@ pub fn session_partials<'py>(
     max_gap: Option<PyDuration>,
     aggs: Vec<PyAgg>,
     on_invalid: String,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
+) -> PyResult<CompleteResult<'py>> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
         let args = complete_args(data, key, time, time_unit, aggs, on_invalid)?;
@@ -41,11 +41,7 @@ pub fn session_partials<'py>(
                 )
             })
             .py()?;
-        Ok((
-            batch_table(py, result.partials)?,
-            batch_table(py, result.rejected)?,
-            result.gap_clamped,
-        ))
+        complete_result(py, result.partials, result.rejected, result.gap_clamped)
     })
 }
 

@@ -135,6 +135,23 @@ pub(crate) fn complete_args(
     })
 }
 
+/// What a complete-data session function returns: (output, rejected, gap_clamped).
+pub(crate) type CompleteResult<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, u64);
+
+/// The `output` and `rejected` tables of a complete-data session call, with its `gap_clamped`.
+pub(crate) fn complete_result(
+    py: Python<'_>,
+    output: RecordBatch,
+    rejected: RecordBatch,
+    gap_clamped: u64,
+) -> PyResult<CompleteResult<'_>> {
+    Ok((
+        batch_table(py, output)?,
+        batch_table(py, rejected)?,
+        gap_clamped,
+    ))
+}
+
 /// Complete-data session windows: returns (windows, rejected, gap_clamped).
 #[pyfunction]
 #[pyo3(signature = (data, *, key, time, time_unit, gap, gap_column, max_gap, aggs, on_invalid, max_duration=None, output="windows", starts_session=None, ends_session=None))]
@@ -154,7 +171,7 @@ pub fn session_windows<'py>(
     output: &str,
     starts_session: Option<String>,
     ends_session: Option<String>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, u64)> {
+) -> PyResult<CompleteResult<'py>> {
     guard(|| {
         let gap = gap_spec(gap, gap_column, max_gap)?;
         let max_duration = max_duration
@@ -189,11 +206,7 @@ pub fn session_windows<'py>(
                 ),
             })
             .py()?;
-        Ok((
-            batch_table(py, result.windows)?,
-            batch_table(py, result.rejected)?,
-            result.gap_clamped,
-        ))
+        complete_result(py, result.windows, result.rejected, result.gap_clamped)
     })
 }
 

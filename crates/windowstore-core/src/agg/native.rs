@@ -30,12 +30,19 @@ pub(crate) trait Num: ArrowNativeType {
     fn to_f64(self) -> f64;
 }
 
+/// A [`Num`] impl's key type `$key` and its bounds, the same for every type.
+macro_rules! key_type {
+    ($key:ty) => {
+        type Key = $key;
+        const KEY_MIN: $key = <$key>::MIN;
+        const KEY_MAX: $key = <$key>::MAX;
+    };
+}
+
 macro_rules! impl_int {
     ($($t:ty => $key:ty),*) => {$(
         impl Num for $t {
-            type Key = $key;
-            const KEY_MIN: $key = <$key>::MIN;
-            const KEY_MAX: $key = <$key>::MAX;
+            key_type!($key);
             #[inline(always)]
             fn key(self) -> $key {
                 self as $key
@@ -94,9 +101,7 @@ macro_rules! flip {
 macro_rules! impl_float {
     ($($t:ident => $key:ty, $ukey:ty),*) => {$(
         impl Num for $t {
-            type Key = $key;
-            const KEY_MIN: $key = <$key>::MIN;
-            const KEY_MAX: $key = <$key>::MAX;
+            key_type!($key);
             #[inline(always)]
             fn key(self) -> $key {
                 flip!(self.canon().to_bits() as $key, $key, $ukey)

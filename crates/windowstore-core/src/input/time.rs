@@ -294,16 +294,7 @@ mod tests {
         let col: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![5]));
         let b = one(col);
         let err = TimeColumn::try_new("ts", Some(TimeUnit::Second), &b.schema()).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::InvalidWindowSpec {
-                    parameter: "time_unit",
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        assert_eq!(err.invalid_parameter(), Some("time_unit"), "{err:?}");
         assert_eq!(
             err.to_string(),
             "invalid time_unit: time_unit=\"s\" is the tick of an integer time column only; \

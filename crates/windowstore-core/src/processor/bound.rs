@@ -244,16 +244,7 @@ mod tests {
         let mut fresh = with_unit();
         let before = fresh.to_bytes().unwrap();
         let err = fresh.process(&batch(vec![0, 5])).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::InvalidWindowSpec {
-                    parameter: "time_unit",
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        assert_eq!(err.invalid_parameter(), Some("time_unit"), "{err:?}");
         assert_eq!(fresh.to_bytes().unwrap(), before);
         // A snapshot written before the rule (Spark records mode gave time_unit="us").
         let mut old = with_unit();

@@ -55,7 +55,14 @@ pub fn session_windows(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<CompleteSessions> {
-    let mut cut = cut(schema, batches, input, gap, max_duration, aggs, on_invalid)?;
+    let mut cut = cut(
+        schema,
+        batches,
+        input,
+        (gap, max_duration),
+        aggs,
+        on_invalid,
+    )?;
     let mut columns = cut.session_columns()?;
     let output = OutputBuilder::try_new(
         &cut.bound.keys,
@@ -96,8 +103,7 @@ pub fn session_records(
         schema.clone(),
         batches,
         input,
-        gap,
-        max_duration,
+        (gap, max_duration),
         Vec::new(),
         on_invalid,
     )?;
@@ -243,13 +249,13 @@ impl Cut {
 }
 
 /// Checks the rows of `batches`, groups the valid ones by key and time and cuts each key's
-/// rows into sessions by the rule of `cuts` (gap, markers, `max_duration`).
+/// rows into sessions by the rule of `gap` and `max_duration` (`None`: no cap) and the marker
+/// columns of `input`.
 pub(crate) fn cut(
     schema: SchemaRef,
     batches: &[RecordBatch],
     input: InputSpec,
-    gap: GapSpec,
-    max_duration: Option<Duration>,
+    (gap, max_duration): (GapSpec, Option<Duration>),
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<Cut> {

@@ -57,7 +57,7 @@ pub fn session_partials(
     aggs: Vec<AggSpec>,
     on_invalid: OnInvalid,
 ) -> Result<PartialSessions> {
-    let cut = cut(schema, batches, input, gap, None, aggs, on_invalid)?;
+    let cut = cut(schema, batches, input, (gap, None), aggs, on_invalid)?;
     let (states, ends) = cut
         .aggregator
         .window_states(&cut.batch, &cut.ticks, &cut.order, &cut.offsets)

@@ -26,7 +26,7 @@
 //! **Batched path.** A run loads every session its records can meet, states copied (but a
 //! large value, a long `collect` list, which stays in the store and is edited there, so that a
 //! long session grown over many calls costs what the records add). Changes leave store time
-//! where it is (`put_keeping_time`, `amend_keeping_time`) for the processor to move once. The records are
+//! where it is (`put_keeping_time`, `amend_moving`) for the processor to move once. The records are
 //! run-safe (within the grace), so none is late and every session one meets is visible
 //! (retention covers max gap + grace): the rule's checks never fire (`step.close` is then the
 //! close of an earlier record, at most the record's own), and the outcome is the record
@@ -372,7 +372,7 @@ fn amend(
         )
         .map_err(|e| fill_overflow(e, step.keys.render(r.key), to.0, end.max(r.t)))?;
     let outcome = if sc.batched {
-        step.store.amend_keeping_time(r.key, from, to, &sc.edits)?
+        step.store.amend_moving(r.key, from, to, &sc.edits, false)?
     } else {
         if step.mode == EmitMode::Final && step.store.put_would_drop_segments(to.1) {
             step.emit_closed();

@@ -106,23 +106,11 @@ mod tests {
         let err = spec(Duration::Ticks(-1), Duration::Ticks(0))
             .validate(None)
             .unwrap_err();
-        assert!(matches!(
-            err,
-            Error::InvalidWindowSpec {
-                parameter: "time_difference",
-                ..
-            }
-        ));
+        assert_eq!(err.invalid_parameter(), Some("time_difference"), "{err:?}");
         let err = spec(Duration::Ticks(0), Duration::Nanos(-1))
             .validate(None)
             .unwrap_err();
-        assert!(matches!(
-            err,
-            Error::InvalidWindowSpec {
-                parameter: "grace",
-                ..
-            }
-        ));
+        assert_eq!(err.invalid_parameter(), Some("grace"), "{err:?}");
     }
 
     #[test]

@@ -460,20 +460,12 @@ impl WindowStore for SlidingStore {
         let heap: usize = self.by_key.iter().map(Windows::heap_bytes).sum::<usize>()
             + self.by_key.capacity() * std::mem::size_of::<Windows>()
             + self.due.heap_bytes();
-        StoreMetrics {
-            live_sessions: self.windows,
-            live_keys: self.keys.len() as u64,
-            segments: 0,
-            key_bytes: self.keys.key_bytes() as u64,
-            value_bytes: value_bytes as u64,
-            bytes: (heap + self.keys.heap_bytes()) as u64,
-            puts: self.counters.puts,
-            removes: self.counters.removes,
-            expired_puts: self.counters.expired_puts,
-            expired_sessions: self.counters.expired_sessions,
-            bytes_written: self.bytes_written,
-            bytes_journaled: self.bytes_journaled,
-        }
+        self.counters.metrics(
+            &self.keys,
+            (self.windows, 0),
+            (value_bytes, heap),
+            (self.bytes_written, self.bytes_journaled),
+        )
     }
 
     fn keys(&self) -> &KeyTable {

@@ -1,5 +1,7 @@
 //! Store metrics: a plain snapshot of counters and sizes, read by `SessionStore::metrics`.
 
+use super::key_table::KeyTable;
+
 /// Counters of what a store did and the size of what it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StoreMetrics {
@@ -40,6 +42,34 @@ pub(crate) struct Counters {
     pub removes: u64,
     pub expired_puts: u64,
     pub expired_sessions: u64,
+}
+
+impl Counters {
+    /// The metrics of a store with these counters and key table `keys`, holding `sessions`
+    /// sessions in `segments` segments, `value_bytes` of values in `heap_bytes` of heap of its
+    /// own (the key table's is added), having written and journaled `written` bytes.
+    pub(crate) fn metrics(
+        self,
+        keys: &KeyTable,
+        (sessions, segments): (u64, u64),
+        (value_bytes, heap_bytes): (usize, usize),
+        written: (u64, u64),
+    ) -> StoreMetrics {
+        StoreMetrics {
+            live_sessions: sessions,
+            live_keys: keys.len() as u64,
+            segments,
+            key_bytes: keys.key_bytes() as u64,
+            value_bytes: value_bytes as u64,
+            bytes: (heap_bytes + keys.heap_bytes()) as u64,
+            puts: self.puts,
+            removes: self.removes,
+            expired_puts: self.expired_puts,
+            expired_sessions: self.expired_sessions,
+            bytes_written: written.0,
+            bytes_journaled: written.1,
+        }
+    }
 }
 
 impl StoreMetrics {

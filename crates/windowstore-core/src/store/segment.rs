@@ -50,6 +50,18 @@ pub struct Entry {
     len: u16,
 }
 
+impl Entry {
+    /// The entry of session `[start, end]` whose value the segment stored at `(offset, len)`.
+    fn new(start: i64, end: i64, (offset, len): (u32, u16)) -> Self {
+        Self {
+            end,
+            start,
+            offset,
+            len,
+        }
+    }
+}
+
 /// The sessions of one key in one segment, sorted by `(end, start)`.
 type Sessions = SmallVec<[Entry; 1]>;
 
@@ -125,7 +137,7 @@ impl Segment {
                 // key it has let go.
                 let stored = self.store(value);
                 let list = self.by_key.entry(key).or_default();
-                let (offset, len) = match stored {
+                let stored = match stored {
                     Ok(stored) => stored,
                     Err(e) => {
                         if list.is_empty() {
@@ -134,15 +146,7 @@ impl Segment {
                         return Err(e);
                     }
                 };
-                list.insert(
-                    i,
-                    Entry {
-                        end,
-                        start,
-                        offset,
-                        len,
-                    },
-                );
+                list.insert(i, Entry::new(start, end, stored));
                 self.sessions += 1;
                 Ok(true)
             }
@@ -223,18 +227,10 @@ impl Segment {
     /// Stores `value` for the new session `[start, end]` of `key` (none may be stored there),
     /// keeping a large value's buffer.
     pub fn attach(&mut self, key: KeyId, start: i64, end: i64, value: Vec<u8>) -> Result<()> {
-        let (offset, len) = self.store_owned(value)?;
+        let stored = self.store_owned(value)?;
         let list = self.by_key.entry(key).or_default();
         let at = list.partition_point(|x| (x.end, x.start) < (end, start));
-        list.insert(
-            at,
-            Entry {
-                end,
-                start,
-                offset,
-                len,
-            },
-        );
+        list.insert(at, Entry::new(start, end, stored));
         self.sessions += 1;
         Ok(())
     }

@@ -209,24 +209,17 @@ impl SessionStore {
             .map(|(_, s)| s.heap_bytes())
             .sum::<usize>()
             + self.segments.spare_heap_bytes();
-        StoreMetrics {
-            live_sessions: self.sessions,
-            live_keys: self.keys.len() as u64,
-            segments: self.segments.len() as u64,
-            key_bytes: self.keys.key_bytes() as u64,
-            value_bytes: value_bytes as u64,
-            bytes: (segment_bytes + self.keys.heap_bytes()) as u64,
-            puts: self.counters.puts,
-            removes: self.counters.removes,
-            expired_puts: self.counters.expired_puts,
-            expired_sessions: self.counters.expired_sessions,
-            bytes_written: self.bytes_written,
-            bytes_journaled: self.bytes_journaled
-                + self
-                    .journal
-                    .as_ref()
-                    .map_or(0, |j| j.recorded_bytes() as u64),
-        }
+        let journaled = self.bytes_journaled
+            + self
+                .journal
+                .as_ref()
+                .map_or(0, |j| j.recorded_bytes() as u64);
+        self.counters.metrics(
+            &self.keys,
+            (self.sessions, self.segments.len() as u64),
+            (value_bytes, segment_bytes),
+            (self.bytes_written, journaled),
+        )
     }
 
     /// Advances store time to `end` if it is later, dropping the segments that expire.

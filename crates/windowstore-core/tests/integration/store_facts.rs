@@ -21,6 +21,15 @@ fn store_of_a(windows: &[(i64, i64)]) -> SessionStore {
     s
 }
 
+/// A store of retention 10,000 holding `sessions`, each `(key, start, end, value)`.
+fn store_with(sessions: &[(&str, i64, i64, &str)]) -> SessionStore {
+    let mut s = store(10_000);
+    for &(key, start, end, value) in sessions {
+        s.put(key.as_bytes(), start, end, value.as_bytes()).unwrap();
+    }
+    s
+}
+
 #[test]
 fn default_segment_interval_is_half_the_retention_at_least_one() {
     assert_eq!(store(1000).segment_interval(), 500);
@@ -67,11 +76,12 @@ fn find_sessions_across_segments() {
 
 #[test]
 fn fetch_session_compares_key_bytes_and_window_exactly() {
-    let mut s = store(10_000);
-    s.put(b"aa", 0, 3, b"aa03").unwrap();
-    s.put(b"aa", 1, 4, b"aa14").unwrap();
-    s.put(b"a", 0, 4, b"a04").unwrap();
-    s.put(b"aaa", 0, 4, b"aaa04").unwrap();
+    let mut s = store_with(&[
+        ("aa", 0, 3, "aa03"),
+        ("aa", 1, 4, "aa14"),
+        ("a", 0, 4, "a04"),
+        ("aaa", 0, 4, "aaa04"),
+    ]);
     assert_eq!(s.fetch_session(b"aa", 0, 4), None);
     s.put(b"aa", 0, 4, b"aa04").unwrap();
     assert_eq!(s.fetch_session(b"aa", 0, 4), Some(&b"aa04"[..]));
@@ -83,10 +93,7 @@ fn fetch_session_compares_key_bytes_and_window_exactly() {
 
 #[test]
 fn time_range_scan_by_end_across_keys() {
-    let mut s = store(10_000);
-    s.put(b"a", 0, 0, b"a").unwrap();
-    s.put(b"b", 10, 20, b"b").unwrap();
-    s.put(b"c", 30, 40, b"c").unwrap();
+    let s = store_with(&[("a", 0, 0, "a"), ("b", 10, 20, "b"), ("c", 30, 40, "c")]);
     let keys = |from, to| -> Vec<Vec<u8>> {
         s.find_sessions_by_end(from, to)
             .iter()
@@ -102,11 +109,12 @@ fn time_range_scan_by_end_across_keys() {
 
 #[test]
 fn fetch_and_fetch_range_order_by_key_then_end() {
-    let mut s = store(10_000);
-    s.put(b"b", 5, 6, b"").unwrap();
-    s.put(b"a", 7, 9, b"").unwrap();
-    s.put(b"a", 1, 2, b"").unwrap();
-    s.put(b"c", 0, 0, b"").unwrap();
+    let s = store_with(&[
+        ("b", 5, 6, ""),
+        ("a", 7, 9, ""),
+        ("a", 1, 2, ""),
+        ("c", 0, 0, ""),
+    ]);
     assert_eq!(windows(s.fetch(b"a")), vec![(1, 2), (7, 9)]);
     let got: Vec<(Vec<u8>, i64)> = s
         .fetch_range(b"a", b"b")

@@ -102,18 +102,9 @@ impl SessionStore {
         self.amend_moving(key, from, to, edits, true)
     }
 
-    /// [`Self::amend`] without moving store time (see [`Self::put_keeping_time`]).
-    pub(crate) fn amend_keeping_time(
-        &mut self,
-        key: &[u8],
-        from: (i64, i64),
-        to: (i64, i64),
-        edits: &Edits,
-    ) -> Result<Option<PutOutcome>> {
-        self.amend_moving(key, from, to, edits, false)
-    }
-
-    fn amend_moving(
+    /// [`Self::amend`], moving store time only if `move_time` (without, see
+    /// [`Self::put_keeping_time`]).
+    pub(crate) fn amend_moving(
         &mut self,
         key: &[u8],
         from: (i64, i64),
