@@ -104,7 +104,7 @@ impl Held {
     }
 
     /// The Arrow size of the segments' data (their slices of the buffers): the held rows, and
-    /// the rows taken out of a segment not compacted yet.
+    /// the rows not held (rejected or taken out) of a segment not compacted yet.
     pub fn bytes(&self) -> usize {
         self.segments
             .iter()
@@ -179,7 +179,8 @@ impl Held {
     /// Holds row `seq` of the running call under key `id` of the store's key `table` (its
     /// key holds the row's session), which counts one reference more.
     pub fn hold(&mut self, table: &mut KeyTable, id: KeyId, seq: u64) {
-        let at = usize::try_from(seq - self.first).unwrap_or(usize::MAX);
+        debug_assert!(seq >= self.first, "a row of an earlier call");
+        let at = usize::try_from(seq.saturating_sub(self.first)).unwrap_or(usize::MAX);
         if at >= self.pending.len() {
             self.pending.resize(at + 1, NO_KEY);
         }
